@@ -1,2 +1,34 @@
 //! Backend-neutral GPU event model and its mapping to Perfetto.
+//!
+//! Backends (`injection-cuda`, `injection-hip`) translate vendor records into
+//! the [`model`] and hand them to a [`Recorder`]. The [`Tracer`] owns the
+//! Perfetto side: data sources `gpu.renderstages.<suffix>` and
+//! `gpu.counters.<suffix>`, track events for API calls and markers, the
+//! standalone file session, and an emitter thread that turns recorded events
+//! into packets off the application's threads. [`reader`] decodes the
+//! resulting `.pftrace` files back into the model.
 #![forbid(unsafe_code)]
+
+pub mod clock;
+pub mod collector;
+pub mod config;
+mod emit;
+pub mod guard;
+pub mod log;
+pub mod model;
+pub mod names;
+pub mod output;
+pub mod pb;
+pub mod reader;
+pub mod registry;
+mod sink;
+mod tracer;
+pub mod wire;
+
+pub use collector::{Batch, Limits, Recorder};
+pub use config::Config;
+pub use emit::{Totals, primary_event_id, range_track_uuid, secondary_event_id, thread_track_uuid};
+pub use sink::{
+    CounterRequest, RegisterError, SessionError, data_source_names, parse_counter_config,
+};
+pub use tracer::{Backend, GpuClock, Sources, StartError, Tracer, TracerOptions};

@@ -1,0 +1,1122 @@
+//! Model events → Perfetto packets.
+//!
+//! Everything here runs on the emitter thread. Packets are encoded into a
+//! reused buffer and handed to a [`PacketSink`]; the Perfetto glue in
+//! [`crate::sink`] implements the sinks over data-source and track-event
+//! trace contexts, and the tests implement them over plain vectors.
+//!
+//! Interning is per sequence: each sequence state remembers which queues,
+//! contexts, kernels, names and arg names it has described, and describes
+//! new ones in the same packet as the first event that needs them.
+
+use crate::collector::Batch;
+use crate::model::{
+    ApiCall, ArgValue, CounterGroup, CounterSpec, Event, GpuApi, KernelExec, Marker, MarkerEvent,
+    MemoryOp, MemoryOpKind, NameId, Unit,
+};
+use crate::names::{Kernels, Names};
+use crate::pb::Writer;
+use crate::registry::{Counters, Devices};
+use crate::wire;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+/// Receives finished packets (the body of one `TracePacket`).
+pub(crate) trait PacketSink {
+    fn packet(&mut self, bytes: &[u8]);
+}
+
+/// A track-event sequence, whose interning the SDK owns.
+pub(crate) trait TrackEventSink: PacketSink {
+    /// Iid of an event name on this sequence, and whether it was seen before.
+    fn intern_name(&mut self, name: &[u8]) -> (u64, bool);
+    /// Whether a descriptor for `uuid` was already written on this sequence.
+    fn track_seen(&mut self, uuid: u64) -> bool;
+}
+
+/// Render-stage stage iids; queues use iids from [`QUEUE_IID_BASE`].
+pub(crate) const STAGE_KERNEL: u64 = 1;
+pub(crate) const STAGE_MEMCPY: u64 = 2;
+pub(crate) const STAGE_MEMSET: u64 = 3;
+const QUEUE_IID_BASE: u64 = 16;
+
+/// GPU event ids are unique across processes: the pid sits above the
+/// correlation id. The first GPU event of a correlation gets the id that API
+/// slices point at; further events of the same correlation (graph nodes)
+/// get ids from a second, per-process space.
+pub fn primary_event_id(pid: u32, correlation_id: u64) -> u64 {
+    ((pid as u64) << 33) | (correlation_id & 0xFFFF_FFFF)
+}
+
+/// See [`primary_event_id`].
+pub fn secondary_event_id(pid: u32, n: u64) -> u64 {
+    ((pid as u64) << 33) | (1 << 32) | (n & 0xFFFF_FFFF)
+}
+
+/// Track uuid of a thread's API/marker track.
+pub fn thread_track_uuid(pid: u32, tid: u32) -> u64 {
+    // Small uuids keep every track event a few bytes shorter; the pid in
+    // the high bits keeps processes of one system trace apart.
+    ((pid as u64) << 24) ^ (tid as u64) ^ 0x4000_0000_0000
+}
+
+/// Track uuid of a process-wide (start/end) range.
+pub fn range_track_uuid(pid: u32, id: u64) -> u64 {
+    ((pid as u64) << 40) ^ (id & 0xFF_FFFF_FFFF) ^ 0x2000_0000_0000_0000
+}
+
+/// Interning state of a render-stage sequence.
+#[derive(Debug, Default)]
+pub(crate) struct RsSeq {
+    started: bool,
+    names: BitSet,
+    arg_names: BitSet,
+    kernels: BitSet,
+    queues: BitSet,
+    contexts: HashSet<u64>,
+    gpu_info_version: Option<u32>,
+}
+
+impl perfetto_sdk::data_source::Clear for RsSeq {}
+
+/// Interning state of a counter sequence.
+#[derive(Debug, Default)]
+pub(crate) struct CtrSeq {
+    started: bool,
+    /// Device → counter-table version described on this sequence.
+    described: HashMap<u32, u32>,
+}
+
+impl perfetto_sdk::data_source::Clear for CtrSeq {}
+
+#[derive(Debug, Default)]
+struct BitSet(Vec<u64>);
+
+impl BitSet {
+    /// Sets bit `i`; returns whether it was already set.
+    fn test_and_set(&mut self, i: u32) -> bool {
+        let (w, b) = ((i / 64) as usize, i % 64);
+        if w >= self.0.len() {
+            self.0.resize(w + 1, 0);
+        }
+        let was = self.0[w] & (1 << b) != 0;
+        self.0[w] |= 1 << b;
+        was
+    }
+}
+
+/// Totals of what was written, for the end-of-session summary.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    /// Kernel executions.
+    pub kernels: u64,
+    /// Copies and memsets.
+    pub memory_ops: u64,
+    /// API calls.
+    pub api_calls: u64,
+    /// Markers.
+    pub markers: u64,
+    /// Counter samples (per-kernel and periodic).
+    pub counter_samples: u64,
+}
+
+/// Remembers which correlations already have their primary GPU event, in a
+/// bounded window (events of one correlation arrive close together).
+#[derive(Debug, Default)]
+struct SeenCorrelations {
+    set: HashSet<u64>,
+    order: VecDeque<u64>,
+}
+
+const SEEN_WINDOW: usize = 1 << 18;
+
+impl SeenCorrelations {
+    fn first(&mut self, corr: u64) -> bool {
+        if !self.set.insert(corr) {
+            return false;
+        }
+        self.order.push_back(corr);
+        if self.order.len() > SEEN_WINDOW
+            && let Some(old) = self.order.pop_front()
+        {
+            self.set.remove(&old);
+        }
+        true
+    }
+}
+
+/// Well-known arg names, interned once.
+#[derive(Debug, Clone, Copy)]
+struct ArgNames {
+    device: NameId,
+    stream: NameId,
+    waves: NameId,
+    graph_node: NameId,
+    bytes: NameId,
+    src_kind: NameId,
+    dst_kind: NameId,
+    src_device: NameId,
+    dst_device: NameId,
+    value: NameId,
+    memory_kind: NameId,
+}
+
+/// How GPU timestamps are expressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClockSpec {
+    /// CLOCK_BOOTTIME, the trace clock: no clock id needed.
+    Boottime,
+    /// A global custom clock (id ≥ 128) described by snapshots.
+    Custom(u32),
+}
+
+/// The emitter's encoder: process-wide naming and ids, plus scratch buffers.
+pub(crate) struct Encoder {
+    pid: u32,
+    api: GpuApi,
+    clock: ClockSpec,
+    names: Arc<Names>,
+    kernels: Arc<Kernels>,
+    devices: Arc<Devices>,
+    counters: Arc<Counters>,
+    queues: HashMap<(u32, u64), u64>,
+    queue_list: Vec<(u32, u64)>,
+    copy_names: HashMap<crate::model::CopyKind, NameId>,
+    memset_name: NameId,
+    args: ArgNames,
+    seen: SeenCorrelations,
+    secondary: u64,
+    pkt: Writer,
+    interned: Writer,
+    totals: Totals,
+    thread_names: HashMap<u32, String>,
+}
+
+impl Encoder {
+    pub(crate) fn new(
+        pid: u32,
+        api: GpuApi,
+        clock: ClockSpec,
+        names: Arc<Names>,
+        kernels: Arc<Kernels>,
+        devices: Arc<Devices>,
+        counters: Arc<Counters>,
+    ) -> Self {
+        let args = ArgNames {
+            device: names.intern("device"),
+            stream: names.intern("stream"),
+            waves: names.intern("launch__waves_per_multiprocessor"),
+            graph_node: names.intern("graph_node_id"),
+            bytes: names.intern("bytes"),
+            src_kind: names.intern("src_kind"),
+            dst_kind: names.intern("dst_kind"),
+            src_device: names.intern("src_device"),
+            dst_device: names.intern("dst_device"),
+            value: names.intern("value"),
+            memory_kind: names.intern("memory_kind"),
+        };
+        Self {
+            pid,
+            api,
+            clock,
+            memset_name: names.intern("Memset"),
+            names,
+            kernels,
+            devices,
+            counters,
+            queues: HashMap::new(),
+            queue_list: Vec::new(),
+            copy_names: HashMap::new(),
+            args,
+            seen: SeenCorrelations::default(),
+            secondary: 0,
+            pkt: Writer::new(),
+            interned: Writer::new(),
+            totals: Totals::default(),
+            thread_names: HashMap::new(),
+        }
+    }
+
+    pub(crate) fn totals(&self) -> Totals {
+        self.totals
+    }
+
+    /// Assigns event ids to the GPU events of `batches` (0 for other
+    /// events) and counts everything once, whatever the number of sessions.
+    pub(crate) fn prepare(&mut self, batches: &[Batch]) -> Vec<Vec<u64>> {
+        batches
+            .iter()
+            .map(|b| {
+                b.events
+                    .iter()
+                    .map(|e| match e {
+                        Event::Kernel(k) => {
+                            self.totals.kernels += 1;
+                            self.event_id(k.correlation_id)
+                        }
+                        Event::Memory(m) => {
+                            self.totals.memory_ops += 1;
+                            self.event_id(m.correlation_id)
+                        }
+                        Event::Api(_) => {
+                            self.totals.api_calls += 1;
+                            0
+                        }
+                        Event::Marker(_) => {
+                            self.totals.markers += 1;
+                            0
+                        }
+                        Event::KernelCounters(c) => {
+                            self.totals.counter_samples += c.values.len() as u64;
+                            0
+                        }
+                        Event::Counters(c) => {
+                            self.totals.counter_samples += c.values.len() as u64;
+                            0
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn event_id(&mut self, corr: u64) -> u64 {
+        if corr != 0 && self.seen.first(corr) {
+            primary_event_id(self.pid, corr)
+        } else {
+            self.secondary += 1;
+            secondary_event_id(self.pid, self.secondary)
+        }
+    }
+
+    fn queue_iid(&mut self, device: u32, stream: u64) -> u64 {
+        if let Some(&q) = self.queues.get(&(device, stream)) {
+            return q;
+        }
+        let q = QUEUE_IID_BASE + self.queue_list.len() as u64;
+        self.queue_list.push((device, stream));
+        self.queues.insert((device, stream), q);
+        q
+    }
+
+    fn context_iid(&self, context: u32) -> u64 {
+        ((self.pid as u64) << 16) | (context as u64 & 0xFFFF)
+    }
+
+    fn copy_name(&mut self, kind: crate::model::CopyKind) -> NameId {
+        let names = &self.names;
+        *self
+            .copy_names
+            .entry(kind)
+            .or_insert_with(|| names.intern(&format!("Memcpy {}", kind.name())))
+    }
+
+    // ----- render stages -------------------------------------------------
+
+    /// Writes the GPU events of `batches` to one render-stage sequence.
+    pub(crate) fn write_render_stages(
+        &mut self,
+        seq: &mut RsSeq,
+        batches: &[Batch],
+        ids: &[Vec<u64>],
+        sink: &mut dyn PacketSink,
+    ) {
+        self.start_rs_sequence(seq, sink);
+        self.write_gpu_info_if_changed(seq, sink);
+        for (b, ids) in batches.iter().zip(ids) {
+            for (e, &id) in b.events.iter().zip(ids) {
+                match e {
+                    Event::Kernel(k) => self.write_kernel(seq, k, id, sink),
+                    Event::Memory(m) => self.write_memory(seq, m, id, sink),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn start_rs_sequence(&mut self, seq: &mut RsSeq, sink: &mut dyn PacketSink) {
+        if seq.started {
+            return;
+        }
+        seq.started = true;
+        let p = &mut self.pkt;
+        p.clear();
+        p.varint(
+            wire::packet::SEQUENCE_FLAGS,
+            wire::packet::SEQ_INCREMENTAL_STATE_CLEARED,
+        );
+        if let ClockSpec::Custom(id) = self.clock {
+            p.nested(wire::packet::DEFAULTS, |d| {
+                d.varint(wire::packet::DEFAULTS_CLOCK_ID, id as u64);
+            });
+        }
+        p.nested(wire::packet::INTERNED_DATA, |i| {
+            for (iid, name, desc) in [
+                (STAGE_KERNEL, "Kernel", "Kernel execution"),
+                (STAGE_MEMCPY, "Memcpy", "Memory copy"),
+                (STAGE_MEMSET, "Memset", "Memory set"),
+            ] {
+                i.nested(wire::interned::GPU_SPECIFICATIONS, |s| {
+                    s.varint(wire::spec::IID, iid)
+                        .string(wire::spec::NAME, name)
+                        .string(wire::spec::DESCRIPTION, desc)
+                        .varint(wire::spec::CATEGORY, wire::spec::CATEGORY_COMPUTE);
+                });
+            }
+        });
+        sink.packet(p.as_bytes());
+    }
+
+    fn write_gpu_info_if_changed(&mut self, seq: &mut RsSeq, sink: &mut dyn PacketSink) {
+        let v = self.devices.version();
+        if seq.gpu_info_version == Some(v) || v == 0 {
+            return;
+        }
+        seq.gpu_info_version = Some(v);
+        let devices = self.devices.snapshot();
+        let p = &mut self.pkt;
+        p.clear();
+        p.varint(wire::packet::TIMESTAMP, crate::clock::boottime_ns());
+        p.nested(wire::packet::GPU_INFO, |gi| {
+            // The list index is the gpu_id: fill gaps so that ids line up.
+            let max = devices.iter().map(|d| d.id).max().unwrap_or(0);
+            for id in 0..=max {
+                gi.nested(wire::gpu_info::GPUS, |g| {
+                    match devices.iter().find(|d| d.id == id) {
+                        Some(d) => write_gpu(g, d),
+                        None => {
+                            g.string(wire::gpu_info::NAME, &format!("GPU {id} (not used)"));
+                        }
+                    }
+                });
+            }
+        });
+        sink.packet(p.as_bytes());
+    }
+
+    fn write_kernel(
+        &mut self,
+        seq: &mut RsSeq,
+        k: &KernelExec,
+        id: u64,
+        sink: &mut dyn PacketSink,
+    ) {
+        let Some(desc) = self.kernels.get(k.kernel) else {
+            return;
+        };
+        let queue = self.queue_iid(k.device, k.stream);
+        let ctx = self.context_iid(k.context);
+        self.interned.clear();
+        self.intern_queue(seq, queue);
+        self.intern_context(seq, ctx);
+        if !seq.kernels.test_and_set(k.kernel.0) {
+            for (n, _) in &desc.args {
+                self.intern_arg_name(seq, *n);
+            }
+            let names = &self.names;
+            self.interned.nested(wire::interned::COMPUTE_KERNELS, |kk| {
+                kk.varint(wire::kernel::IID, k.kernel.0 as u64)
+                    .string(wire::kernel::NAME, &names.get(desc.mangled))
+                    .string(wire::kernel::DEMANGLED_NAME, &names.get(desc.demangled))
+                    .string(wire::kernel::ARCH, &names.get(desc.arch));
+                for (n, v) in &desc.args {
+                    kk.nested(wire::kernel::ARGS, |a| write_arg(a, *n, *v, names));
+                }
+            });
+        }
+        self.intern_event_name(seq, desc.display);
+        for n in [self.args.device, self.args.stream] {
+            self.intern_arg_name(seq, n);
+        }
+        if k.waves_per_sm.is_some() {
+            self.intern_arg_name(seq, self.args.waves);
+        }
+        if k.graph_node != 0 {
+            self.intern_arg_name(seq, self.args.graph_node);
+        }
+
+        let args = self.args;
+        let p = &mut self.pkt;
+        p.clear();
+        p.varint(wire::packet::TIMESTAMP, k.start);
+        p.varint(
+            wire::packet::SEQUENCE_FLAGS,
+            wire::packet::SEQ_NEEDS_INCREMENTAL_STATE,
+        );
+        if !self.interned.is_empty() {
+            p.bytes(wire::packet::INTERNED_DATA, self.interned.as_bytes());
+        }
+        p.nested(wire::packet::GPU_RENDER_STAGE_EVENT, |e| {
+            e.varint(wire::rse::EVENT_ID, id)
+                .varint(wire::rse::DURATION, k.end.saturating_sub(k.start))
+                .varint(wire::rse::HW_QUEUE_IID, queue)
+                .varint(wire::rse::STAGE_IID, STAGE_KERNEL)
+                .varint(wire::rse::CONTEXT, ctx)
+                .varint(wire::rse::GPU_ID, k.device as u64)
+                .varint(wire::rse::KERNEL_IID, k.kernel.0 as u64)
+                .varint(wire::rse::NAME_IID, desc.display.0 as u64);
+            e.nested(wire::rse::LAUNCH, |l| {
+                write_dim3(l, wire::rse::LAUNCH_GRID, k.grid);
+                write_dim3(l, wire::rse::LAUNCH_WORKGROUP, k.block);
+                arg_uint(l, args.device, k.device as u64);
+                arg_uint(l, args.stream, k.stream);
+                if let Some(w) = k.waves_per_sm {
+                    l.nested(wire::rse::LAUNCH_ARGS, |a| {
+                        a.varint(wire::arg::NAME_IID, args.waves.0 as u64)
+                            .double(wire::arg::DOUBLE, w as f64);
+                    });
+                }
+                if k.graph_node != 0 {
+                    arg_uint(l, args.graph_node, k.graph_node);
+                }
+            });
+        });
+        sink.packet(p.as_bytes());
+    }
+
+    fn write_memory(&mut self, seq: &mut RsSeq, m: &MemoryOp, id: u64, sink: &mut dyn PacketSink) {
+        let queue = self.queue_iid(m.device, m.stream);
+        let ctx = self.context_iid(m.context);
+        let (stage, name) = match m.kind {
+            MemoryOpKind::Copy { kind, .. } => (STAGE_MEMCPY, self.copy_name(kind)),
+            MemoryOpKind::Set { .. } => (STAGE_MEMSET, self.memset_name),
+        };
+        self.interned.clear();
+        self.intern_queue(seq, queue);
+        self.intern_context(seq, ctx);
+        self.intern_event_name(seq, name);
+        let a = self.args;
+        let used: &[NameId] = match m.kind {
+            MemoryOpKind::Copy { peer: Some(_), .. } => &[
+                a.device,
+                a.stream,
+                a.bytes,
+                a.src_kind,
+                a.dst_kind,
+                a.src_device,
+                a.dst_device,
+            ],
+            MemoryOpKind::Copy { .. } => &[a.device, a.stream, a.bytes, a.src_kind, a.dst_kind],
+            MemoryOpKind::Set { .. } => &[a.device, a.stream, a.bytes, a.value, a.memory_kind],
+        };
+        for &n in used {
+            self.intern_arg_name(seq, n);
+        }
+        let p = &mut self.pkt;
+        p.clear();
+        p.varint(wire::packet::TIMESTAMP, m.start);
+        p.varint(
+            wire::packet::SEQUENCE_FLAGS,
+            wire::packet::SEQ_NEEDS_INCREMENTAL_STATE,
+        );
+        if !self.interned.is_empty() {
+            p.bytes(wire::packet::INTERNED_DATA, self.interned.as_bytes());
+        }
+        p.nested(wire::packet::GPU_RENDER_STAGE_EVENT, |e| {
+            e.varint(wire::rse::EVENT_ID, id)
+                .varint(wire::rse::DURATION, m.end.saturating_sub(m.start))
+                .varint(wire::rse::HW_QUEUE_IID, queue)
+                .varint(wire::rse::STAGE_IID, stage)
+                .varint(wire::rse::CONTEXT, ctx)
+                .varint(wire::rse::GPU_ID, m.device as u64)
+                .varint(wire::rse::NAME_IID, name.0 as u64);
+            e.nested(wire::rse::LAUNCH, |l| {
+                arg_uint(l, a.device, m.device as u64);
+                arg_uint(l, a.stream, m.stream);
+                arg_uint(l, a.bytes, m.bytes);
+                match m.kind {
+                    MemoryOpKind::Copy { src, dst, peer, .. } => {
+                        arg_str(l, a.src_kind, src.name());
+                        arg_str(l, a.dst_kind, dst.name());
+                        if let Some((s, d)) = peer {
+                            arg_uint(l, a.src_device, s as u64);
+                            arg_uint(l, a.dst_device, d as u64);
+                        }
+                    }
+                    MemoryOpKind::Set { value, memory } => {
+                        arg_uint(l, a.value, value as u64);
+                        arg_str(l, a.memory_kind, memory.name());
+                    }
+                }
+            });
+        });
+        sink.packet(p.as_bytes());
+    }
+
+    fn intern_queue(&mut self, seq: &mut RsSeq, iid: u64) {
+        if seq.queues.test_and_set(iid as u32) {
+            return;
+        }
+        let (device, stream) = self.queue_list[(iid - QUEUE_IID_BASE) as usize];
+        let dev_name = self
+            .devices
+            .get(device)
+            .map(|d| d.name)
+            .unwrap_or_else(|| "GPU".to_owned());
+        let api = self.api.name();
+        self.interned
+            .nested(wire::interned::GPU_SPECIFICATIONS, |s| {
+                s.varint(wire::spec::IID, iid)
+                    .string(wire::spec::NAME, &format!("GPU {device} · stream {stream}"))
+                    .string(
+                        wire::spec::DESCRIPTION,
+                        &format!("{api} stream {stream} on {dev_name} (GPU {device})"),
+                    )
+                    .varint(wire::spec::CATEGORY, wire::spec::CATEGORY_COMPUTE);
+            });
+    }
+
+    fn intern_context(&mut self, seq: &mut RsSeq, iid: u64) {
+        if !seq.contexts.insert(iid) {
+            return;
+        }
+        let api = match self.api {
+            GpuApi::Cuda => wire::context::API_CUDA,
+            GpuApi::Hip => wire::context::API_HIP,
+        };
+        let pid = self.pid;
+        self.interned
+            .nested(wire::interned::GRAPHICS_CONTEXTS, |c| {
+                c.varint(wire::context::IID, iid)
+                    .varint(wire::context::PID, pid as u64)
+                    .varint(wire::context::API, api);
+            });
+    }
+
+    fn intern_event_name(&mut self, seq: &mut RsSeq, n: NameId) {
+        if seq.names.test_and_set(n.0) {
+            return;
+        }
+        let s = self.names.get(n);
+        self.interned.nested(wire::interned::EVENT_NAMES, |e| {
+            e.varint(wire::interned::IID, n.0 as u64)
+                .string(wire::interned::NAME, &s);
+        });
+    }
+
+    fn intern_arg_name(&mut self, seq: &mut RsSeq, n: NameId) {
+        if seq.arg_names.test_and_set(n.0) {
+            return;
+        }
+        let s = self.names.get(n);
+        self.interned
+            .nested(wire::interned::COMPUTE_ARG_NAMES, |e| {
+                e.varint(wire::arg_name::IID, n.0 as u64)
+                    .string(wire::arg_name::NAME, &s);
+            });
+    }
+
+    /// A GpuLog line on a render-stage sequence.
+    pub(crate) fn write_log(
+        &mut self,
+        seq: &mut RsSeq,
+        warning: bool,
+        message: &str,
+        sink: &mut dyn PacketSink,
+    ) {
+        self.start_rs_sequence(seq, sink);
+        let p = &mut self.pkt;
+        p.clear();
+        p.varint(wire::packet::TIMESTAMP, crate::clock::boottime_ns());
+        p.nested(wire::packet::GPU_LOG, |l| {
+            l.varint(
+                wire::gpu_log::SEVERITY,
+                if warning {
+                    wire::gpu_log::WARNING
+                } else {
+                    wire::gpu_log::INFO
+                },
+            )
+            .string(wire::gpu_log::TAG, "gpu-trace")
+            .string(wire::gpu_log::MESSAGE, message);
+        });
+        sink.packet(p.as_bytes());
+    }
+
+    /// A clock snapshot pairing the custom GPU clock with BOOTTIME.
+    pub(crate) fn write_clock_snapshot(&mut self, gpu: u64, boot: u64, sink: &mut dyn PacketSink) {
+        let ClockSpec::Custom(id) = self.clock else {
+            return;
+        };
+        let p = &mut self.pkt;
+        p.clear();
+        p.varint(wire::packet::TIMESTAMP, boot);
+        p.varint(
+            wire::packet::TIMESTAMP_CLOCK_ID,
+            wire::clock::BOOTTIME as u64,
+        );
+        p.nested(wire::packet::CLOCK_SNAPSHOT, |cs| {
+            cs.nested(wire::clock_snapshot::CLOCKS, |c| {
+                c.varint(wire::clock_snapshot::CLOCK_ID, id as u64)
+                    .varint(wire::clock_snapshot::TIMESTAMP, gpu);
+            });
+            cs.nested(wire::clock_snapshot::CLOCKS, |c| {
+                c.varint(wire::clock_snapshot::CLOCK_ID, wire::clock::BOOTTIME as u64)
+                    .varint(wire::clock_snapshot::TIMESTAMP, boot);
+            });
+        });
+        sink.packet(p.as_bytes());
+    }
+
+    // ----- API calls and markers ------------------------------------------
+
+    /// Writes the API calls of `batches` to a track-event sequence.
+    pub(crate) fn write_api_calls(&mut self, batches: &[Batch], sink: &mut dyn TrackEventSink) {
+        for b in batches {
+            let mut described = false;
+            for e in &b.events {
+                if let Event::Api(a) = e {
+                    if !described {
+                        self.describe_thread(b.thread, sink);
+                        described = true;
+                    }
+                    self.write_api(a, sink);
+                }
+            }
+        }
+    }
+
+    /// Writes the markers of `batches` to a track-event sequence.
+    pub(crate) fn write_markers(&mut self, batches: &[Batch], sink: &mut dyn TrackEventSink) {
+        for b in batches {
+            let mut described = false;
+            for e in &b.events {
+                if let Event::Marker(m) = e {
+                    if !described {
+                        self.describe_thread(b.thread, sink);
+                        described = true;
+                    }
+                    self.write_marker(m, b, sink);
+                }
+            }
+        }
+    }
+
+    fn describe_thread(&mut self, tid: u32, sink: &mut dyn TrackEventSink) {
+        let uuid = thread_track_uuid(self.pid, tid);
+        if sink.track_seen(uuid) {
+            return;
+        }
+        let pid = self.pid;
+        let name = self
+            .thread_names
+            .entry(tid)
+            .or_insert_with(|| thread_name(pid, tid))
+            .clone();
+        let p = &mut self.pkt;
+        p.clear();
+        p.nested(wire::packet::TRACK_DESCRIPTOR, |t| {
+            t.varint(wire::track_descriptor::UUID, uuid);
+            t.nested(wire::track_descriptor::THREAD, |th| {
+                th.varint(wire::track_descriptor::THREAD_PID, pid as u64)
+                    .varint(wire::track_descriptor::THREAD_TID, tid as u64)
+                    .string(wire::track_descriptor::THREAD_NAME, &name);
+            });
+        });
+        sink.packet(p.as_bytes());
+    }
+
+    fn write_api(&mut self, a: &ApiCall, sink: &mut dyn TrackEventSink) {
+        let uuid = thread_track_uuid(self.pid, a.thread);
+        let name = self.names.get(a.name);
+        let (iid, seen) = sink.intern_name(name.as_bytes());
+        let gpu_api = match self.api {
+            GpuApi::Cuda => wire::track_event::GPU_API_CUDA,
+            GpuApi::Hip => wire::track_event::GPU_API_HIP,
+        };
+        let pid = self.pid;
+        let p = &mut self.pkt;
+        p.clear();
+        te_header(p, a.start, (!seen).then_some((iid, &*name)));
+        p.nested(wire::packet::TRACK_EVENT, |t| {
+            t.varint(wire::track_event::TYPE, wire::track_event::TYPE_SLICE_BEGIN)
+                .varint(wire::track_event::TRACK_UUID, uuid)
+                .varint(wire::track_event::NAME_IID, iid);
+            if a.submits || !a.waits.is_empty() {
+                t.nested(wire::track_event::GPU_CORRELATION, |c| {
+                    if a.submits {
+                        c.varint(
+                            wire::track_event::SUBMISSION_IDS,
+                            primary_event_id(pid, a.correlation_id),
+                        );
+                    }
+                    for &w in &a.waits {
+                        c.varint(wire::track_event::WAIT_IDS, primary_event_id(pid, w));
+                    }
+                });
+            }
+            t.varint(wire::track_event::GPU_API, gpu_api);
+            if a.status != 0 {
+                t.nested(wire::track_event::DEBUG_ANNOTATIONS, |d| {
+                    d.string(wire::debug_annotation::NAME, "status")
+                        .int(wire::debug_annotation::INT, a.status as i64);
+                });
+            }
+        });
+        sink.packet(p.as_bytes());
+        self.write_end(uuid, a.end.max(a.start), sink);
+    }
+
+    fn write_end(&mut self, uuid: u64, ts: u64, sink: &mut dyn TrackEventSink) {
+        let p = &mut self.pkt;
+        p.clear();
+        te_header(p, ts, None);
+        p.nested(wire::packet::TRACK_EVENT, |t| {
+            t.varint(wire::track_event::TYPE, wire::track_event::TYPE_SLICE_END)
+                .varint(wire::track_event::TRACK_UUID, uuid);
+        });
+        sink.packet(p.as_bytes());
+    }
+
+    fn write_marker(&mut self, m: &MarkerEvent, b: &Batch, sink: &mut dyn TrackEventSink) {
+        let thread_uuid = thread_track_uuid(self.pid, m.thread);
+        let (ty, uuid, text, domain) = match m.marker {
+            Marker::Push { domain, text } => (
+                wire::track_event::TYPE_SLICE_BEGIN,
+                thread_uuid,
+                Some(text),
+                domain,
+            ),
+            Marker::Pop { .. } => (wire::track_event::TYPE_SLICE_END, thread_uuid, None, None),
+            Marker::Mark { domain, text } => (
+                wire::track_event::TYPE_INSTANT,
+                thread_uuid,
+                Some(text),
+                domain,
+            ),
+            Marker::Start { id, domain, text } => {
+                let uuid = range_track_uuid(self.pid, id);
+                self.describe_range_track(uuid, domain, sink);
+                (
+                    wire::track_event::TYPE_SLICE_BEGIN,
+                    uuid,
+                    Some(text),
+                    domain,
+                )
+            }
+            Marker::End { id } => {
+                let uuid = range_track_uuid(self.pid, id);
+                self.describe_range_track(uuid, None, sink);
+                (wire::track_event::TYPE_SLICE_END, uuid, None, None)
+            }
+        };
+        let text = text.map(|t| b.text(t));
+        let interned = text.as_deref().map(|s| {
+            let (iid, seen) = sink.intern_name(s.as_bytes());
+            (iid, seen)
+        });
+        let domain = domain.map(|d| self.names.get(d));
+        let p = &mut self.pkt;
+        p.clear();
+        match (&interned, &text) {
+            (Some((iid, false)), Some(s)) => te_header(p, m.ts, Some((*iid, s))),
+            _ => te_header(p, m.ts, None),
+        }
+        p.nested(wire::packet::TRACK_EVENT, |t| {
+            t.varint(wire::track_event::TYPE, ty)
+                .varint(wire::track_event::TRACK_UUID, uuid);
+            if let Some((iid, _)) = interned {
+                t.varint(wire::track_event::NAME_IID, iid);
+            }
+            if let Some(d) = &domain {
+                t.nested(wire::track_event::DEBUG_ANNOTATIONS, |a| {
+                    a.string(wire::debug_annotation::NAME, "domain")
+                        .string(wire::debug_annotation::STRING, d);
+                });
+            }
+        });
+        sink.packet(p.as_bytes());
+    }
+
+    fn describe_range_track(
+        &mut self,
+        uuid: u64,
+        domain: Option<NameId>,
+        sink: &mut dyn TrackEventSink,
+    ) {
+        if sink.track_seen(uuid) {
+            return;
+        }
+        let name = match domain {
+            Some(d) => format!("Ranges ({})", self.names.get(d)),
+            None => "Ranges".to_owned(),
+        };
+        let parent = perfetto_process_uuid();
+        let p = &mut self.pkt;
+        p.clear();
+        p.nested(wire::packet::TRACK_DESCRIPTOR, |t| {
+            t.varint(wire::track_descriptor::UUID, uuid);
+            if let Some(parent) = parent {
+                t.varint(wire::track_descriptor::PARENT_UUID, parent);
+            }
+            t.string(wire::track_descriptor::NAME, &name);
+        });
+        sink.packet(p.as_bytes());
+    }
+
+    // ----- counters -------------------------------------------------------
+
+    /// Writes the counter samples of `batches` to one counter sequence.
+    ///
+    /// Per-kernel values are written at the kernel's start and return to
+    /// zero at its end, so that each value covers exactly its kernel.
+    pub(crate) fn write_counters(
+        &mut self,
+        seq: &mut CtrSeq,
+        batches: &[Batch],
+        sink: &mut dyn PacketSink,
+    ) {
+        let mut specs: Option<Vec<CounterSpec>> = None;
+        for b in batches {
+            for e in &b.events {
+                match e {
+                    Event::KernelCounters(c) => {
+                        for (ts, zero) in [(c.start, false), (c.end, true)] {
+                            let point = CounterPoint {
+                                device: c.device,
+                                ts,
+                                values: &c.values,
+                                zero,
+                            };
+                            self.write_counter_point(seq, &point, &mut specs, sink);
+                        }
+                    }
+                    Event::Counters(c) => {
+                        let point = CounterPoint {
+                            device: c.device,
+                            ts: c.ts,
+                            values: &c.values,
+                            zero: false,
+                        };
+                        self.write_counter_point(seq, &point, &mut specs, sink);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn write_counter_point(
+        &mut self,
+        seq: &mut CtrSeq,
+        point: &CounterPoint<'_>,
+        specs: &mut Option<Vec<CounterSpec>>,
+        sink: &mut dyn PacketSink,
+    ) {
+        let version = self.counters.version();
+        let iid = self.counter_descriptor_iid(point.device, version);
+        let first = !seq.started;
+        seq.started = true;
+        let describe = seq.described.get(&point.device) != Some(&version);
+        if describe {
+            seq.described.insert(point.device, version);
+        }
+        let p = &mut self.pkt;
+        p.clear();
+        p.varint(wire::packet::TIMESTAMP, point.ts);
+        if let ClockSpec::Custom(id) = self.clock {
+            p.varint(wire::packet::TIMESTAMP_CLOCK_ID, id as u64);
+        }
+        p.varint(
+            wire::packet::SEQUENCE_FLAGS,
+            if first {
+                wire::packet::SEQ_INCREMENTAL_STATE_CLEARED
+            } else {
+                wire::packet::SEQ_NEEDS_INCREMENTAL_STATE
+            },
+        );
+        if first || describe {
+            let specs = specs.get_or_insert_with(|| self.counters.snapshot());
+            p.nested(wire::packet::INTERNED_DATA, |i| {
+                i.nested(wire::interned::GPU_COUNTER_DESCRIPTORS, |d| {
+                    d.varint(wire::counters::IDESC_IID, iid)
+                        .varint(wire::counters::IDESC_GPU_ID, point.device as u64);
+                    d.nested(wire::counters::IDESC_DESCRIPTOR, |cd| {
+                        write_counter_descriptor(cd, specs)
+                    });
+                });
+            });
+        }
+        p.nested(wire::packet::GPU_COUNTER_EVENT, |ev| {
+            ev.varint(wire::counters::DESCRIPTOR_IID, iid);
+            for (id, v) in point.values {
+                ev.nested(wire::counters::COUNTERS, |c| {
+                    c.varint(wire::counters::COUNTER_ID, id.0 as u64).double(
+                        wire::counters::DOUBLE_VALUE,
+                        if point.zero { 0.0 } else { *v },
+                    );
+                });
+            }
+        });
+        sink.packet(p.as_bytes());
+    }
+
+    fn counter_descriptor_iid(&self, device: u32, version: u32) -> u64 {
+        ((version as u64) << 16) | (device as u64 + 1)
+    }
+}
+
+struct CounterPoint<'a> {
+    device: u32,
+    ts: u64,
+    values: &'a [(crate::model::CounterId, f64)],
+    zero: bool,
+}
+
+/// Packet header of a track event: BOOTTIME timestamp, which the SDK's
+/// sequence defaults (incremental clock) would otherwise reinterpret, and
+/// an event name to intern.
+fn te_header(p: &mut Writer, ts: u64, new_name: Option<(u64, &str)>) {
+    p.varint(wire::packet::TIMESTAMP, ts);
+    p.varint(
+        wire::packet::TIMESTAMP_CLOCK_ID,
+        wire::clock::BOOTTIME as u64,
+    );
+    p.varint(
+        wire::packet::SEQUENCE_FLAGS,
+        wire::packet::SEQ_NEEDS_INCREMENTAL_STATE,
+    );
+    if let Some((iid, name)) = new_name {
+        p.nested(wire::packet::INTERNED_DATA, |i| {
+            i.nested(wire::interned::EVENT_NAMES, |e| {
+                e.varint(wire::interned::IID, iid)
+                    .string(wire::interned::NAME, name);
+            });
+        });
+    }
+}
+
+fn write_dim3(w: &mut Writer, field: u32, d: crate::model::Dim3) {
+    w.nested(field, |x| {
+        x.varint(wire::rse::X, d.x as u64)
+            .varint(wire::rse::Y, d.y as u64)
+            .varint(wire::rse::Z, d.z as u64);
+    });
+}
+
+fn arg_uint(l: &mut Writer, name: NameId, v: u64) {
+    l.nested(wire::rse::LAUNCH_ARGS, |a| {
+        a.varint(wire::arg::NAME_IID, name.0 as u64)
+            .varint(wire::arg::UINT, v);
+    });
+}
+
+fn arg_str(l: &mut Writer, name: NameId, v: &str) {
+    l.nested(wire::rse::LAUNCH_ARGS, |a| {
+        a.varint(wire::arg::NAME_IID, name.0 as u64)
+            .string(wire::arg::STRING, v);
+    });
+}
+
+fn write_arg(a: &mut Writer, name: NameId, v: ArgValue, names: &Names) {
+    a.varint(wire::arg::NAME_IID, name.0 as u64);
+    match v {
+        ArgValue::Int(i) => a.int(wire::arg::INT, i),
+        ArgValue::Uint(u) => a.varint(wire::arg::UINT, u),
+        ArgValue::Double(d) => a.double(wire::arg::DOUBLE, d),
+        ArgValue::Name(n) => a.string(wire::arg::STRING, &names.get(n)),
+    };
+}
+
+fn write_gpu(g: &mut Writer, d: &crate::model::Device) {
+    g.string(wire::gpu_info::NAME, &d.name);
+    if let Some(v) = d.vendor {
+        g.string(wire::gpu_info::VENDOR, v.name());
+    }
+    if !d.arch_id.is_empty() {
+        g.string(wire::gpu_info::MODEL, &d.arch_id);
+    }
+    if !d.architecture.is_empty() {
+        g.string(wire::gpu_info::ARCHITECTURE, &d.architecture);
+    }
+    if let Some(u) = d.uuid {
+        g.bytes(wire::gpu_info::UUID, &u);
+    }
+    if let Some(p) = &d.pci_bdf {
+        g.string(wire::gpu_info::PCI_BDF, p);
+    }
+    let mut kv = |k: &str, v: &str| {
+        g.nested(wire::gpu_info::EXTRA_INFO, |e| {
+            e.string(wire::gpu_info::KEY, k)
+                .string(wire::gpu_info::VALUE, v);
+        });
+    };
+    kv("gpu_id", &d.id.to_string());
+    if d.sm_count > 0 {
+        kv("sm_count", &d.sm_count.to_string());
+    }
+    if let Some(m) = d.total_memory {
+        kv("total_memory", &m.to_string());
+    }
+    for (k, v) in &d.extra {
+        kv(k, v);
+    }
+}
+
+fn unit_code(u: Unit) -> u64 {
+    match u {
+        Unit::None => 0,
+        Unit::Bit => 1,
+        Unit::Byte => 7,
+        Unit::Kilobyte => 8,
+        Unit::Megabyte => 9,
+        Unit::Gigabyte => 10,
+        Unit::Hertz => 13,
+        Unit::Megahertz => 15,
+        Unit::Nanosecond => 19,
+        Unit::Microsecond => 20,
+        Unit::Millisecond => 21,
+        Unit::Second => 22,
+        Unit::Milliwatt => 28,
+        Unit::Watt => 29,
+        Unit::Joule => 31,
+        Unit::Volt => 32,
+        Unit::Celsius => 34,
+        Unit::Percent => 37,
+        Unit::Instruction => 40,
+    }
+}
+
+fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec]) {
+    for (i, s) in specs.iter().enumerate() {
+        cd.nested(wire::counters::DESC_SPECS, |sp| {
+            sp.varint(wire::counters::SPEC_COUNTER_ID, i as u64 + 1)
+                .string(wire::counters::SPEC_NAME, &s.name);
+            if !s.description.is_empty() {
+                sp.string(wire::counters::SPEC_DESCRIPTION, &s.description);
+            }
+            if s.unit != Unit::None {
+                sp.varint(wire::counters::SPEC_NUM_UNITS, unit_code(s.unit));
+            }
+            if let Some(per) = s.per {
+                sp.varint(wire::counters::SPEC_DEN_UNITS, unit_code(per));
+            }
+            sp.varint(
+                wire::counters::SPEC_GROUPS,
+                match s.group {
+                    CounterGroup::Compute => wire::counters::GROUP_COMPUTE,
+                    CounterGroup::Memory => wire::counters::GROUP_MEMORY,
+                    CounterGroup::System => wire::counters::GROUP_SYSTEM,
+                },
+            )
+            .varint(
+                wire::counters::SPEC_VALUE_DIRECTION,
+                wire::counters::FORWARDS_LOOKING,
+            );
+        });
+    }
+    cd.bool(wire::counters::DESC_SUPPORTS_INSTRUMENTED, true)
+        .bool(wire::counters::DESC_SUPPORTS_NAMES, true);
+}
+
+fn thread_name(pid: u32, tid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+        .map(|s| s.trim_end().to_owned())
+        .unwrap_or_else(|_| format!("thread {tid}"))
+}
+
+/// The SDK's process track, parent of process-wide range tracks.
+fn perfetto_process_uuid() -> Option<u64> {
+    // Zero until track events are initialised (unit tests).
+    Some(perfetto_sdk::track_event::TrackEventTrack::process_track_uuid()).filter(|&u| u != 0)
+}

@@ -1,0 +1,572 @@
+//! The backend-neutral event model.
+//!
+//! Both the CUPTI and the rocprofiler backends translate their records into
+//! these types. Nothing here knows about Perfetto. Timestamps are nanoseconds
+//! in the tracer's clock domain (CLOCK_BOOTTIME unless the backend declared a
+//! custom GPU clock, see [`crate::GpuClock`]).
+//!
+//! Hot-path types hold no heap data: names are interned once into
+//! [`NameId`]s and [`KernelId`]s, and marker text lives in the recording
+//! thread's text arena (see [`crate::Recorder`]).
+
+use smallvec::SmallVec;
+
+/// Nanoseconds.
+pub type Timestamp = u64;
+
+/// A string interned in the tracer's name table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NameId(pub u32);
+
+/// A kernel function in one launch-configuration class, interned in the
+/// tracer's kernel table (see [`KernelDesc`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KernelId(pub u32);
+
+/// A counter registered with the tracer (see [`CounterSpec`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CounterId(pub u32);
+
+/// The GPU programming interface of the traced process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GpuApi {
+    /// NVIDIA CUDA.
+    Cuda,
+    /// AMD HIP.
+    Hip,
+}
+
+impl GpuApi {
+    /// Human-readable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            GpuApi::Cuda => "CUDA",
+            GpuApi::Hip => "HIP",
+        }
+    }
+}
+
+/// GPU vendor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Vendor {
+    /// NVIDIA.
+    Nvidia,
+    /// AMD.
+    Amd,
+    /// Anything else.
+    Other,
+}
+
+impl Vendor {
+    /// Vendor name as `GpuInfo.vendor` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Vendor::Nvidia => "NVIDIA",
+            Vendor::Amd => "AMD",
+            Vendor::Other => "unknown",
+        }
+    }
+}
+
+/// Three-dimensional launch size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Dim3 {
+    /// x
+    pub x: u32,
+    /// y
+    pub y: u32,
+    /// z
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// A new size.
+    pub const fn new(x: u32, y: u32, z: u32) -> Self {
+        Self { x, y, z }
+    }
+
+    /// x·y·z, saturating.
+    pub fn volume(self) -> u64 {
+        (self.x as u64)
+            .saturating_mul(self.y as u64)
+            .saturating_mul(self.z as u64)
+    }
+}
+
+/// A GPU as users see it (`nvidia-smi` / `rocm-smi` index).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Device {
+    /// Index as the vendor's management tool shows it; the trace's `gpu_id`.
+    pub id: u32,
+    /// Marketing name, e.g. "NVIDIA H200".
+    pub name: String,
+    /// Vendor.
+    pub vendor: Option<Vendor>,
+    /// 16-byte UUID, if known.
+    pub uuid: Option<[u8; 16]>,
+    /// PCI bus id, `dddd:bb:dd.f`.
+    pub pci_bdf: Option<String>,
+    /// Architecture family, e.g. "Hopper" or "CDNA3".
+    pub architecture: String,
+    /// Instruction-set name, e.g. "sm_90" or "gfx942".
+    pub arch_id: String,
+    /// Streaming multiprocessors (NVIDIA) or compute units (AMD).
+    pub sm_count: u32,
+    /// Device memory in bytes.
+    pub total_memory: Option<u64>,
+    /// Anything else worth showing (driver version, clocks, ...).
+    pub extra: Vec<(String, String)>,
+}
+
+/// A value attached to a kernel or launch as a Perfetto compute arg.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ArgValue {
+    /// Signed integer.
+    Int(i64),
+    /// Unsigned integer.
+    Uint(u64),
+    /// Floating point.
+    Double(f64),
+    /// Interned string.
+    Name(NameId),
+}
+
+/// Everything about a kernel that does not change from launch to launch
+/// within its launch-configuration class: the function, its resources, and
+/// the occupancy those give for one block size. Interned once, referenced by
+/// [`KernelId`] from every [`KernelExec`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelDesc {
+    /// Mangled (linkage) name.
+    pub mangled: NameId,
+    /// Demangled name; equal to `mangled` when it does not demangle.
+    pub demangled: NameId,
+    /// Short display name used as the slice name.
+    pub display: NameId,
+    /// Instruction set, e.g. "sm_90".
+    pub arch: NameId,
+    /// Per-function and per-configuration args (registers, shared memory,
+    /// occupancy limits ...), keyed by interned arg name.
+    pub args: Vec<(NameId, ArgValue)>,
+}
+
+/// One kernel execution on the GPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelExec {
+    /// `gpu_id` of the device.
+    pub device: u32,
+    /// Backend context id (CUDA context id, HIP agent/context).
+    pub context: u32,
+    /// Stream / queue id within the device.
+    pub stream: u64,
+    /// Correlation id shared with the API call that launched it.
+    pub correlation_id: u64,
+    /// Start, ns.
+    pub start: Timestamp,
+    /// End, ns.
+    pub end: Timestamp,
+    /// Function and launch class.
+    pub kernel: KernelId,
+    /// Grid size in blocks.
+    pub grid: Dim3,
+    /// Block (workgroup) size in threads.
+    pub block: Dim3,
+    /// Waves per multiprocessor, if the backend could compute it.
+    pub waves_per_sm: Option<f32>,
+    /// CUDA graph node id, when launched from a graph; 0 otherwise.
+    pub graph_node: u64,
+}
+
+/// Direction of a memory copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum CopyKind {
+    HtoD,
+    DtoH,
+    DtoD,
+    HtoH,
+    PtoP,
+    HtoA,
+    AtoH,
+    AtoA,
+    AtoD,
+    DtoA,
+    Unknown,
+}
+
+impl CopyKind {
+    /// Short name as nsys spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CopyKind::HtoD => "HtoD",
+            CopyKind::DtoH => "DtoH",
+            CopyKind::DtoD => "DtoD",
+            CopyKind::HtoH => "HtoH",
+            CopyKind::PtoP => "PtoP",
+            CopyKind::HtoA => "HtoA",
+            CopyKind::AtoH => "AtoH",
+            CopyKind::AtoA => "AtoA",
+            CopyKind::AtoD => "AtoD",
+            CopyKind::DtoA => "DtoA",
+            CopyKind::Unknown => "Unknown",
+        }
+    }
+
+    /// All kinds, in a stable order.
+    pub const ALL: [CopyKind; 11] = [
+        CopyKind::HtoD,
+        CopyKind::DtoH,
+        CopyKind::DtoD,
+        CopyKind::HtoH,
+        CopyKind::PtoP,
+        CopyKind::HtoA,
+        CopyKind::AtoH,
+        CopyKind::AtoA,
+        CopyKind::AtoD,
+        CopyKind::DtoA,
+        CopyKind::Unknown,
+    ];
+
+    /// Parses [`CopyKind::name`].
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
+/// Kind of memory on either side of a copy or under a memset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum MemoryKind {
+    Unknown,
+    Pageable,
+    Pinned,
+    Device,
+    Array,
+    Managed,
+    DeviceStatic,
+    ManagedStatic,
+}
+
+impl MemoryKind {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryKind::Unknown => "unknown",
+            MemoryKind::Pageable => "pageable",
+            MemoryKind::Pinned => "pinned",
+            MemoryKind::Device => "device",
+            MemoryKind::Array => "array",
+            MemoryKind::Managed => "managed",
+            MemoryKind::DeviceStatic => "device_static",
+            MemoryKind::ManagedStatic => "managed_static",
+        }
+    }
+
+    /// All kinds, in a stable order.
+    pub const ALL: [MemoryKind; 8] = [
+        MemoryKind::Unknown,
+        MemoryKind::Pageable,
+        MemoryKind::Pinned,
+        MemoryKind::Device,
+        MemoryKind::Array,
+        MemoryKind::Managed,
+        MemoryKind::DeviceStatic,
+        MemoryKind::ManagedStatic,
+    ];
+
+    /// Parses [`MemoryKind::name`].
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
+/// What a memory operation did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MemoryOpKind {
+    /// A copy.
+    Copy {
+        /// Direction.
+        kind: CopyKind,
+        /// Source memory.
+        src: MemoryKind,
+        /// Destination memory.
+        dst: MemoryKind,
+        /// Peer copies: source and destination `gpu_id`.
+        peer: Option<(u32, u32)>,
+    },
+    /// A memset.
+    Set {
+        /// Byte value written.
+        value: u32,
+        /// Memory written.
+        memory: MemoryKind,
+    },
+}
+
+/// One copy or memset on the GPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryOp {
+    /// `gpu_id` of the device that ran it.
+    pub device: u32,
+    /// Backend context id.
+    pub context: u32,
+    /// Stream / queue id.
+    pub stream: u64,
+    /// Correlation id shared with the API call.
+    pub correlation_id: u64,
+    /// Start, ns.
+    pub start: Timestamp,
+    /// End, ns.
+    pub end: Timestamp,
+    /// Bytes copied or set.
+    pub bytes: u64,
+    /// Copy or set.
+    pub kind: MemoryOpKind,
+}
+
+/// A runtime or driver API call on a CPU thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiCall {
+    /// Function name, e.g. "cudaLaunchKernel".
+    pub name: NameId,
+    /// OS thread id of the caller.
+    pub thread: u32,
+    /// Entry, ns (CLOCK_BOOTTIME).
+    pub start: Timestamp,
+    /// Exit, ns (CLOCK_BOOTTIME).
+    pub end: Timestamp,
+    /// Correlation id of the call.
+    pub correlation_id: u64,
+    /// Whether the call submitted GPU work carrying its correlation id
+    /// (launches, copies, memsets, graph launches).
+    pub submits: bool,
+    /// Correlation ids of GPU work this call waited for (synchronisation).
+    pub waits: SmallVec<[u64; 2]>,
+    /// Non-zero return code of a failed call.
+    pub status: i32,
+}
+
+/// A byte range in the recording thread's text arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TextRef {
+    /// Offset of the first byte.
+    pub offset: u32,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+/// An NVTX or roctx annotation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Marker {
+    /// Push of a thread-local nested range.
+    Push {
+        /// Domain name (NVTX domain), `None` for the default domain.
+        domain: Option<NameId>,
+        /// Range text.
+        text: TextRef,
+    },
+    /// Pop of the innermost range of the domain.
+    Pop {
+        /// Domain.
+        domain: Option<NameId>,
+    },
+    /// Start of a process-wide range that may end on another thread.
+    Start {
+        /// Range id as returned to the application.
+        id: u64,
+        /// Domain.
+        domain: Option<NameId>,
+        /// Range text.
+        text: TextRef,
+    },
+    /// End of a process-wide range.
+    End {
+        /// Range id.
+        id: u64,
+    },
+    /// An instantaneous mark.
+    Mark {
+        /// Domain.
+        domain: Option<NameId>,
+        /// Mark text.
+        text: TextRef,
+    },
+}
+
+/// A marker with its thread and time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MarkerEvent {
+    /// OS thread id.
+    pub thread: u32,
+    /// When, ns (CLOCK_BOOTTIME).
+    pub ts: Timestamp,
+    /// What.
+    pub marker: Marker,
+}
+
+/// Unit of a counter value: numerator over denominator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum Unit {
+    None,
+    Bit,
+    Byte,
+    Kilobyte,
+    Megabyte,
+    Gigabyte,
+    Hertz,
+    Megahertz,
+    Nanosecond,
+    Microsecond,
+    Millisecond,
+    Second,
+    Milliwatt,
+    Watt,
+    Joule,
+    Volt,
+    Celsius,
+    Percent,
+    Instruction,
+}
+
+/// What a counter belongs to, for grouping in the UI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CounterGroup {
+    /// Per-kernel compute metrics (joined with kernels by the UI).
+    Compute,
+    /// Memory subsystem.
+    Memory,
+    /// Device telemetry: clocks, power, temperature, utilisation.
+    System,
+}
+
+/// A counter's description.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterSpec {
+    /// Metric name, e.g. "sm__throughput.avg.pct_of_peak_sustained_elapsed".
+    pub name: String,
+    /// One sentence for people.
+    pub description: String,
+    /// Numerator units.
+    pub unit: Unit,
+    /// Denominator units (e.g. `Second` for rates).
+    pub per: Option<Unit>,
+    /// Group.
+    pub group: CounterGroup,
+}
+
+/// Values of per-kernel counters for one kernel execution.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelCounters {
+    /// `gpu_id`.
+    pub device: u32,
+    /// Correlation id of the kernel measured.
+    pub correlation_id: u64,
+    /// Kernel start, ns; samples are placed inside `[start, end)`.
+    pub start: Timestamp,
+    /// Kernel end, ns.
+    pub end: Timestamp,
+    /// Values.
+    pub values: Box<[(CounterId, f64)]>,
+}
+
+/// Periodic device counters (telemetry).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterSample {
+    /// `gpu_id`.
+    pub device: u32,
+    /// When, ns.
+    pub ts: Timestamp,
+    /// Values.
+    pub values: Box<[(CounterId, f64)]>,
+}
+
+/// Everything a backend records, as the emitter receives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A kernel execution.
+    Kernel(KernelExec),
+    /// A copy or memset.
+    Memory(MemoryOp),
+    /// A CPU-side API call.
+    Api(ApiCall),
+    /// An NVTX / roctx annotation.
+    Marker(MarkerEvent),
+    /// Per-kernel counter values.
+    KernelCounters(KernelCounters),
+    /// Periodic counter values.
+    Counters(CounterSample),
+}
+
+impl Event {
+    /// Timestamp used to order events within a batch.
+    pub fn time(&self) -> Timestamp {
+        match self {
+            Event::Kernel(k) => k.start,
+            Event::Memory(m) => m.start,
+            Event::Api(a) => a.start,
+            Event::Marker(m) => m.ts,
+            Event::KernelCounters(c) => c.start,
+            Event::Counters(c) => c.ts,
+        }
+    }
+}
+
+/// What was dropped, for the drop counts written into the trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropKind {
+    /// Events that did not fit the recording thread's buffer.
+    ThreadBuffer,
+    /// Activity records the vendor library could not store.
+    VendorRecords,
+    /// Records that were malformed (e.g. end before start).
+    InvalidRecords,
+    /// Per-kernel counter values that could not be collected.
+    Counters,
+}
+
+impl DropKind {
+    /// All kinds, in a stable order.
+    pub const ALL: [DropKind; 4] = [
+        DropKind::ThreadBuffer,
+        DropKind::VendorRecords,
+        DropKind::InvalidRecords,
+        DropKind::Counters,
+    ];
+
+    /// Short key used in the trace.
+    pub fn key(self) -> &'static str {
+        match self {
+            DropKind::ThreadBuffer => "thread_buffer",
+            DropKind::VendorRecords => "vendor_records",
+            DropKind::InvalidRecords => "invalid_records",
+            DropKind::Counters => "counters",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hot_path_events_stay_small() {
+        // Events are copied into per-thread buffers on the application's
+        // threads; keep them within two cache lines.
+        assert!(
+            std::mem::size_of::<Event>() <= 128,
+            "{}",
+            std::mem::size_of::<Event>()
+        );
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for k in CopyKind::ALL {
+            assert_eq!(CopyKind::from_name(k.name()), Some(k));
+        }
+        for k in MemoryKind::ALL {
+            assert_eq!(MemoryKind::from_name(k.name()), Some(k));
+        }
+    }
+}

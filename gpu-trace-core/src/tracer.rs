@@ -1,0 +1,690 @@
+//! The tracer: the one root object a backend cdylib creates and keeps.
+
+use crate::collector::{Batch, Limits, Recorder};
+use crate::config::{Config, Mode};
+use crate::emit::{ClockSpec, Encoder, Totals};
+use crate::model::{CounterId, CounterSpec, Device, DropKind, GpuApi};
+use crate::names::{Kernels, Names};
+use crate::registry::{Counters, Devices};
+use crate::sink::{self, CounterRequest, DsSink, FileSession, TeSink, cat, te};
+use arc_swap::ArcSwapOption;
+use perfetto_sdk::producer::Backends;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// What the backend should record right now. Recomputed when sessions start
+/// or stop; the backend enables vendor features accordingly, so that nothing
+/// costs anything while nothing is traced.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sources {
+    /// Kernels, copies, memsets.
+    pub gpu: bool,
+    /// API calls on CPU threads.
+    pub api: bool,
+    /// NVTX / roctx.
+    pub markers: bool,
+    /// Per-kernel counters, with the metric names to collect (empty: the
+    /// backend's defaults). `None` when no counters session runs.
+    pub counters: Option<Vec<String>>,
+}
+
+/// Hooks a backend gives the tracer.
+pub trait Backend: Send + Sync {
+    /// Pushes the vendor's buffered records into the recorder. `forced` at
+    /// session stop and process exit, when incomplete records must come out.
+    fn flush(&self, forced: bool) {
+        let _ = forced;
+    }
+
+    /// What should be recorded changed.
+    fn sources_changed(&self, sources: &Sources) {
+        let _ = sources;
+    }
+}
+
+/// How the backend's GPU timestamps relate to the trace clock.
+#[derive(Clone)]
+pub enum GpuClock {
+    /// Already CLOCK_BOOTTIME (CUPTI with our timestamp callback, current
+    /// rocprofiler-sdk).
+    Boottime,
+    /// A separate clock; `sample` returns a simultaneous (gpu, boottime)
+    /// pair, written as periodic `ClockSnapshot`s.
+    Custom {
+        /// Unique name; the clock id is derived from it.
+        name: &'static str,
+        /// Reads both clocks.
+        sample: Arc<dyn Fn() -> Option<(u64, u64)> + Send + Sync>,
+    },
+}
+
+impl std::fmt::Debug for GpuClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuClock::Boottime => f.write_str("Boottime"),
+            GpuClock::Custom { name, .. } => write!(f, "Custom({name})"),
+        }
+    }
+}
+
+impl GpuClock {
+    /// The clock id used in the trace for a custom clock.
+    pub fn clock_id(name: &str) -> u32 {
+        (perfetto_sdk::fnv1a(name.as_bytes()) as u32) | 0x8000_0000
+    }
+}
+
+/// Everything needed to start a tracer.
+#[derive(Debug, Clone)]
+pub struct TracerOptions {
+    /// CUDA or HIP.
+    pub api: GpuApi,
+    /// Data-source suffix unless `INJECTION_DATA_SOURCE_NAME_SUFFIX` says
+    /// otherwise: "nv" or "amd".
+    pub default_suffix: &'static str,
+    /// Validated configuration.
+    pub config: Config,
+    /// GPU clock.
+    pub clock: GpuClock,
+    /// Per-thread buffer limits.
+    pub limits: Limits,
+}
+
+/// Why a tracer did not start. The application runs on regardless.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Data-source registration failed.
+    #[error(transparent)]
+    Register(#[from] sink::RegisterError),
+    /// No output file could be created.
+    #[error(transparent)]
+    Output(#[from] crate::output::NoOutput),
+    /// The in-process session did not start.
+    #[error(transparent)]
+    Session(#[from] sink::SessionError),
+    /// The session started but the trace file could not be created.
+    #[error("the tracing service could not create {0}")]
+    FileNotCreated(PathBuf),
+    /// A thread could not be spawned.
+    #[error("could not start the emitter thread: {0}")]
+    Thread(std::io::Error),
+    /// A previous internal error switched tracing off.
+    #[error("tracing was switched off by an earlier internal error")]
+    Broken,
+}
+
+enum CycleKind {
+    Flush,
+    Stop,
+}
+
+struct Request {
+    kind: CycleKind,
+    done: Box<dyn FnOnce() + Send>,
+}
+
+#[derive(Default)]
+struct Ctl {
+    wake: bool,
+    exit: bool,
+    requests: Vec<Request>,
+}
+
+pub(crate) struct Inner {
+    config: Config,
+    api: GpuApi,
+    clock: GpuClock,
+    recorder: Recorder,
+    names: Arc<Names>,
+    kernels: Arc<Kernels>,
+    devices: Arc<Devices>,
+    counters: Arc<Counters>,
+    backend: ArcSwapOption<Box<dyn Backend>>,
+    ctl: Mutex<Ctl>,
+    cv: Condvar,
+    counter_requests: Mutex<[Option<CounterRequest>; 8]>,
+    sources: Mutex<Sources>,
+    api_cat: usize,
+    marker_cat: usize,
+}
+
+impl Inner {
+    pub(crate) fn wake(&self) {
+        let mut c = self.ctl.lock().unwrap_or_else(|e| e.into_inner());
+        c.wake = true;
+        self.cv.notify_one();
+    }
+
+    fn request(&self, kind: CycleKind, done: Box<dyn FnOnce() + Send>) {
+        let mut c = self.ctl.lock().unwrap_or_else(|e| e.into_inner());
+        if c.exit {
+            drop(c);
+            done();
+            return;
+        }
+        c.requests.push(Request { kind, done });
+        self.cv.notify_one();
+    }
+
+    pub(crate) fn request_stop_cycle(&self, done: Box<dyn FnOnce() + Send>) {
+        self.request(CycleKind::Stop, done);
+    }
+
+    pub(crate) fn request_flush_cycle(&self, done: Box<dyn FnOnce() + Send>) {
+        self.request(CycleKind::Flush, done);
+    }
+
+    pub(crate) fn set_counter_request(&self, inst: u32, req: Option<CounterRequest>) {
+        if let Some(slot) = self
+            .counter_requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(inst as usize)
+        {
+            *slot = req;
+        }
+        self.wake();
+    }
+
+    fn compute_sources(&self) -> Sources {
+        let Some(reg) = sink::registry() else {
+            return Sources::default();
+        };
+        let gpu_wanted = self.config.recording.gpu || self.config.mode.system();
+        let counters = if reg.ctr.is_enabled() {
+            let reqs = self
+                .counter_requests
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let mut names: Vec<String> = Vec::new();
+            for r in reqs.iter().flatten() {
+                for n in &r.names {
+                    if !names.contains(n) {
+                        names.push(n.clone());
+                    }
+                }
+            }
+            if names.is_empty() {
+                names = self.config.metrics.clone();
+            }
+            Some(names)
+        } else {
+            None
+        };
+        Sources {
+            gpu: gpu_wanted && reg.rs.is_enabled(),
+            api: te::is_category_enabled(self.api_cat),
+            markers: te::is_category_enabled(self.marker_cat),
+            counters,
+        }
+    }
+
+    /// Recomputes what is enabled and tells the backend if it changed.
+    fn refresh_sources(&self) {
+        let now = self.compute_sources();
+        let changed = {
+            let mut s = self.sources.lock().unwrap_or_else(|e| e.into_inner());
+            if *s == now {
+                false
+            } else {
+                *s = now.clone();
+                true
+            }
+        };
+        if changed {
+            crate::verbose!("sources now {now:?}");
+            if let Some(b) = self.backend.load_full() {
+                crate::guard::catch("backend sources_changed", || b.sources_changed(&now));
+            }
+        }
+    }
+
+    fn backend_flush(&self, forced: bool) {
+        if let Some(b) = self.backend.load_full() {
+            crate::guard::catch("backend flush", || b.flush(forced));
+        }
+    }
+}
+
+/// The root object: owns the Perfetto session, the emitter thread and the
+/// tables backends intern into.
+pub struct Tracer {
+    inner: Arc<Inner>,
+    emitter: Mutex<Option<std::thread::JoinHandle<()>>>,
+    session: Mutex<Option<FileSession>>,
+    output: Option<PathBuf>,
+    pid: u32,
+    shut: AtomicBool,
+}
+
+impl std::fmt::Debug for Tracer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tracer")
+            .field("api", &self.inner.api)
+            .field("output", &self.output)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tracer {
+    /// Registers the data sources, starts the standalone session (unless in
+    /// system mode) and the emitter thread.
+    ///
+    /// # Errors
+    /// When nothing can be traced; the caller prints the error and lets the
+    /// application run untraced.
+    pub fn start(opts: TracerOptions) -> Result<Tracer, StartError> {
+        if crate::guard::broken() {
+            return Err(StartError::Broken);
+        }
+        let config = opts.config;
+        crate::log::set_verbose(config.verbose);
+        let suffix = config
+            .suffix
+            .clone()
+            .unwrap_or_else(|| opts.default_suffix.to_owned());
+        let mut backends = Backends::empty();
+        if config.mode.file() {
+            backends |= Backends::IN_PROCESS;
+        }
+        if config.mode.system() {
+            backends |= Backends::SYSTEM;
+        }
+        let reg = sink::register(&suffix, backends)?;
+        let (api_cat, marker_cat) = match opts.api {
+            GpuApi::Cuda => (cat::CUDA, cat::NVTX),
+            GpuApi::Hip => (cat::HIP, cat::ROCTX),
+        };
+        let recorder = Recorder::new(opts.limits);
+        let names = Arc::new(Names::default());
+        let inner = Arc::new(Inner {
+            recorder: recorder.clone(),
+            names: names.clone(),
+            kernels: Arc::new(Kernels::default()),
+            devices: Arc::new(Devices::default()),
+            counters: Arc::new(Counters::default()),
+            backend: ArcSwapOption::const_empty(),
+            ctl: Mutex::new(Ctl::default()),
+            cv: Condvar::new(),
+            counter_requests: Mutex::new(Default::default()),
+            sources: Mutex::new(Sources::default()),
+            api_cat,
+            marker_cat,
+            api: opts.api,
+            clock: opts.clock,
+            config: config.clone(),
+        });
+        let weak = Arc::downgrade(&inner);
+        recorder.set_wake(Box::new(move || {
+            if let Some(i) = weak.upgrade() {
+                i.wake();
+            }
+        }));
+        sink::set_route(Some(inner.clone()));
+
+        let emitter = {
+            let inner = inner.clone();
+            std::thread::Builder::new()
+                .name("gpu-trace-emit".into())
+                .spawn(move || emitter_loop(inner))
+                .map_err(|e| {
+                    sink::set_route(None);
+                    StartError::Thread(e)
+                })?
+        };
+
+        let mut tracer = Tracer {
+            inner: inner.clone(),
+            emitter: Mutex::new(Some(emitter)),
+            session: Mutex::new(None),
+            output: None,
+            pid: std::process::id(),
+            shut: AtomicBool::new(false),
+        };
+
+        if config.mode.file() {
+            let resolved =
+                crate::output::resolve(&config.output, tracer.pid, &crate::output::program_name())
+                    .inspect_err(|_| tracer.abandon())?;
+            for n in &resolved.notes {
+                crate::warn!("{n}");
+            }
+            let mut cats = Vec::new();
+            if config.recording.api {
+                cats.push(cat::NAMES[api_cat]);
+            }
+            if config.recording.markers {
+                cats.push(cat::NAMES[marker_cat]);
+            }
+            let cfg = sink::file_trace_config(
+                &resolved.path.to_string_lossy(),
+                &suffix,
+                config.buffer_kb,
+                config.flush_period,
+                &cats,
+                config.recording.counters,
+            );
+            let session = FileSession::start(cfg).inspect_err(|_| tracer.abandon())?;
+            if !reg.rs.is_enabled() {
+                // The service could not create the file (it raced with
+                // someone else, or the directory changed under us).
+                session.stop(Duration::from_secs(2));
+                tracer.abandon();
+                return Err(StartError::FileNotCreated(resolved.path));
+            }
+            *tracer.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
+            crate::verbose!("writing {}", resolved.path.display());
+            tracer.output = Some(resolved.path);
+        }
+        inner.refresh_sources();
+        Ok(tracer)
+    }
+
+    fn abandon(&self) {
+        sink::set_route(None);
+        self.stop_emitter();
+    }
+
+    /// Where the standalone trace is being written.
+    pub fn output_path(&self) -> Option<&std::path::Path> {
+        self.output.as_deref()
+    }
+
+    /// The recording handle for backends.
+    pub fn recorder(&self) -> &Recorder {
+        &self.inner.recorder
+    }
+
+    /// The string table.
+    pub fn names(&self) -> &Arc<Names> {
+        &self.inner.names
+    }
+
+    /// The kernel table.
+    pub fn kernels(&self) -> &Arc<Kernels> {
+        &self.inner.kernels
+    }
+
+    /// Describes a GPU (written as `GpuInfo`).
+    pub fn add_device(&self, d: Device) {
+        self.inner.devices.upsert(d);
+    }
+
+    /// Registers a counter and returns its id.
+    pub fn register_counter(&self, spec: CounterSpec) -> CounterId {
+        self.inner.counters.register(spec)
+    }
+
+    /// The configuration the tracer runs with.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Installs the backend hooks and tells it what is enabled now.
+    pub fn set_backend(&self, b: Box<dyn Backend>) {
+        self.inner.backend.store(Some(Arc::new(b)));
+        let s = self.sources();
+        if let Some(b) = self.inner.backend.load_full() {
+            crate::guard::catch("backend sources_changed", || b.sources_changed(&s));
+        }
+    }
+
+    /// What should be recorded now.
+    pub fn sources(&self) -> Sources {
+        self.inner
+            .sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Whether GPU activity is being recorded: one relaxed load, for hot paths.
+    pub fn gpu_enabled(&self) -> bool {
+        sink::registry().is_some_and(|r| r.rs.is_enabled())
+    }
+
+    /// Whether API calls are recorded: one relaxed load.
+    pub fn api_enabled(&self) -> bool {
+        te::is_category_enabled(self.inner.api_cat)
+    }
+
+    /// Whether NVTX / roctx are recorded: one relaxed load.
+    pub fn markers_enabled(&self) -> bool {
+        te::is_category_enabled(self.inner.marker_cat)
+    }
+
+    /// Writes everything recorded so far, after asking the backend to flush.
+    /// Returns false if the emitter did not answer within `limit`.
+    pub fn flush(&self, limit: Duration) -> bool {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.inner.request(
+            CycleKind::Flush,
+            Box::new(move || {
+                let _ = tx.send(());
+            }),
+        );
+        rx.recv_timeout(limit).is_ok()
+    }
+
+    /// Flushes, stops the session and finalises the file. Idempotent, does
+    /// nothing in a forked child, and never waits longer than `limit`
+    /// overall.
+    pub fn shutdown(&self, limit: Duration) {
+        if std::process::id() != self.pid || self.shut.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let started = Instant::now();
+        let session = self
+            .session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        match session {
+            Some(s) => {
+                // Stopping runs our stop callback, which drains everything.
+                if !s.stop(limit) {
+                    crate::warn!(
+                        "the trace session did not stop within {limit:?}; the file holds data up to the last periodic write"
+                    );
+                }
+            }
+            None => {
+                self.flush(limit);
+            }
+        }
+        self.inner.recorder.close();
+        sink::set_route(None);
+        let _ = started;
+        self.stop_emitter();
+        if let Some(p) = &self.output {
+            crate::verbose!("trace written to {}", p.display());
+        }
+    }
+
+    fn stop_emitter(&self) {
+        {
+            let mut c = self.inner.ctl.lock().unwrap_or_else(|e| e.into_inner());
+            c.exit = true;
+            self.inner.cv.notify_one();
+        }
+        if let Some(h) = self
+            .emitter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            let _ = h.join();
+        }
+    }
+
+    /// Totals written so far (for tests and the exit summary).
+    pub fn recorder_drops(&self) -> Vec<(DropKind, u64)> {
+        self.inner.recorder.drop_counts().to_vec()
+    }
+}
+
+const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
+const SNAPSHOT_INTERVAL: Duration = Duration::from_secs(1);
+
+fn emitter_loop(inner: Arc<Inner>) {
+    let clock = match &inner.clock {
+        GpuClock::Boottime => ClockSpec::Boottime,
+        GpuClock::Custom { name, .. } => ClockSpec::Custom(GpuClock::clock_id(name)),
+    };
+    let mut enc = Encoder::new(
+        std::process::id(),
+        inner.api,
+        clock,
+        inner.names.clone(),
+        inner.kernels.clone(),
+        inner.devices.clone(),
+        inner.counters.clone(),
+    );
+    let mut spare: Vec<Batch> = Vec::new();
+    let mut last_backend_flush = Instant::now();
+    let mut last_snapshot: Option<Instant> = None;
+    loop {
+        let (requests, exit) = {
+            let mut c = inner.ctl.lock().unwrap_or_else(|e| e.into_inner());
+            if !c.wake && !c.exit && c.requests.is_empty() {
+                c = inner
+                    .cv
+                    .wait_timeout(c, DRAIN_INTERVAL)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            c.wake = false;
+            (std::mem::take(&mut c.requests), c.exit)
+        };
+        let stop = requests.iter().any(|r| matches!(r.kind, CycleKind::Stop));
+        let ok = crate::guard::catch("trace emitter", || {
+            inner.refresh_sources();
+            if !requests.is_empty() || last_backend_flush.elapsed() >= inner.config.flush_period {
+                inner.backend_flush(stop);
+                last_backend_flush = Instant::now();
+            }
+            if let GpuClock::Custom { sample, .. } = &inner.clock
+                && last_snapshot.is_none_or(|t| t.elapsed() >= SNAPSHOT_INTERVAL)
+            {
+                last_snapshot = Some(Instant::now());
+                if let Some((gpu, boot)) = sample() {
+                    write_rs(
+                        &mut |enc: &mut Encoder, _seq, sink| {
+                            enc.write_clock_snapshot(gpu, boot, sink)
+                        },
+                        &mut enc,
+                    );
+                }
+            }
+            cycle(&inner, &mut enc, &mut spare);
+            if stop {
+                write_summary(&inner, &mut enc);
+            }
+        });
+        for r in requests {
+            (r.done)();
+        }
+        if ok.is_none() {
+            // Stop recording: nothing will drain the buffers any more.
+            inner.recorder.close();
+            sink::set_route(None);
+        }
+        if exit || ok.is_none() {
+            // Answer requests that raced with the exit.
+            let mut c = inner.ctl.lock().unwrap_or_else(|e| e.into_inner());
+            c.exit = true;
+            for r in std::mem::take(&mut c.requests) {
+                (r.done)();
+            }
+            return;
+        }
+    }
+}
+
+type RsWrite<'x> =
+    dyn FnMut(&mut Encoder, &mut crate::emit::RsSeq, &mut dyn crate::emit::PacketSink) + 'x;
+
+fn write_rs(f: &mut RsWrite<'_>, enc: &mut Encoder) {
+    let Some(reg) = sink::registry() else { return };
+    reg.rs.trace(|ctx| {
+        ctx.with_incremental_state(|ctx, seq| {
+            f(enc, seq, &mut DsSink(ctx));
+        });
+    });
+}
+
+fn cycle(inner: &Inner, enc: &mut Encoder, spare: &mut Vec<Batch>) {
+    let Some(reg) = sink::registry() else { return };
+    let batches = inner.recorder.drain(spare);
+    let ids = enc.prepare(&batches);
+    write_rs(
+        &mut |enc: &mut Encoder, seq, sink| enc.write_render_stages(seq, &batches, &ids, sink),
+        enc,
+    );
+    let has = |f: fn(&crate::model::Event) -> bool| batches.iter().any(|b| b.events.iter().any(f));
+    if has(|e| matches!(e, crate::model::Event::Api(_))) {
+        te::trace(inner.api_cat, |ctx| {
+            enc.write_api_calls(&batches, &mut TeSink(ctx))
+        });
+    }
+    if has(|e| matches!(e, crate::model::Event::Marker(_))) {
+        te::trace(inner.marker_cat, |ctx| {
+            enc.write_markers(&batches, &mut TeSink(ctx))
+        });
+    }
+    if has(|e| {
+        matches!(
+            e,
+            crate::model::Event::KernelCounters(_) | crate::model::Event::Counters(_)
+        )
+    }) {
+        reg.ctr.trace(|ctx| {
+            ctx.with_incremental_state(|ctx, seq| {
+                enc.write_counters(seq, &batches, &mut DsSink(ctx));
+            });
+        });
+    }
+    spare.extend(batches);
+}
+
+fn write_summary(inner: &Inner, enc: &mut Encoder) {
+    let t: Totals = enc.totals();
+    let drops = inner.recorder.drop_counts();
+    let mut lines = vec![(
+        false,
+        format!(
+            "gpu-trace summary: kernels={} memory_ops={} api_calls={} markers={} counter_samples={}",
+            t.kernels, t.memory_ops, t.api_calls, t.markers, t.counter_samples
+        ),
+    )];
+    let dropped: Vec<String> = drops
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{}={n}", k.key()))
+        .collect();
+    lines.push((
+        !dropped.is_empty(),
+        format!(
+            "gpu-trace dropped: {}",
+            if dropped.is_empty() {
+                "none".to_owned()
+            } else {
+                dropped.join(" ")
+            }
+        ),
+    ));
+    for (warning, msg) in &lines {
+        write_rs(
+            &mut |enc: &mut Encoder, seq, sink| enc.write_log(seq, *warning, msg, sink),
+            enc,
+        );
+    }
+    if !dropped.is_empty() {
+        crate::warn_once!("some events were dropped: {}", dropped.join(", "));
+    }
+    if inner.config.mode == Mode::System {
+        crate::verbose!("{}", lines[0].1);
+    }
+}

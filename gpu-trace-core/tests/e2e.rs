@@ -1,0 +1,840 @@
+//! End-to-end tests: synthetic events through the real in-process Perfetto
+//! session into a file, decoded with our reader and checked with the
+//! Perfetto schema validator.
+//!
+//! A tracer owns process-global Perfetto state, as it does inside a real
+//! application, so each scenario runs in a child process: the test binary
+//! re-runs itself with `GPU_TRACE_TEST_CHILD=<scenario>` and the `child`
+//! test plays the traced application.
+
+use gpu_trace_core::model::*;
+use gpu_trace_core::reader::{ArgVal, Stage, Trace};
+use gpu_trace_core::{Backend, Config, GpuClock, Limits, Sources, Tracer, TracerOptions};
+use smallvec::smallvec;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+const CHILD: &str = "GPU_TRACE_TEST_CHILD";
+
+// ---------------------------------------------------------------- child side
+
+/// The traced "application". Does nothing unless run as a child.
+#[test]
+fn child() {
+    let Ok(scenario) = std::env::var(CHILD) else {
+        return;
+    };
+    let (config, problems) = Config::from_env();
+    for p in &problems {
+        eprintln!("gpu-trace: {p}");
+    }
+    let clock = if scenario == "custom_clock" {
+        GpuClock::Custom {
+            name: "test.gpu_clock",
+            sample: std::sync::Arc::new(|| {
+                let b = gpu_trace_core::clock::boottime_ns();
+                Some((b - GPU_CLOCK_OFFSET, b))
+            }),
+        }
+    } else {
+        GpuClock::Boottime
+    };
+    let tracer = match Tracer::start(TracerOptions {
+        api: GpuApi::Cuda,
+        default_suffix: "nv",
+        config,
+        clock,
+        limits: Limits::default(),
+    }) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("gpu-trace: {e}");
+            println!("NO-TRACER");
+            return;
+        }
+    };
+    println!("PID={}", std::process::id());
+    if let Some(p) = tracer.output_path() {
+        println!("OUTPUT={}", p.display());
+    }
+    match scenario.as_str() {
+        "basic" | "env" | "exists" | "unwritable" => workload(&tracer, 0),
+        "custom_clock" => workload(&tracer, GPU_CLOCK_OFFSET),
+        "sigkill" => {
+            workload(&tracer, 0);
+            println!("READY");
+            std::thread::sleep(Duration::from_secs(60));
+        }
+        "panic" => {
+            tracer.set_backend(Box::new(PanickingBackend));
+            workload(&tracer, 0);
+            tracer.flush(Duration::from_secs(5));
+            println!("STILL-RUNNING");
+        }
+        "system" => {}
+        "overflow" => overflow(&tracer),
+        other => panic!("unknown scenario {other}"),
+    }
+    tracer.shutdown(Duration::from_secs(20));
+    println!("DONE");
+}
+
+const GPU_CLOCK_OFFSET: u64 = 3_000_000_000;
+const THREADS: u64 = 4;
+const LAUNCHES_PER_THREAD: u64 = 250;
+const GRAPH_NODES: u64 = 5;
+
+struct PanickingBackend;
+
+impl Backend for PanickingBackend {
+    fn flush(&self, _forced: bool) {
+        panic!("backend bug");
+    }
+    fn sources_changed(&self, _s: &Sources) {}
+}
+
+/// Records a scripted "application": two devices, launches from several
+/// threads with API slices, copies and memsets, a graph launch, NVTX and
+/// per-kernel counters. GPU timestamps are shifted into the GPU clock by
+/// `gpu_offset` (0 for BOOTTIME).
+fn workload(tracer: &Tracer, gpu_offset: u64) {
+    for id in 0..2 {
+        tracer.add_device(Device {
+            id,
+            name: "NVIDIA H200".into(),
+            vendor: Some(Vendor::Nvidia),
+            uuid: Some([id as u8; 16]),
+            pci_bdf: Some(format!("0000:0{id}:00.0")),
+            architecture: "Hopper".into(),
+            arch_id: "sm_90".into(),
+            sm_count: 132,
+            total_memory: Some(141 << 30),
+            extra: vec![("driver".into(), "580".into())],
+        });
+    }
+    let names = tracer.names().clone();
+    let kernels = tracer.kernels().clone();
+    let regs = names.intern("launch__registers_per_thread");
+    let occ = names.intern("sm__maximum_warps_per_active_cycle_pct");
+    let mk = |mangled: &str| {
+        let n = kernels.names(&names, mangled);
+        kernels.register(KernelDesc {
+            mangled: n.mangled,
+            demangled: n.demangled,
+            display: n.display,
+            arch: names.intern("sm_90"),
+            args: vec![(regs, ArgValue::Uint(32)), (occ, ArgValue::Double(100.0))],
+        })
+    };
+    let k_add = mk("_Z6vecAddPfS_S_i");
+    let k_fill = mk("_ZN2at6native18elementwise_kernelILi128ELi4EEEvi");
+    let sm_tp = tracer.register_counter(CounterSpec {
+        name: "sm__throughput.avg.pct_of_peak_sustained_elapsed".into(),
+        description: "SM throughput".into(),
+        unit: Unit::Percent,
+        per: None,
+        group: CounterGroup::Compute,
+    });
+    let dram = tracer.register_counter(CounterSpec {
+        name: "dram__bytes_read.sum.per_second".into(),
+        description: "DRAM read bandwidth".into(),
+        unit: Unit::Byte,
+        per: Some(Unit::Second),
+        group: CounterGroup::Memory,
+    });
+    let launch = names.intern("cudaLaunchKernel");
+    let memcpy = names.intern("cudaMemcpyAsync");
+    let memset = names.intern("cudaMemsetAsync");
+    let sync = names.intern("cudaStreamSynchronize");
+    let graph = names.intern("cudaGraphLaunch");
+    let rec = tracer.recorder().clone();
+
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let rec = rec.clone();
+            s.spawn(move || {
+                let tid = gpu_trace_core::clock::thread_id();
+                let device = (t % 2) as u32;
+                let stream = 10 + t;
+                rec.marker(tid, now(), &format!("worker {t}"), |text| Marker::Push {
+                    domain: None,
+                    text,
+                });
+                for i in 0..LAUNCHES_PER_THREAD {
+                    let corr = 1 + t * 10_000 + i;
+                    let (name, start) = (if i % 10 == 5 { memcpy } else { launch }, now());
+                    let end = start + 2_000;
+                    rec.api(ApiCall {
+                        name: if i % 10 == 7 { memset } else { name },
+                        thread: tid,
+                        start,
+                        end,
+                        correlation_id: corr,
+                        submits: true,
+                        waits: smallvec![],
+                        status: 0,
+                    });
+                    let (gs, ge) = (end + 5_000 - gpu_offset, end + 9_000 - gpu_offset);
+                    match i % 10 {
+                        5 => rec.memory(MemoryOp {
+                            device,
+                            context: device + 1,
+                            stream,
+                            correlation_id: corr,
+                            start: gs,
+                            end: ge,
+                            bytes: 4096,
+                            kind: MemoryOpKind::Copy {
+                                kind: CopyKind::HtoD,
+                                src: MemoryKind::Pinned,
+                                dst: MemoryKind::Device,
+                                peer: None,
+                            },
+                        }),
+                        7 => rec.memory(MemoryOp {
+                            device,
+                            context: device + 1,
+                            stream,
+                            correlation_id: corr,
+                            start: gs,
+                            end: ge,
+                            bytes: 1000,
+                            kind: MemoryOpKind::Set {
+                                value: 0,
+                                memory: MemoryKind::Device,
+                            },
+                        }),
+                        _ => {
+                            rec.kernel(KernelExec {
+                                device,
+                                context: device + 1,
+                                stream,
+                                correlation_id: corr,
+                                start: gs,
+                                end: ge,
+                                kernel: if i % 2 == 0 { k_add } else { k_fill },
+                                grid: Dim3::new(1024, 1, 1),
+                                block: Dim3::new(256, 1, 1),
+                                waves_per_sm: Some(1.94),
+                                graph_node: 0,
+                            });
+                            if i % 50 == 0 {
+                                rec.kernel_counters(KernelCounters {
+                                    device,
+                                    correlation_id: corr,
+                                    start: gs,
+                                    end: ge,
+                                    values: vec![(sm_tp, 55.5), (dram, 1.5e12)].into(),
+                                });
+                            }
+                        }
+                    }
+                    if i % 25 == 24 {
+                        let s0 = now();
+                        rec.api(ApiCall {
+                            name: sync,
+                            thread: tid,
+                            start: s0,
+                            end: s0 + 20_000,
+                            correlation_id: 900_000 + corr,
+                            submits: false,
+                            waits: smallvec![corr],
+                            status: 0,
+                        });
+                    }
+                }
+                rec.marker(tid, now(), "", |_| Marker::Pop { domain: None });
+            });
+        }
+    });
+    // A graph with GRAPH_NODES kernels shares one correlation id.
+    let tid = gpu_trace_core::clock::thread_id();
+    let start = now();
+    let corr = 777_777;
+    rec.api(ApiCall {
+        name: graph,
+        thread: tid,
+        start,
+        end: start + 3_000,
+        correlation_id: corr,
+        submits: true,
+        waits: smallvec![],
+        status: 0,
+    });
+    for n in 0..GRAPH_NODES {
+        let gs = start + 10_000 + n * 5_000 - gpu_offset;
+        rec.kernel(KernelExec {
+            device: 0,
+            context: 1,
+            stream: 99,
+            correlation_id: corr,
+            start: gs,
+            end: gs + 4_000,
+            kernel: k_add,
+            grid: Dim3::new(8, 8, 1),
+            block: Dim3::new(32, 8, 1),
+            waves_per_sm: None,
+            graph_node: 1000 + n,
+        });
+    }
+    // A range that starts on one thread and ends on another, and a mark.
+    let domain = names.intern("MyLib");
+    rec.marker(tid, now(), "epoch 1", |text| Marker::Start {
+        id: 42,
+        domain: Some(domain),
+        text,
+    });
+    std::thread::spawn({
+        let rec = rec.clone();
+        move || {
+            let t2 = gpu_trace_core::clock::thread_id();
+            rec.marker(t2, now() + 1_000, "", |_| Marker::End { id: 42 });
+        }
+    })
+    .join()
+    .unwrap();
+    rec.marker(tid, now(), "checkpoint", |text| Marker::Mark {
+        domain: None,
+        text,
+    });
+    rec.dropped(DropKind::VendorRecords, 3);
+}
+
+fn overflow(tracer: &Tracer) {
+    // More events than one thread buffer holds between two drains.
+    let rec = tracer.recorder();
+    let names = tracer.names();
+    let n = names.intern("cudaLaunchKernel");
+    for i in 0..200_000u64 {
+        rec.api(ApiCall {
+            name: n,
+            thread: 1,
+            start: i,
+            end: i + 1,
+            correlation_id: 0,
+            submits: false,
+            waits: smallvec![],
+            status: 0,
+        });
+    }
+}
+
+fn now() -> u64 {
+    gpu_trace_core::clock::boottime_ns()
+}
+
+// --------------------------------------------------------------- parent side
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gpu-trace-e2e-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run_child(scenario: &str, dir: &Path, envs: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .current_dir(dir)
+        .env(CHILD, scenario);
+    for v in gpu_trace_core::config::vars::ALL {
+        cmd.env_remove(v);
+    }
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run child");
+    assert!(
+        out.status.success(),
+        "child {scenario} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn output_of(out: &Output) -> PathBuf {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.split("OUTPUT=").nth(1))
+        .unwrap_or_else(|| panic!("no OUTPUT line in {stdout}"));
+    PathBuf::from(line)
+}
+
+/// Runs the official-schema validator when a Python with `perfetto==0.59.1`
+/// is named by `GPU_TRACE_PYTHON` (CI sets it).
+fn validate(path: &Path) {
+    let Ok(py) = std::env::var("GPU_TRACE_PYTHON") else {
+        eprintln!(
+            "schema validation skipped: set GPU_TRACE_PYTHON to a python with perfetto==0.59.1"
+        );
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/validate_pftrace.py");
+    let out = Command::new(py).arg(script).arg(path).output().unwrap();
+    assert!(
+        out.status.success(),
+        "validator rejected {}:\n{}{}",
+        path.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn pid_of(out: &Output) -> i64 {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .find_map(|l| l.split("PID=").nth(1))
+        .and_then(|p| p.parse().ok())
+        .expect("PID line")
+}
+
+fn check_workload(t: &Trace, pid: i64) {
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    let kernels: Vec<_> = t.kernels().collect();
+    let per_thread_kernels = (0..LAUNCHES_PER_THREAD)
+        .filter(|i| i % 10 != 5 && i % 10 != 7)
+        .count() as u64;
+    assert_eq!(
+        kernels.len() as u64,
+        THREADS * per_thread_kernels + GRAPH_NODES
+    );
+    let copies: Vec<_> = t
+        .memory_ops()
+        .filter(|e| e.stage == Stage::Memcpy)
+        .collect();
+    let sets: Vec<_> = t
+        .memory_ops()
+        .filter(|e| e.stage == Stage::Memset)
+        .collect();
+    assert_eq!(copies.len() as u64, THREADS * LAUNCHES_PER_THREAD / 10);
+    assert_eq!(sets.len() as u64, THREADS * LAUNCHES_PER_THREAD / 10);
+    assert_eq!(
+        copies.iter().map(|c| c.bytes().unwrap()).sum::<u64>(),
+        4096 * copies.len() as u64
+    );
+    assert_eq!(
+        sets.iter().map(|c| c.bytes().unwrap()).sum::<u64>(),
+        1000 * sets.len() as u64
+    );
+    assert_eq!(copies[0].name, "Memcpy HtoD");
+    assert_eq!(
+        copies[0].arg("src_kind").and_then(ArgVal::as_str),
+        Some("pinned")
+    );
+
+    // Unique event ids.
+    let by_id = t.gpu_events_by_id();
+    assert_eq!(by_id.len(), t.gpu_events.len(), "duplicate event ids");
+
+    // Kernel details and interning.
+    let k = kernels.iter().find(|k| k.name == "vecAdd").expect("vecAdd");
+    let ki = k.kernel.as_ref().unwrap();
+    assert_eq!(ki.name, "_Z6vecAddPfS_S_i");
+    assert_eq!(ki.demangled, "vecAdd(float*, float*, float*, int)");
+    assert_eq!(ki.arch, "sm_90");
+    assert!(
+        ki.args
+            .contains(&("launch__registers_per_thread".into(), ArgVal::Uint(32)))
+    );
+    assert!(
+        kernels
+            .iter()
+            .any(|k| k.name == "at::native::elementwise_kernel")
+    );
+    assert_eq!(k.context.unwrap().1, pid, "context carries the process id");
+    assert_eq!(k.context.unwrap().2, 4, "context api is CUDA");
+    assert!(k.arg("device").is_some() && k.arg("stream").is_some());
+    assert!(
+        k.queue.starts_with("GPU ") && k.queue.contains(" · stream "),
+        "{}",
+        k.queue
+    );
+    assert!(
+        k.queue_description.contains("NVIDIA H200"),
+        "{}",
+        k.queue_description
+    );
+    assert_eq!(k.grid, Some([1024, 1, 1]));
+    assert_eq!(k.block, Some([256, 1, 1]));
+
+    // Devices.
+    assert_eq!(t.devices.len(), 2);
+    assert_eq!(t.devices[1].name, "NVIDIA H200");
+    assert_eq!(t.devices[1].pci_bdf, "0000:01:00.0");
+    assert_eq!(t.devices[1].uuid, vec![1u8; 16]);
+
+    // Every API slice that submitted work points at exactly one GPU event,
+    // which starts after the launch began; waits point at real events.
+    let launches: Vec<_> = t
+        .slices
+        .iter()
+        .filter(|s| !s.submissions.is_empty())
+        .collect();
+    assert_eq!(launches.len() as u64, THREADS * LAUNCHES_PER_THREAD + 1);
+    for s in &launches {
+        assert_eq!(s.gpu_api, Some(4));
+        for id in &s.submissions {
+            let g = by_id
+                .get(id)
+                .unwrap_or_else(|| panic!("dangling submission {id}"));
+            assert!(g.ts > s.ts, "GPU work before its launch");
+            assert!(t.thread_of(s.track).is_some(), "launch on a thread track");
+        }
+    }
+    let graph = launches
+        .iter()
+        .find(|s| s.name == "cudaGraphLaunch")
+        .unwrap();
+    assert_eq!(
+        by_id[&graph.submissions[0]]
+            .arg("graph_node_id")
+            .and_then(ArgVal::as_u64)
+            .map(|n| n >= 1000),
+        Some(true)
+    );
+    let waits: Vec<_> = t.slices.iter().filter(|s| !s.waits.is_empty()).collect();
+    assert_eq!(waits.len() as u64, THREADS * (LAUNCHES_PER_THREAD / 25));
+    for w in &waits {
+        assert_eq!(w.name, "cudaStreamSynchronize");
+        for id in &w.waits {
+            assert!(by_id.contains_key(id), "dangling wait {id}");
+        }
+    }
+    // Thread tracks carry names and pids; API calls nest in NVTX ranges.
+    let ranges: Vec<_> = t
+        .slices
+        .iter()
+        .filter(|s| s.name.starts_with("worker "))
+        .collect();
+    assert_eq!(ranges.len() as u64, THREADS);
+    for r in &ranges {
+        assert_eq!(r.depth, 0);
+        let (thread_pid, _) = t.thread_of(r.track).unwrap();
+        assert_eq!(thread_pid, pid);
+        assert!(t.slices.iter().any(|s| s.track == r.track && s.depth == 1));
+    }
+    let epoch = t
+        .slices
+        .iter()
+        .find(|s| s.name == "epoch 1")
+        .expect("start/end range");
+    assert_eq!(epoch.arg("domain").and_then(ArgVal::as_str), Some("MyLib"));
+    assert!(t.tracks[&epoch.track].name.contains("MyLib"));
+    assert!(t.instants.iter().any(|i| i.name == "checkpoint"));
+
+    // Counter samples sit inside the kernel they measure, on COMPUTE.
+    let counters_on = t
+        .data_sources
+        .iter()
+        .any(|d| d.starts_with("gpu.counters."));
+    assert_eq!(counters_on, !t.counters.is_empty());
+    let sm: Vec<_> = t
+        .counters
+        .iter()
+        .filter(|c| c.name == "sm__throughput.avg.pct_of_peak_sustained_elapsed")
+        .collect();
+    let expected_samples = if counters_on {
+        THREADS * LAUNCHES_PER_THREAD.div_ceil(50)
+    } else {
+        0
+    };
+    assert_eq!(
+        sm.iter().filter(|c| c.value > 0.0).count() as u64,
+        expected_samples
+    );
+    for c in sm.iter().filter(|c| c.value > 0.0) {
+        assert_eq!(c.groups, vec![6]);
+        assert_eq!(c.units.0, vec![37]);
+        assert!(
+            kernels
+                .iter()
+                .any(|k| k.gpu_id == Some(c.gpu_id) && k.ts <= c.ts && c.ts < k.ts + k.dur),
+            "sample at {} outside every kernel",
+            c.ts
+        );
+    }
+    if let Some(dram) = t.counters.iter().find(|c| c.name.starts_with("dram__")) {
+        assert_eq!(dram.units, (vec![7], vec![22]));
+    }
+
+    // Clock: GPU events convert back to BOOTTIME near the API calls.
+    let first_launch = launches.iter().map(|s| s.ts).min().unwrap();
+    let first_kernel = kernels.iter().map(|k| k.ts).min().unwrap();
+    assert!(first_kernel > first_launch && first_kernel - first_launch < 10_000_000_000);
+
+    // The summary and the drop counts are in the trace.
+    let summary = t.log("gpu-trace summary:").expect("summary");
+    assert!(
+        summary
+            .message
+            .contains(&format!("kernels={}", kernels.len())),
+        "{}",
+        summary.message
+    );
+    let drops = t.drop_counts().expect("drop line");
+    assert_eq!(drops, vec![("vendor_records".to_owned(), 3)]);
+    if let Some(l) = t.losses {
+        assert_eq!(l.chunks_discarded, 0);
+    }
+}
+
+#[test]
+fn standalone_trace_has_everything_once_and_validates() {
+    let dir = tmpdir("basic");
+    let out = run_child(
+        "basic",
+        &dir,
+        &[
+            ("INJECTION_OUTPUT", "trace-%p.pftrace"),
+            (
+                "INJECTION_METRICS",
+                "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+            ),
+        ],
+    );
+    let path = output_of(&out);
+    assert!(path.starts_with(&dir));
+    let t = Trace::open(&path).unwrap();
+    check_workload(&t, pid_of(&out));
+    assert_eq!(
+        t.data_sources,
+        vec!["track_event", "gpu.renderstages.nv", "gpu.counters.nv"]
+    );
+    // Interning: each kernel and queue is described once per sequence.
+    let raw = std::fs::read(&path).unwrap();
+    let vecadd_descriptions = raw.windows(16).filter(|w| w == b"_Z6vecAddPfS_S_i").count();
+    let rs_sequences: std::collections::HashSet<u32> =
+        t.gpu_events.iter().map(|e| e.sequence).collect();
+    assert_eq!(vecadd_descriptions, rs_sequences.len());
+    validate(&path);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn custom_gpu_clock_is_converted_with_snapshots() {
+    let dir = tmpdir("clock");
+    let out = run_child("custom_clock", &dir, &[("INJECTION_TRACE", "all")]);
+    let path = output_of(&out);
+    let t = Trace::open(&path).unwrap();
+    assert_eq!(t.custom_clocks_used.len(), 1);
+    check_workload(&t, pid_of(&out));
+    validate(&path);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn event_ids_are_unique_across_processes() {
+    let dir = tmpdir("twoproc");
+    let a = Trace::open(output_of(&run_child("basic", &dir, &[]))).unwrap();
+    let b = Trace::open(output_of(&run_child("basic", &dir, &[]))).unwrap();
+    let ids: std::collections::HashSet<u64> = a.gpu_events.iter().map(|e| e.event_id).collect();
+    assert!(b.gpu_events.iter().all(|e| !ids.contains(&e.event_id)));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn existing_output_file_is_kept_and_a_new_name_announced() {
+    let dir = tmpdir("exists");
+    let target = dir.join("run.pftrace");
+    std::fs::write(&target, b"precious").unwrap();
+    let out = run_child(
+        "exists",
+        &dir,
+        &[("INJECTION_OUTPUT", target.to_str().unwrap())],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("run.pftrace exists and is kept; writing"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+    let path = output_of(&out);
+    assert_eq!(path, dir.join("run.1.pftrace"));
+    check_workload(&Trace::open(&path).unwrap(), pid_of(&out));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn unwritable_directory_falls_back_and_the_app_runs_on() {
+    let dir = tmpdir("unwritable");
+    let out = run_child(
+        "unwritable",
+        &dir,
+        &[("INJECTION_OUTPUT", "/proc/gpu-trace-nowhere/x.pftrace")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot write the trace to /proc/gpu-trace-nowhere/x.pftrace"),
+        "{stderr}"
+    );
+    let path = output_of(&out);
+    assert!(
+        path.starts_with(&dir),
+        "falls back to the working directory"
+    );
+    check_workload(&Trace::open(&path).unwrap(), pid_of(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("DONE"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bad_environment_values_are_named_and_defaults_used() {
+    let dir = tmpdir("env");
+    let bad = [
+        ("INJECTION_VERBOSE", "loud"),
+        ("INJECTION_METRICS", "ok.metric, no good!"),
+        ("INJECTION_DATA_SOURCE_NAME_SUFFIX", "bad suffix"),
+        ("INJECTION_OUTPUT", "trace-%z.pftrace"),
+        ("INJECTION_MODE", "sideways"),
+        ("INJECTION_BUFFER_SIZE", "lots"),
+        ("INJECTION_FLUSH_PERIOD_MS", "5"),
+        ("INJECTION_TRACE", "gpu,everything"),
+    ];
+    let out = run_child("env", &dir, &bad);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for (var, value) in bad {
+        let needle = format!(
+            "{var}={:?}",
+            if var == "INJECTION_METRICS" {
+                "no good!"
+            } else {
+                value
+            }
+        );
+        assert!(stderr.contains(&needle), "missing {needle} in:\n{stderr}");
+    }
+    // Defaults: file mode, default name in the working directory, suffix nv.
+    let path = output_of(&out);
+    assert_eq!(path.parent().unwrap(), dir);
+    let t = Trace::open(&path).unwrap();
+    assert!(t.data_sources.contains(&"gpu.renderstages.nv".to_owned()));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn suffix_and_recording_selection_shape_the_session() {
+    let dir = tmpdir("suffix");
+    let out = run_child(
+        "basic",
+        &dir,
+        &[
+            ("INJECTION_DATA_SOURCE_NAME_SUFFIX", "mytool"),
+            ("INJECTION_TRACE", "gpu,counters"),
+        ],
+    );
+    let t = Trace::open(output_of(&out)).unwrap();
+    assert_eq!(
+        t.data_sources,
+        vec!["gpu.renderstages.mytool", "gpu.counters.mytool"]
+    );
+    assert!(
+        t.slices.is_empty(),
+        "API calls and markers were not asked for"
+    );
+    assert!(t.kernels().count() > 0);
+    assert!(!t.counters.is_empty());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn sigkill_leaves_a_valid_trace_up_to_the_last_write() {
+    let dir = tmpdir("sigkill");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .current_dir(&dir)
+        .env(CHILD, "sigkill")
+        .env("INJECTION_FLUSH_PERIOD_MS", "100")
+        .env("INJECTION_OUTPUT", "killed.pftrace")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let path = dir.join("killed.pftrace");
+    // Wait until a periodic write holds every kernel, then kill.
+    let expected = THREADS * (LAUNCHES_PER_THREAD - 2 * LAUNCHES_PER_THREAD / 10) + GRAPH_NODES;
+    let mut seen = 0;
+    for _ in 0..300 {
+        std::thread::sleep(Duration::from_millis(100));
+        if let Ok(t) = Trace::open(&path) {
+            seen = t.kernels().count() as u64;
+            if seen == expected {
+                break;
+            }
+        }
+    }
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "killed");
+    assert_eq!(
+        seen, expected,
+        "periodic writes reached the file before the kill"
+    );
+    let t = Trace::open(&path).unwrap();
+    assert_eq!(t.kernels().count() as u64, expected);
+    assert!(
+        t.problems.iter().all(|p| !p.contains("not interned")),
+        "{:?}",
+        t.problems
+    );
+    validate(&path);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_panicking_backend_disables_tracing_and_the_app_continues() {
+    let dir = tmpdir("panic");
+    let out = run_child("panic", &dir, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("internal error in backend flush"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("application continues"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("STILL-RUNNING") && stdout.contains("DONE"),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn system_mode_without_traced_neither_hangs_nor_writes() {
+    let dir = tmpdir("system");
+    let out = run_child(
+        "system",
+        &dir,
+        &[
+            ("INJECTION_MODE", "system"),
+            ("PERFETTO_PRODUCER_SOCK_NAME", "/nonexistent/sock"),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("DONE"), "{stdout}");
+    assert!(!stdout.contains("OUTPUT="));
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn overflowing_thread_buffers_are_counted_in_the_trace() {
+    let dir = tmpdir("overflow");
+    let out = run_child("overflow", &dir, &[("INJECTION_TRACE", "gpu,api")]);
+    let t = Trace::open(output_of(&out)).unwrap();
+    let drops = t.drop_counts().unwrap();
+    let dropped = drops
+        .iter()
+        .find(|(k, _)| k == "thread_buffer")
+        .map(|d| d.1)
+        .unwrap_or(0);
+    let written = t.slices.len() as u64;
+    assert_eq!(
+        written + dropped,
+        200_000,
+        "every event is written or counted"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
