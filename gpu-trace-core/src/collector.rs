@@ -77,7 +77,6 @@ pub(crate) struct Shared {
     limits: Limits,
     threads: Mutex<Vec<(u32, Arc<ThreadBuffer>)>>,
     drops: [AtomicU64; DropKind::ALL.len()],
-    recorded: AtomicU64,
     enabled: AtomicBool,
     wake: Mutex<Option<Wake>>,
 }
@@ -104,7 +103,6 @@ impl Recorder {
                 limits,
                 threads: Mutex::new(Vec::new()),
                 drops: Default::default(),
-                recorded: AtomicU64::new(0),
                 enabled: AtomicBool::new(true),
                 wake: Mutex::new(None),
             }),
@@ -188,11 +186,6 @@ impl Recorder {
         DropKind::ALL.map(|k| (k, self.shared.drops[k as usize].load(Ordering::Relaxed)))
     }
 
-    /// Events accepted so far.
-    pub fn recorded(&self) -> u64 {
-        self.shared.recorded.load(Ordering::Relaxed)
-    }
-
     fn push(&self, ev: Event) {
         if !self.shared.enabled.load(Ordering::Relaxed) {
             return;
@@ -238,7 +231,6 @@ impl Recorder {
             }
         };
         if ok {
-            shared.recorded.fetch_add(1, Ordering::Relaxed);
             if len == shared.limits.events / 2 {
                 self.wake();
             }
@@ -407,6 +399,5 @@ mod tests {
         r.close();
         r.api(api(1));
         assert!(r.drain(&mut Vec::new()).is_empty());
-        assert_eq!(r.recorded(), 0);
     }
 }

@@ -18,7 +18,8 @@ use crate::names::{Kernels, Names};
 use crate::pb::Writer;
 use crate::registry::{Counters, Devices};
 use crate::wire;
-use std::collections::{HashMap, HashSet, VecDeque};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Receives finished packets (the body of one `TracePacket`).
@@ -181,6 +182,9 @@ pub(crate) struct Encoder {
     counters: Arc<Counters>,
     queues: HashMap<(u32, u64), u64>,
     queue_list: Vec<(u32, u64)>,
+    /// Local copies of kernel descriptions, indexed by id, so that the
+    /// per-event path takes no lock.
+    kernel_cache: Vec<Option<Arc<crate::model::KernelDesc>>>,
     copy_names: HashMap<crate::model::CopyKind, NameId>,
     memset_name: NameId,
     args: ArgNames,
@@ -224,16 +228,17 @@ impl Encoder {
             kernels,
             devices,
             counters,
-            queues: HashMap::new(),
+            queues: HashMap::default(),
             queue_list: Vec::new(),
-            copy_names: HashMap::new(),
+            kernel_cache: Vec::new(),
+            copy_names: HashMap::default(),
             args,
             seen: SeenCorrelations::default(),
             secondary: 0,
             pkt: Writer::new(),
             interned: Writer::new(),
             totals: Totals::default(),
-            thread_names: HashMap::new(),
+            thread_names: HashMap::default(),
         }
     }
 
@@ -394,6 +399,19 @@ impl Encoder {
         sink.packet(p.as_bytes());
     }
 
+    fn kernel_desc(&mut self, id: crate::model::KernelId) -> Option<Arc<crate::model::KernelDesc>> {
+        let i = id.0 as usize;
+        if let Some(Some(d)) = self.kernel_cache.get(i) {
+            return Some(d.clone());
+        }
+        let d = self.kernels.get(id)?;
+        if self.kernel_cache.len() <= i {
+            self.kernel_cache.resize(i + 1, None);
+        }
+        self.kernel_cache[i] = Some(d.clone());
+        Some(d)
+    }
+
     fn write_kernel(
         &mut self,
         seq: &mut RsSeq,
@@ -401,7 +419,7 @@ impl Encoder {
         id: u64,
         sink: &mut dyn PacketSink,
     ) {
-        let Some(desc) = self.kernels.get(k.kernel) else {
+        let Some(desc) = self.kernel_desc(k.kernel) else {
             return;
         };
         let queue = self.queue_iid(k.device, k.stream);

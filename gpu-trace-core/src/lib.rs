@@ -31,4 +31,4 @@ pub use emit::{Totals, primary_event_id, range_track_uuid, secondary_event_id, t
 pub use sink::{
     CounterRequest, RegisterError, SessionError, data_source_names, parse_counter_config,
 };
-pub use tracer::{Backend, GpuClock, Sources, StartError, Tracer, TracerOptions};
+pub use tracer::{Backend, GpuClock, RECORD_LOG_VAR, Sources, StartError, Tracer, TracerOptions};

@@ -367,7 +367,9 @@ pub(crate) fn file_trace_config(
     w.bool(c::WRITE_INTO_FILE, true)
         .string(c::OUTPUT_PATH, path)
         .varint(c::FILE_WRITE_PERIOD_MS, period_ms)
-        .varint(c::FLUSH_PERIOD_MS, period_ms)
+        // Flush producers before every write, so that a killed process
+        // leaves everything up to the last write (AUTO flushes every 5 s).
+        .varint(c::WRITE_FLUSH_MODE, c::WRITE_FLUSH_ENABLED)
         .varint(c::FLUSH_TIMEOUT_MS, 5000)
         .varint(c::DATA_SOURCE_STOP_TIMEOUT_MS, 5000)
         .string(

@@ -376,6 +376,7 @@ impl Tracer {
             }
             *tracer.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
             crate::verbose!("writing {}", resolved.path.display());
+            announce(&resolved.path);
             tracer.output = Some(resolved.path);
         }
         inner.refresh_sources();
@@ -522,6 +523,26 @@ impl Tracer {
     /// Totals written so far (for tests and the exit summary).
     pub fn recorder_drops(&self) -> Vec<(DropKind, u64)> {
         self.inner.recorder.drop_counts().to_vec()
+    }
+}
+
+/// Set by `gpu-trace record`: a file to which every traced process appends
+/// the path of its trace, so that the launcher can summarise them.
+pub const RECORD_LOG_VAR: &str = "GPU_TRACE_RECORD_LOG";
+
+fn announce(path: &std::path::Path) {
+    use std::io::Write;
+    let Some(log) = std::env::var_os(RECORD_LOG_VAR) else {
+        return;
+    };
+    // One short write with O_APPEND: lines from concurrent processes do not
+    // interleave.
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(log)
+    {
+        let _ = f.write_all(format!("{}\n", path.display()).as_bytes());
     }
 }
 

@@ -269,6 +269,9 @@ pub mod config {
     pub const OUTPUT_PATH: u32 = Tc::OutputPath as u32;
     pub const FILE_WRITE_PERIOD_MS: u32 = Tc::FileWritePeriodMs as u32;
     pub const FLUSH_PERIOD_MS: u32 = Tc::FlushPeriodMs as u32;
+    pub const WRITE_FLUSH_MODE: u32 = Tc::WriteFlushMode as u32;
+    /// Flush data sources before every periodic file write.
+    pub const WRITE_FLUSH_ENABLED: u64 = 3;
     pub const FLUSH_TIMEOUT_MS: u32 = Tc::FlushTimeoutMs as u32;
     pub const DATA_SOURCE_STOP_TIMEOUT_MS: u32 = Tc::DataSourceStopTimeoutMs as u32;
     pub const UNIQUE_SESSION_NAME: u32 = Tc::UniqueSessionName as u32;

@@ -161,9 +161,13 @@ fn workload(tracer: &Tracer, gpu_offset: u64) {
                     domain: None,
                     text,
                 });
+                // A virtual clock keeps this thread's calls apart, as real
+                // calls on one thread are.
+                let mut clock = now();
                 for i in 0..LAUNCHES_PER_THREAD {
                     let corr = 1 + t * 10_000 + i;
-                    let (name, start) = (if i % 10 == 5 { memcpy } else { launch }, now());
+                    clock += 50_000;
+                    let (name, start) = (if i % 10 == 5 { memcpy } else { launch }, clock);
                     let end = start + 2_000;
                     rec.api(ApiCall {
                         name: if i % 10 == 7 { memset } else { name },
@@ -231,7 +235,7 @@ fn workload(tracer: &Tracer, gpu_offset: u64) {
                         }
                     }
                     if i % 25 == 24 {
-                        let s0 = now();
+                        let s0 = clock + 10_000;
                         rec.api(ApiCall {
                             name: sync,
                             thread: tid,
@@ -244,7 +248,7 @@ fn workload(tracer: &Tracer, gpu_offset: u64) {
                         });
                     }
                 }
-                rec.marker(tid, now(), "", |_| Marker::Pop { domain: None });
+                rec.marker(tid, clock + 100_000, "", |_| Marker::Pop { domain: None });
             });
         }
     });
@@ -477,6 +481,9 @@ fn check_workload(t: &Trace, pid: i64) {
     assert_eq!(launches.len() as u64, THREADS * LAUNCHES_PER_THREAD + 1);
     for s in &launches {
         assert_eq!(s.gpu_api, Some(4));
+        if s.name != "cudaGraphLaunch" {
+            assert_eq!((s.dur, s.depth), (2_000, 1), "{s:?}");
+        }
         for id in &s.submissions {
             let g = by_id
                 .get(id)

@@ -1,0 +1,213 @@
+//! `gpu-trace`: record a Perfetto trace of an unmodified CUDA or HIP
+//! application, and summarise traces.
+//!
+//! `record` only sets environment variables and runs the command: the
+//! injection libraries do the work inside the application, so that a plain
+//! `CUDA_INJECTION64_PATH=...` run gives the same trace.
+
+mod stats;
+
+use clap::{Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+#[derive(Parser, Debug)]
+#[command(name = "gpu-trace", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run a command with gpu-trace injected and write a .pftrace per process.
+    Record(RecordArgs),
+    /// Summarise traces: kernels, memory operations, API calls, ranges.
+    Stats(StatsArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct RecordArgs {
+    /// Output path or pattern: %p pid, %n program, %h host. A directory
+    /// gets `<program>-<pid>.pftrace` inside it.
+    #[arg(short, long)]
+    output: Option<String>,
+    /// What to record: gpu, api, nvtx, counters, all (comma-separated).
+    #[arg(short, long)]
+    trace: Option<String>,
+    /// Per-kernel metrics to collect (comma-separated); implies counters.
+    #[arg(short, long)]
+    metrics: Option<String>,
+    /// file (default), system (serve a running traced) or both.
+    #[arg(long)]
+    mode: Option<String>,
+    /// In-process buffer size, e.g. 64M.
+    #[arg(long)]
+    buffer_size: Option<String>,
+    /// How often the file is written, ms.
+    #[arg(long)]
+    flush_period_ms: Option<String>,
+    /// Log what the injection does to stderr.
+    #[arg(short, long)]
+    verbose: bool,
+    /// Do not print the summary after the run.
+    #[arg(long)]
+    no_stats: bool,
+    /// Directory holding libgpu_trace_cuda.so / libgpu_trace_hip.so.
+    #[arg(long, env = "GPU_TRACE_LIB_DIR")]
+    lib_dir: Option<PathBuf>,
+    /// The command to run.
+    #[arg(trailing_var_arg = true, required = true)]
+    command: Vec<String>,
+}
+
+#[derive(clap::Args, Debug)]
+struct StatsArgs {
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Traces to summarise.
+    #[arg(required = true)]
+    traces: Vec<PathBuf>,
+}
+
+const CUDA_LIB: &str = "libgpu_trace_cuda.so";
+const HIP_LIB: &str = "libgpu_trace_hip.so";
+
+/// Where the injection libraries may be: the flag / variable, next to this
+/// executable, and the conventional install places around it.
+fn find_lib(name: &str, lib_dir: Option<&Path>) -> Option<PathBuf> {
+    let exe_dir = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf));
+    let mut dirs: Vec<PathBuf> = lib_dir.map(Path::to_path_buf).into_iter().collect();
+    if let Some(d) = exe_dir {
+        dirs.push(d.join("../lib/gpu-trace"));
+        dirs.push(d.join("../lib"));
+        dirs.push(d);
+    }
+    dirs.into_iter()
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .and_then(|p| p.canonicalize().ok())
+}
+
+fn record(a: RecordArgs) -> ExitCode {
+    let cuda = find_lib(CUDA_LIB, a.lib_dir.as_deref());
+    let hip = find_lib(HIP_LIB, a.lib_dir.as_deref());
+    if cuda.is_none() && hip.is_none() {
+        eprintln!(
+            "gpu-trace: found neither {CUDA_LIB} nor {HIP_LIB} next to this program; build them (cargo build --release) or pass --lib-dir. Running the command untraced."
+        );
+    }
+    let mut cmd = Command::new(&a.command[0]);
+    cmd.args(&a.command[1..]);
+    if let Some(lib) = &cuda {
+        if let Ok(prev) = std::env::var("CUDA_INJECTION64_PATH")
+            && Path::new(&prev) != lib
+        {
+            eprintln!("gpu-trace: replacing CUDA_INJECTION64_PATH={prev}");
+        }
+        cmd.env("CUDA_INJECTION64_PATH", lib);
+        // NVTX calls reach CUPTI only through an NVTX injection; ours
+        // forwards to CUPTI.
+        if std::env::var_os("NVTX_INJECTION64_PATH").is_none() {
+            cmd.env("NVTX_INJECTION64_PATH", lib);
+        }
+    }
+    if let Some(lib) = &hip {
+        let joined = match std::env::var("ROCP_TOOL_LIBRARIES") {
+            Ok(prev) if !prev.is_empty() => format!("{}:{prev}", lib.display()),
+            _ => lib.display().to_string(),
+        };
+        cmd.env("ROCP_TOOL_LIBRARIES", joined);
+    }
+    use gpu_trace_core::config::vars;
+    for (var, val) in [
+        (vars::OUTPUT, &a.output),
+        (vars::TRACE, &a.trace),
+        (vars::METRICS, &a.metrics),
+        (vars::MODE, &a.mode),
+        (vars::BUFFER_SIZE, &a.buffer_size),
+        (vars::FLUSH_PERIOD_MS, &a.flush_period_ms),
+    ] {
+        if let Some(v) = val {
+            cmd.env(var, v);
+        }
+    }
+    if a.verbose {
+        cmd.env(vars::VERBOSE, "1");
+    }
+    let log = std::env::temp_dir().join(format!("gpu-trace-record-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    cmd.env(gpu_trace_core::RECORD_LOG_VAR, &log);
+    let status = match cmd.status() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("gpu-trace: cannot run {:?}: {e}", a.command[0]);
+            return ExitCode::from(127);
+        }
+    };
+    let traces: Vec<PathBuf> = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    let _ = std::fs::remove_file(&log);
+    for t in &traces {
+        eprintln!("gpu-trace: wrote {}", t.display());
+        if !a.no_stats {
+            match gpu_trace_core::reader::Trace::open(t) {
+                Ok(tr) => eprint!("{}", stats::render(&stats::summarize(&tr))),
+                Err(e) => eprintln!("gpu-trace: cannot summarise {}: {e}", t.display()),
+            }
+        }
+    }
+    if traces.is_empty() && (cuda.is_some() || hip.is_some()) {
+        eprintln!(
+            "gpu-trace: no trace was written (the command used no GPU, or tracing failed; rerun with --verbose)"
+        );
+    }
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => ExitCode::from(c as u8),
+        (None, Some(sig)) => ExitCode::from(128u8.wrapping_add(sig as u8)),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+fn stats_cmd(a: StatsArgs) -> ExitCode {
+    let mut ok = true;
+    for p in &a.traces {
+        match gpu_trace_core::reader::Trace::open(p) {
+            Ok(t) => {
+                let s = stats::summarize(&t);
+                if a.json {
+                    println!("{}", stats::to_json(&s));
+                } else {
+                    println!("{}", p.display());
+                    print!("{}", stats::render(&s));
+                }
+                for pr in t.problems.iter().take(5) {
+                    eprintln!("gpu-trace: {}: {pr}", p.display());
+                }
+            }
+            Err(e) => {
+                eprintln!("gpu-trace: {e}");
+                ok = false;
+            }
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().cmd {
+        Cmd::Record(a) => record(a),
+        Cmd::Stats(a) => stats_cmd(a),
+    }
+}
