@@ -12772,6 +12772,22 @@ pub struct nvtxStringRegistration_st {
 }
 pub type nvtxStringRegistration = nvtxStringRegistration_st;
 pub type nvtxStringHandle_t = *mut nvtxStringRegistration;
+impl nvtxColorType_t {
+    pub const NVTX_COLOR_UNKNOWN: nvtxColorType_t = nvtxColorType_t(0);
+    pub const NVTX_COLOR_ARGB: nvtxColorType_t = nvtxColorType_t(1);
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct nvtxColorType_t(pub ::std::os::raw::c_uint);
+impl nvtxMessageType_t {
+    pub const NVTX_MESSAGE_UNKNOWN: nvtxMessageType_t = nvtxMessageType_t(0);
+    pub const NVTX_MESSAGE_TYPE_ASCII: nvtxMessageType_t = nvtxMessageType_t(1);
+    pub const NVTX_MESSAGE_TYPE_UNICODE: nvtxMessageType_t = nvtxMessageType_t(2);
+    pub const NVTX_MESSAGE_TYPE_REGISTERED: nvtxMessageType_t = nvtxMessageType_t(3);
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct nvtxMessageType_t(pub ::std::os::raw::c_uint);
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub union nvtxMessageValue_t {
@@ -12804,6 +12820,18 @@ impl Default for nvtxMessageValue_t {
         }
     }
 }
+impl nvtxPayloadType_t {
+    pub const NVTX_PAYLOAD_UNKNOWN: nvtxPayloadType_t = nvtxPayloadType_t(0);
+    pub const NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: nvtxPayloadType_t = nvtxPayloadType_t(1);
+    pub const NVTX_PAYLOAD_TYPE_INT64: nvtxPayloadType_t = nvtxPayloadType_t(2);
+    pub const NVTX_PAYLOAD_TYPE_DOUBLE: nvtxPayloadType_t = nvtxPayloadType_t(3);
+    pub const NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: nvtxPayloadType_t = nvtxPayloadType_t(4);
+    pub const NVTX_PAYLOAD_TYPE_INT32: nvtxPayloadType_t = nvtxPayloadType_t(5);
+    pub const NVTX_PAYLOAD_TYPE_FLOAT: nvtxPayloadType_t = nvtxPayloadType_t(6);
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct nvtxPayloadType_t(pub ::std::os::raw::c_uint);
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct nvtxEventAttributes_v2 {

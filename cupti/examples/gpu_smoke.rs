@@ -1,0 +1,2 @@
+//! GPU smoke test (written next).
+fn main() {}
