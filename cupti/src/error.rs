@@ -12,7 +12,8 @@ pub struct Status {
 }
 
 impl Status {
-    pub(crate) fn new(code: sys::CUptiResult, message: Option<&'static str>) -> Self {
+    /// A status from a code and its message.
+    pub fn new(code: sys::CUptiResult, message: Option<&'static str>) -> Self {
         Self { code, message }
     }
 
