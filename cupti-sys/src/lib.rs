@@ -60,3 +60,7 @@ impl std::error::Error for MissingSymbol {}
 /// 13.0 GA; 13.0 Update 1 reports 130001). The record layouts in this crate are
 /// those of 13.0.
 pub const CUPTI_API_VERSION_13_0: u32 = 130000;
+
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+struct ReadmeDoctests;

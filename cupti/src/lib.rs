@@ -278,3 +278,7 @@ impl Context {
         Ok(id)
     }
 }
+
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+struct ReadmeDoctests;
