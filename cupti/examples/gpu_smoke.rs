@@ -66,6 +66,7 @@ struct Call {
     site: Site,
     corr: u32,
     stream: Option<u64>,
+    launch: Option<cupti::callback::LaunchConfig>,
 }
 
 #[derive(Default)]
@@ -120,7 +121,7 @@ fn run(lib_path: &str) -> Result<bool, Box<dyn std::error::Error>> {
     let calls = Arc::new(Mutex::new(Vec::<Call>::new()));
     let context = Arc::new(Mutex::new(None::<Context>));
     let (c2, ctx2) = (calls.clone(), context.clone());
-    let sub = Subscriber::new(&cupti, move |cb: &Callback<'_>| match cb {
+    let sub = Subscriber::subscribe(&cupti, move |cb: &Callback<'_>| match cb {
         Callback::Api(api) => {
             c2.lock().unwrap().push(Call {
                 name: api.function_name().to_string_lossy().into_owned(),
@@ -129,6 +130,7 @@ fn run(lib_path: &str) -> Result<bool, Box<dyn std::error::Error>> {
                 site: api.site(),
                 corr: api.correlation_id(),
                 stream: api.stream(),
+                launch: api.launch_config(),
             });
             if let Some(c) = api.context() {
                 ctx2.lock().unwrap().get_or_insert(c);
@@ -253,6 +255,27 @@ fn run(lib_path: &str) -> Result<bool, Box<dyn std::error::Error>> {
                 launch.map(|c| c.stream)
             ),
         );
+    }
+    {
+        // smoke.cu launches (SET_BYTES / 256) blocks of 256 threads, no dynamic smem.
+        let calls = calls.lock().unwrap();
+        let want = ([(SET_BYTES / 256) as u32, 1, 1], [256, 1, 1], 0);
+        for domain in [ApiDomain::Runtime, ApiDomain::Driver] {
+            let got: Vec<_> = calls
+                .iter()
+                .filter(|c| c.domain == domain && c.kind == CallKind::KernelLaunch)
+                .map(|c| {
+                    (
+                        c.name.as_str(),
+                        c.launch.map(|l| (l.grid, l.block, l.dynamic_shared_mem)),
+                    )
+                })
+                .collect();
+            r.check(
+                !got.is_empty() && got.iter().all(|g| g.1 == Some(want)),
+                &format!("{domain:?} launch callbacks decode grid/block/smem {want:?}: {got:?}"),
+            );
+        }
     }
     let copy = seen.iter().find_map(|s| match s {
         Seen::Memcpy {

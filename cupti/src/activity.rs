@@ -349,20 +349,22 @@ impl Activity {
             .check(unsafe { self.cupti().api().cuptiActivityFlushPeriod(period_ms) })
     }
 
-    /// Records CUPTI dropped for `(context, stream_id)` so far (0/0: the
-    /// global buffers CUPTI uses since CUDA 11).
+    /// Records CUPTI dropped for `(context, stream_id)` so far; `None` and 0
+    /// for the global buffers CUPTI uses by default. Each completed buffer
+    /// also reports its count ([`Records::dropped`]).
     ///
     /// # Errors
     ///
     /// The CUPTI error.
     #[doc(alias = "cuptiActivityGetNumDroppedRecords")]
-    pub fn dropped_records(&self) -> Result<u64> {
+    pub fn dropped_records(&self, context: Option<crate::Context>, stream_id: u32) -> Result<u64> {
         let mut n = 0usize;
-        // SAFETY: null context = global buffers; valid out-pointer.
+        let ctx = context.map_or(std::ptr::null_mut(), |c| c.0);
+        // SAFETY: null or a context handle CUPTI gave us; valid out-pointer.
         self.cupti().check(unsafe {
             self.cupti()
                 .api()
-                .cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut n)
+                .cuptiActivityGetNumDroppedRecords(ctx, stream_id, &mut n)
         })?;
         Ok(n as u64)
     }
@@ -863,6 +865,11 @@ impl<'a> KernelRecord<'a> {
     /// Whether a shared memory carveout was requested.
     pub fn is_carveout_requested(&self) -> bool {
         self.raw.isSharedMemoryCarveoutRequested != 0
+    }
+
+    /// Whether this was a thread-block-cluster launch (cluster size set).
+    pub fn is_cluster_launch(&self) -> bool {
+        self.cluster().iter().any(|&d| d > 1)
     }
 
     /// Whether the kernel was launched from the device.

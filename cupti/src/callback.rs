@@ -13,12 +13,14 @@ use std::{
 
 use cupti_sys as sys;
 
+pub use crate::params::LaunchConfig;
+
 use crate::{
     Context, Cupti, Error, Result,
     cbid::{self, ApiDomain, CallKind},
     guard,
     nvtx::NvtxCallback,
-    params::{self, LaunchConfig},
+    params,
 };
 
 /// A callback domain.
@@ -526,7 +528,7 @@ unsafe extern "C" fn trampoline<F>(
     if userdata.is_null() {
         return;
     }
-    // SAFETY: userdata is the `State<F>` boxed by `Subscriber::new`, which
+    // SAFETY: userdata is the `State<F>` boxed by `Subscriber::subscribe`, which
     // unsubscribes before freeing it, so it is alive for every callback.
     let state = unsafe { &*userdata.cast::<State<F>>() };
     if state.disabled.load(Ordering::Relaxed) {
@@ -577,7 +579,7 @@ impl Subscriber {
     /// [`Error::NotInitialized`]; [`Error::MissingSymbol`].
     #[doc(alias = "cuptiSubscribe")]
     #[doc(alias = "cuptiSubscribe_v2")]
-    pub fn new<F>(cupti: &Cupti, closure: F) -> Result<Self>
+    pub fn subscribe<F>(cupti: &Cupti, closure: F) -> Result<Self>
     where
         F: Fn(&Callback<'_>) + Send + Sync + 'static,
     {

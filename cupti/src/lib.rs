@@ -279,6 +279,19 @@ impl Context {
     }
 }
 
+// Handles are shared with CUPTI's callback threads.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Cupti>();
+    send_sync::<Context>();
+    send_sync::<callback::Subscriber>();
+    send_sync::<activity::Activity>();
+    send_sync::<driver::Driver>();
+    send_sync::<profiler::MetricConfig>();
+    const fn send<T: Send>() {}
+    send::<profiler::RangeProfiler<'static>>();
+};
+
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 struct ReadmeDoctests;

@@ -181,6 +181,14 @@ pub(crate) unsafe fn runtime_stream(cbid: u32, p: *const c_void) -> Option<u64> 
         R::CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010 => {
             read!(cudaEventRecordWithFlags_ptsz_v11010_params, stream)
         }
+        // CUDA 13's `<<<>>>` path. The meta header has no params struct for
+        // it; its C signature is cudaLaunchKernel's with a `cudaKernel_t` for
+        // the `const void*` (crt/device_functions.h), so the layout is the
+        // same. Inferred, and checked by the GPU smoke test.
+        R::CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000
+        | R::CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000 => {
+            read!(cudaLaunchKernel_v7000_params, stream)
+        }
         R::CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 => {
             // SAFETY: as above; `config` is checked for null before use.
             let c = unsafe { (*p.cast::<sys::cudaLaunchKernelExC_v11060_params>()).config };
@@ -475,6 +483,11 @@ pub(crate) unsafe fn runtime_launch(cbid: u32, p: *const c_void) -> Option<Launc
         }
         R::CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 => {
             classic!(cudaLaunchKernel_ptsz_v7000_params)
+        }
+        // Same layout as cudaLaunchKernel (see `runtime_stream`).
+        R::CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000
+        | R::CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000 => {
+            classic!(cudaLaunchKernel_v7000_params)
         }
         R::CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000 => {
             classic!(cudaLaunchCooperativeKernel_v9000_params)

@@ -333,6 +333,11 @@ impl std::fmt::Debug for RangeProfiler<'_> {
     }
 }
 
+// SAFETY: the range profiler object is bound to a context, not to a thread
+// (CUPTI's range profiler sample drives it from whichever thread launches);
+// every call takes `&mut self`, so calls never overlap.
+unsafe impl Send for RangeProfiler<'_> {}
+
 impl<'c> RangeProfiler<'c> {
     /// Enables range profiling on `ctx` with `config`, for up to `max_ranges`
     /// kernels between two [`RangeProfiler::evaluate`] calls.

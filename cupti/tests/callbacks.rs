@@ -55,7 +55,7 @@ fn drop_unsubscribes_before_freeing_the_closure() {
     let calls = Arc::new(AtomicUsize::new(0));
     let flag = FreedFlag;
     let c2 = calls.clone();
-    let sub = Subscriber::new(&cupti, move |_cb: &Callback<'_>| {
+    let sub = Subscriber::subscribe(&cupti, move |_cb: &Callback<'_>| {
         let _keep = &flag;
         c2.fetch_add(1, Ordering::SeqCst);
     })
@@ -83,7 +83,7 @@ fn panic_in_closure_is_caught_and_disables_the_subscriber() {
     let cupti = common::cupti(&["cuptiSubscribe_v2"]);
     let calls = Arc::new(AtomicUsize::new(0));
     let c2 = calls.clone();
-    let sub = Subscriber::new(&cupti, move |_cb: &Callback<'_>| {
+    let sub = Subscriber::subscribe(&cupti, move |_cb: &Callback<'_>| {
         c2.fetch_add(1, Ordering::SeqCst);
         panic!("boom in user closure");
     })
@@ -105,8 +105,8 @@ fn panic_in_closure_is_caught_and_disables_the_subscriber() {
 fn second_subscriber_is_a_typed_error_naming_the_holder() {
     let _g = serial();
     let cupti = common::cupti(&[]);
-    let first = Subscriber::new(&cupti, |_cb: &Callback<'_>| {}).unwrap();
-    let err = Subscriber::new(&cupti, |_cb: &Callback<'_>| {}).unwrap_err();
+    let first = Subscriber::subscribe(&cupti, |_cb: &Callback<'_>| {}).unwrap();
+    let err = Subscriber::subscribe(&cupti, |_cb: &Callback<'_>| {}).unwrap_err();
     match &err {
         Error::MultipleSubscribers { status, holder } => {
             assert_eq!(
@@ -135,7 +135,7 @@ fn enable_single_ids_and_kinds() {
     let _g = serial();
     let cupti = common::cupti(&[]);
     common::ENABLED_CBIDS.lock().unwrap().clear();
-    let sub = Subscriber::new(&cupti, |_cb: &Callback<'_>| {}).unwrap();
+    let sub = Subscriber::subscribe(&cupti, |_cb: &Callback<'_>| {}).unwrap();
     let launch = cbid::by_name(ApiDomain::Driver, "cuLaunchKernel").unwrap();
     sub.enable(Domain::Driver, launch).unwrap();
     sub.enable_kind(ApiDomain::Runtime, CallKind::Sync(SyncKind::Stream))
@@ -168,7 +168,7 @@ fn api_view_reads_stream_name_and_return_value() {
     let cupti = common::cupti(&[]);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s2 = seen.clone();
-    let sub = Subscriber::new(&cupti, move |cb: &Callback<'_>| {
+    let sub = Subscriber::subscribe(&cupti, move |cb: &Callback<'_>| {
         if let Callback::Api(api) = cb {
             s2.lock().unwrap().push((
                 api.domain(),
@@ -286,7 +286,7 @@ fn resource_and_nvtx_views() {
     let cupti = common::cupti(&[]);
     let out = Arc::new(Mutex::new(Vec::<String>::new()));
     let o2 = out.clone();
-    let sub = Subscriber::new(&cupti, move |cb: &Callback<'_>| {
+    let sub = Subscriber::subscribe(&cupti, move |cb: &Callback<'_>| {
         let s = match cb {
             Callback::Resource(r) => format!(
                 "{:?} ctx={:#x} stream={:?} module={:?}",
@@ -440,7 +440,7 @@ fn resource_and_nvtx_views() {
 fn missing_symbol_is_an_error_value() {
     let _g = serial();
     let cupti = common::cupti(&["cuptiSubscribe_v2", "cuptiSubscribe"]);
-    let err = Subscriber::new(&cupti, |_cb: &Callback<'_>| {}).unwrap_err();
+    let err = Subscriber::subscribe(&cupti, |_cb: &Callback<'_>| {}).unwrap_err();
     assert!(
         matches!(
             err,
