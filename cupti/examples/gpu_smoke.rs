@@ -414,7 +414,7 @@ fn profile(cupti: &Cupti, ctx: Context, kernel_once: SmokeFn, r: &mut Report) ->
             &format!("gpu__time_duration.sum > 0 ({dur:?})"),
         );
     }
-    drop(rp);
+    rp.close()?;
     drop(config);
     drop(profiler);
     Ok(())

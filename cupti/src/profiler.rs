@@ -643,8 +643,11 @@ impl<'c> RangeProfiler<'c> {
     }
 }
 
-impl Drop for RangeProfiler<'_> {
-    fn drop(&mut self) {
+impl RangeProfiler<'_> {
+    fn disable(&mut self) -> Result<()> {
+        if self.obj.is_null() {
+            return Ok(());
+        }
         let mut p = sys::CUpti_RangeProfiler_Disable_Params {
             structSize: struct_size!(
                 sys::CUpti_RangeProfiler_Disable_Params,
@@ -653,7 +656,26 @@ impl Drop for RangeProfiler<'_> {
             pRangeProfilerObject: self.obj,
             ..Default::default()
         };
-        // SAFETY: live object, disabled once; errors ignored in Drop.
-        let _ = unsafe { self.cupti.api().cuptiRangeProfilerDisable(&mut p) };
+        self.obj = std::ptr::null_mut();
+        // SAFETY: live object, disabled once (nulled above).
+        let r = unsafe { self.cupti.api().cuptiRangeProfilerDisable(&mut p) };
+        self.cupti.check(r)
+    }
+
+    /// Disables range profiling on the context, reporting CUPTI's error
+    /// (dropping does the same and ignores it).
+    ///
+    /// # Errors
+    ///
+    /// The CUPTI error of `cuptiRangeProfilerDisable`.
+    #[doc(alias = "cuptiRangeProfilerDisable")]
+    pub fn close(mut self) -> Result<()> {
+        self.disable()
+    }
+}
+
+impl Drop for RangeProfiler<'_> {
+    fn drop(&mut self) {
+        let _ = self.disable();
     }
 }

@@ -519,3 +519,47 @@ fn error_mapping_keeps_the_raw_code() {
         assert_eq!(e.to_string(), format!("CUPTI error {}", code.0));
     }
 }
+
+#[test]
+fn cuda13_triple_chevron_launch_is_decoded() {
+    let _g = serial();
+    let cupti = common::cupti(&[]);
+    let got = Arc::new(Mutex::new(None));
+    let g2 = got.clone();
+    let sub = Subscriber::subscribe(&cupti, move |cb: &Callback<'_>| {
+        if let Callback::Api(api) = cb {
+            *g2.lock().unwrap() = Some((
+                api.kind(),
+                api.stream(),
+                api.launch_config().map(|c| c.grid),
+            ));
+        }
+    })
+    .unwrap();
+    let p = sys::cudaLaunchKernel_v7000_params {
+        func: std::ptr::null(),
+        gridDim: sys::dim3 {
+            x: 2048,
+            y: 1,
+            z: 1,
+        },
+        blockDim: sys::dim3 { x: 256, y: 1, z: 1 },
+        args: std::ptr::null_mut(),
+        sharedMem: 0,
+        stream: 0x99 as sys::cudaStream_t,
+    };
+    let id =
+        sys::CUpti_runtime_api_trace_cbid_enum::CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000
+            .0;
+    let d = api_data(
+        sys::CUpti_ApiCallbackSite::CUPTI_API_ENTER,
+        c"__cudaLaunchKernel",
+        (&raw const p).cast(),
+    );
+    fire(RUNTIME, id, (&raw const d).cast());
+    drop(sub);
+    assert_eq!(
+        *got.lock().unwrap(),
+        Some((CallKind::KernelLaunch, Some(0x99), Some([2048, 1, 1])))
+    );
+}

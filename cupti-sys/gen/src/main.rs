@@ -30,9 +30,21 @@ struct Types {
 
 /// Enum newtypes whose constants become the `(value, name)` tables of `cbid_names.rs`.
 const CBID_TABLES: &[(&str, &str, &str)] = &[
-    ("CUpti_runtime_api_trace_cbid_enum", "RUNTIME_CBID_NAMES", "CUPTI_RUNTIME_TRACE_CBID_"),
-    ("CUpti_driver_api_trace_cbid_enum", "DRIVER_CBID_NAMES", "CUPTI_DRIVER_TRACE_CBID_"),
-    ("CUpti_nvtx_api_trace_cbid", "NVTX_CBID_NAMES", "CUPTI_CBID_NVTX_"),
+    (
+        "CUpti_runtime_api_trace_cbid_enum",
+        "RUNTIME_CBID_NAMES",
+        "CUPTI_RUNTIME_TRACE_CBID_",
+    ),
+    (
+        "CUpti_driver_api_trace_cbid_enum",
+        "DRIVER_CBID_NAMES",
+        "CUPTI_DRIVER_TRACE_CBID_",
+    ),
+    (
+        "CUpti_nvtx_api_trace_cbid",
+        "NVTX_CBID_NAMES",
+        "CUPTI_CBID_NVTX_",
+    ),
 ];
 
 fn main() {
@@ -75,7 +87,12 @@ fn main() {
         .size_t_is_usize(true)
         .disable_header_comment()
         .formatter(bindgen::Formatter::None);
-    for f in config.cupti.functions.iter().chain(&config.driver.functions) {
+    for f in config
+        .cupti
+        .functions
+        .iter()
+        .chain(&config.driver.functions)
+    {
         builder = builder.allowlist_function(format!("^{f}$"));
     }
     for t in &config.types.allow {
@@ -127,7 +144,12 @@ fn main() {
         #driver
     };
     write(out, "api.rs", &header, &syn::parse2(api).expect("api.rs"));
-    write(out, "cbid_names.rs", &header, &syn::parse2(cbid_names).expect("cbid_names.rs"));
+    write(
+        out,
+        "cbid_names.rs",
+        &header,
+        &syn::parse2(cbid_names).expect("cbid_names.rs"),
+    );
 }
 
 fn write(out: &str, name: &str, header: &str, file: &syn::File) {
@@ -247,14 +269,20 @@ fn cbid_tables(items: &[syn::Item]) -> TokenStream {
         let mut entries: Vec<(u32, String)> = Vec::new();
         for item in items {
             let syn::Item::Impl(imp) = item else { continue };
-            let syn::Type::Path(p) = &*imp.self_ty else { continue };
+            let syn::Type::Path(p) = &*imp.self_ty else {
+                continue;
+            };
             if !p.path.is_ident(ty) {
                 continue;
             }
             for ii in &imp.items {
-                let syn::ImplItem::Const(c) = ii else { continue };
+                let syn::ImplItem::Const(c) = ii else {
+                    continue;
+                };
                 let name = c.ident.to_string();
-                let Some(short) = name.strip_prefix(prefix) else { continue };
+                let Some(short) = name.strip_prefix(prefix) else {
+                    continue;
+                };
                 if short == "INVALID" || short == "SIZE" || short == "FORCE_INT" {
                     continue;
                 }
@@ -267,7 +295,8 @@ fn cbid_tables(items: &[syn::Item]) -> TokenStream {
         entries.sort();
         entries.dedup_by_key(|e| e.0);
         let ident = format_ident!("{table}");
-        let doc = format!("`{ty}` values and their names (prefix `{prefix}` removed), sorted by value.");
+        let doc =
+            format!("`{ty}` values and their names (prefix `{prefix}` removed), sorted by value.");
         let pairs = entries.iter().map(|(v, n)| quote!((#v, #n)));
         out.extend(quote! {
             #[doc = #doc]
