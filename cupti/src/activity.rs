@@ -253,7 +253,8 @@ impl std::fmt::Debug for Activity {
 /// # Errors
 ///
 /// [`Error::ActivityAlreadyRegistered`] on a second call in the process; the
-/// CUPTI error of `cuptiActivityRegisterCallbacks`.
+/// CUPTI error of `cuptiActivityRegisterCallbacks` (the slot stays taken: the
+/// process-wide handler is set once, by design).
 #[doc(alias = "cuptiActivityRegisterCallbacks")]
 pub fn register<F>(cupti: &Cupti, config: ActivityConfig, handler: F) -> Result<Activity>
 where
