@@ -1,0 +1,297 @@
+//! Safe wrapper over NVIDIA CUPTI (CUDA 13.0+) for a tracer injected into
+//! unmodified CUDA applications.
+//!
+//! - [`Cupti`]: the loaded library (found at run time, never linked), with its
+//!   version checked against [`CUPTI_VERSION_FLOOR`].
+//! - [`callback`]: [`callback::Subscriber`], an RAII registration of one closure
+//!   for the callback API, with typed views of API, resource, synchronize and
+//!   NVTX callbacks; [`cbid`] classifies runtime/driver callback ids.
+//! - [`activity`]: activity kinds, a bounded buffer pool, one process-wide
+//!   handler receiving typed [`activity::Record`]s, the CLOCK_BOOTTIME
+//!   timestamp callback.
+//! - [`profiler`]: the Range Profiler + Profiler Host APIs (per-kernel metrics).
+//! - [`driver`]: the few CUDA driver calls a tracer needs (device info,
+//!   occupancy), through the `libcuda` the application already loaded.
+//!
+//! Panics inside user closures never unwind into CUDA: they are caught, logged
+//! once, and the closure is disabled.
+//!
+//! # Record versions
+//!
+//! CUPTI has no per-record version field: each activity kind is written as the
+//! newest struct version the running CUPTI knows (e.g. `CONCURRENT_KERNEL` is
+//! `CUpti_ActivityKernel10` in 13.0 and `CUpti_ActivityKernel11` in 13.1). A
+//! new version keeps the previous one as its prefix and appends fields (checked
+//! in the 13.0 and 13.1 headers: `Kernel11` is `Kernel10` plus `priority` and
+//! padding), so this crate decodes the 13.0 layout as a prefix of whatever a
+//! newer CUPTI writes, and refuses CUPTI older than 13.0.
+
+#![deny(missing_docs)]
+
+use std::{ffi::CStr, path::Path, sync::Arc};
+
+use cupti_sys as sys;
+
+pub mod activity;
+pub mod callback;
+pub mod cbid;
+pub mod driver;
+mod error;
+mod guard;
+pub mod nvtx;
+mod params;
+pub mod profiler;
+
+pub use error::{Error, Result, Status};
+pub use sys::loader::CUPTI_PATH_ENV;
+
+/// Lowest `cuptiGetVersion` accepted: the CUPTI API version of CUDA 13.0.
+pub const CUPTI_VERSION_FLOOR: u32 = sys::CUPTI_API_VERSION_13_0;
+
+/// The loaded CUPTI library. Cheap to clone (an `Arc` inside).
+///
+/// The library is never unloaded: the CUDA driver keeps pointers into it once
+/// callbacks or activity buffers are registered, and the strings it hands out
+/// (`cuptiGetResultString`, kernel names) stay valid for the process lifetime.
+#[derive(Clone)]
+pub struct Cupti {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    api: sys::CuptiApi,
+    version: u32,
+    path: String,
+}
+
+impl std::fmt::Debug for Cupti {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cupti")
+            .field("path", &self.inner.path)
+            .field("version", &self.inner.version)
+            .finish()
+    }
+}
+
+impl Cupti {
+    /// Finds and opens `libcupti`, then checks its version.
+    ///
+    /// Search order: `$GPU_TRACE_CUPTI_PATH` (file or folder), the sonames
+    /// `libcupti.so.13`, `.so.12`, `.so` through the loader's path,
+    /// `$CUDA_HOME/{extras/CUPTI/lib64,targets/<arch>/lib}`, the same under
+    /// `/usr/local/cuda` and `/usr/local/cuda-13.0`, then the `nvidia/cu13/lib`
+    /// and `nvidia/cuda_cupti/lib` folders of pip wheels in the `site-packages`
+    /// found from `VIRTUAL_ENV`, `CONDA_PREFIX`, `PYTHONPATH` and the libraries
+    /// already mapped into this process.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LibraryNotFound`] listing every place tried;
+    /// [`Error::VersionTooOld`] below [`CUPTI_VERSION_FLOOR`];
+    /// [`Error::MissingSymbol`] if `cuptiGetVersion` is absent.
+    #[doc(alias = "cuptiGetVersion")]
+    pub fn load() -> Result<Self> {
+        let (lib, path) = sys::loader::open_cupti()?;
+        Self::from_library(lib, path)
+    }
+
+    /// Opens `libcupti` from an explicit path, then checks its version.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LibraryOpen`] if the file cannot be opened; otherwise as
+    /// [`Cupti::load`].
+    pub fn load_from_path(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_string_lossy().into_owned();
+        let lib = sys::loader::open_path(&path).map_err(|source| Error::LibraryOpen {
+            path: path.clone(),
+            source,
+        })?;
+        Self::from_library(lib, path)
+    }
+
+    fn from_library(lib: libloading::Library, path: String) -> Result<Self> {
+        // SAFETY: `lib` is a CUPTI library (found by name); it is leaked below,
+        // so every pointer in the table stays valid for the process lifetime.
+        let api = unsafe { sys::CuptiApi::load_from(&lib) };
+        std::mem::forget(lib);
+        Self::from_table(api, path)
+    }
+
+    /// Builds a handle from an already-filled symbol table (custom resolvers,
+    /// tests with fake tables), then checks the version.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::VersionTooOld`], [`Error::MissingSymbol`] for
+    /// `cuptiGetVersion`, or the CUPTI error it returned.
+    pub fn from_table(api: sys::CuptiApi, origin: impl Into<String>) -> Result<Self> {
+        let mut version = 0u32;
+        // SAFETY: the table's entries are the CUPTI functions (contract of how
+        // the table was built); `version` is a valid out-pointer.
+        let r = unsafe { api.cuptiGetVersion(&mut version) };
+        let inner = Inner {
+            api,
+            version,
+            path: origin.into(),
+        };
+        let this = Self {
+            inner: Arc::new(inner),
+        };
+        this.check(r)?;
+        if version < CUPTI_VERSION_FLOOR {
+            return Err(Error::VersionTooOld {
+                found: version,
+                floor: CUPTI_VERSION_FLOOR,
+            });
+        }
+        Ok(this)
+    }
+
+    /// `cuptiGetVersion` of the loaded library.
+    #[doc(alias = "cuptiGetVersion")]
+    pub fn version(&self) -> u32 {
+        self.inner.version
+    }
+
+    /// Where the library was loaded from.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    pub(crate) fn api(&self) -> &sys::CuptiApi {
+        &self.inner.api
+    }
+
+    /// CUPTI's description of a result code.
+    #[doc(alias = "cuptiGetResultString")]
+    pub fn result_string(&self, code: sys::CUptiResult) -> Option<&'static str> {
+        let mut s: *const std::ffi::c_char = std::ptr::null();
+        // SAFETY: valid out-pointer; the returned string is a constant inside
+        // libcupti, which is never unloaded (see the type's docs).
+        let r = unsafe { self.api().cuptiGetResultString(code, &mut s) };
+        if r != Ok(sys::CUptiResult::CUPTI_SUCCESS) || s.is_null() {
+            return None;
+        }
+        // SAFETY: non-null, NUL-terminated constant string for the process lifetime.
+        unsafe { CStr::from_ptr(s) }.to_str().ok()
+    }
+
+    /// Turns a CUPTI call's outcome into a `Result`.
+    pub(crate) fn check(
+        &self,
+        r: std::result::Result<sys::CUptiResult, sys::MissingSymbol>,
+    ) -> Result<()> {
+        let code = r?;
+        if code == sys::CUptiResult::CUPTI_SUCCESS {
+            Ok(())
+        } else {
+            Err(self.error(code))
+        }
+    }
+
+    pub(crate) fn error(&self, code: sys::CUptiResult) -> Error {
+        Error::from_status(Status::new(code, self.result_string(code)))
+    }
+
+    /// CUPTI's current timestamp in ns (the registered timestamp callback's
+    /// clock, if one is registered).
+    ///
+    /// # Errors
+    ///
+    /// The CUPTI error, or [`Error::MissingSymbol`].
+    #[doc(alias = "cuptiGetTimestamp")]
+    pub fn timestamp(&self) -> Result<u64> {
+        let mut t = 0;
+        // SAFETY: valid out-pointer.
+        self.check(unsafe { self.api().cuptiGetTimestamp(&mut t) })?;
+        Ok(t)
+    }
+
+    /// Detaches CUPTI from the process (all callbacks and activity stop).
+    ///
+    /// # Errors
+    ///
+    /// The CUPTI error, or [`Error::MissingSymbol`].
+    #[doc(alias = "cuptiFinalize")]
+    pub fn finalize(&self) -> Result<()> {
+        // SAFETY: no arguments; CUPTI documents it as callable at any time
+        // outside callbacks.
+        self.check(unsafe { self.api().cuptiFinalize() })
+    }
+}
+
+/// A CUDA context handle that CUPTI handed us, as an opaque value.
+///
+/// Only CUPTI callbacks produce these (or [`Context::from_raw`]), so they name
+/// a context that existed when the callback ran. Destroying the context
+/// invalidates it: drop profilers at `CONTEXT_DESTROY_STARTING`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Context(pub(crate) sys::CUcontext);
+
+// SAFETY: a CUcontext is a process-wide handle the driver accepts from any
+// thread (CUDA driver API, "Context management": contexts may be made
+// current on, and passed to, any host thread).
+unsafe impl Send for Context {}
+// SAFETY: as above; the handle is never dereferenced on our side.
+unsafe impl Sync for Context {}
+
+impl Context {
+    /// The handle as an integer (for maps and trace ids).
+    pub fn as_u64(self) -> u64 {
+        self.0 as u64
+    }
+
+    /// Wraps a raw `CUcontext` value.
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be a live CUDA context of this process for as long as the
+    /// value is passed to CUPTI.
+    pub unsafe fn from_raw(raw: u64) -> Self {
+        Self(raw as sys::CUcontext)
+    }
+
+    /// CUPTI's process-unique id of this context.
+    ///
+    /// # Errors
+    ///
+    /// The CUPTI error (e.g. the context was destroyed).
+    #[doc(alias = "cuptiGetContextId")]
+    pub fn id(self, cupti: &Cupti) -> Result<u32> {
+        let mut id = 0;
+        // SAFETY: the handle came from CUPTI (type invariant); out-pointer valid.
+        cupti.check(unsafe { cupti.api().cuptiGetContextId(self.0, &mut id) })?;
+        Ok(id)
+    }
+
+    /// The CUPTI device id (CUDA ordinal) of this context.
+    ///
+    /// # Errors
+    ///
+    /// The CUPTI error.
+    #[doc(alias = "cuptiGetDeviceId")]
+    pub fn device_id(self, cupti: &Cupti) -> Result<u32> {
+        let mut id = 0;
+        // SAFETY: as in `id`.
+        cupti.check(unsafe { cupti.api().cuptiGetDeviceId(self.0, &mut id) })?;
+        Ok(id)
+    }
+}
+
+// Handles are shared with CUPTI's callback threads.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Cupti>();
+    send_sync::<Context>();
+    send_sync::<callback::Subscriber>();
+    send_sync::<activity::Activity>();
+    send_sync::<driver::Driver>();
+    send_sync::<profiler::MetricConfig>();
+    const fn send<T: Send>() {}
+    send::<profiler::RangeProfiler<'static>>();
+};
+
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+struct ReadmeDoctests;
