@@ -689,6 +689,36 @@ impl Subscriber {
         })
     }
 
+    /// Disables every id of every call of `kind` in `domain`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Subscriber::enable_kind`].
+    pub fn disable_kind(&self, domain: ApiDomain, kind: CallKind) -> Result<()> {
+        for id in cbid::ids_of(domain, kind) {
+            match self.disable(domain.into(), id) {
+                Ok(()) | Err(Error::InvalidParameter(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Disables a whole domain.
+    ///
+    /// # Errors
+    ///
+    /// The CUPTI error.
+    #[doc(alias = "cuptiEnableDomain")]
+    pub fn disable_domain(&self, domain: Domain) -> Result<()> {
+        // SAFETY: live subscriber handle; plain values.
+        self.cupti.check(unsafe {
+            self.cupti
+                .api()
+                .cuptiEnableDomain(0, self.handle, domain.to_raw())
+        })
+    }
+
     /// Whether a panic in the closure disabled this subscriber.
     pub fn is_disabled(&self) -> bool {
         self.state

@@ -413,6 +413,12 @@ impl Tracer {
         self.inner.devices.upsert(d);
     }
 
+    /// The device table, for backends that describe devices from their own
+    /// threads.
+    pub fn devices(&self) -> &Arc<Devices> {
+        &self.inner.devices
+    }
+
     /// Registers a counter and returns its id.
     pub fn register_counter(&self, spec: CounterSpec) -> CounterId {
         self.inner.counters.register(spec)

@@ -1,0 +1,377 @@
+//! Runtime/driver API calls and NVTX, from CUPTI callbacks on the
+//! application's threads.
+//!
+//! This is the per-launch hot path. Entry stores a timestamp in CUPTI's
+//! per-call slot; exit builds an [`ApiCall`] from ids and copies it into the
+//! thread's buffer. Names are interned once per callback id; which GPU work
+//! a synchronisation waited for comes from the last submission per stream,
+//! kept in a sharded map so that threads on different streams do not share
+//! a lock.
+
+use cupti::callback::{ApiCallback, Site};
+use cupti::cbid::{ApiDomain, CallKind, SyncKind};
+use cupti::nvtx::{NvtxCallback, NvtxEvent, NvtxMessage};
+use gpu_trace_core::Recorder;
+use gpu_trace_core::clock::boottime_ns;
+use gpu_trace_core::model::{ApiCall, Marker, NameId};
+use gpu_trace_core::names::Names;
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use std::cell::Cell;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+thread_local! {
+    static TID: Cell<u32> = const { Cell::new(0) };
+    // Runtime calls in progress on this thread: driver calls inside them are
+    // the runtime's implementation, not the application's.
+    static RUNTIME_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The calling thread's OS id, cached.
+pub(crate) fn tid() -> u32 {
+    TID.try_with(|t| {
+        let v = t.get();
+        if v != 0 {
+            return v;
+        }
+        let v = gpu_trace_core::clock::thread_id();
+        t.set(v);
+        v
+    })
+    .unwrap_or_else(|_| gpu_trace_core::clock::thread_id())
+}
+
+const SHARDS: usize = 16;
+
+/// A small map split into independently locked shards.
+struct Sharded<K, V> {
+    shards: [Mutex<FxHashMap<K, V>>; SHARDS],
+}
+
+impl<K: Hash + Eq + Copy, V: Copy> Sharded<K, V> {
+    fn new() -> Self {
+        Self {
+            shards: std::array::from_fn(|_| Mutex::new(FxHashMap::default())),
+        }
+    }
+
+    fn shard(&self, k: &K) -> &Mutex<FxHashMap<K, V>> {
+        let mut h = rustc_hash::FxHasher::default();
+        k.hash(&mut h);
+        &self.shards[(h.finish() as usize >> 7) % SHARDS]
+    }
+
+    fn set(&self, k: K, v: V) {
+        self.shard(&k)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(k, v);
+    }
+
+    fn get(&self, k: &K) -> Option<V> {
+        self.shard(k)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(k)
+            .copied()
+    }
+
+    fn remove(&self, k: &K) {
+        self.shard(k)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(k);
+    }
+
+    fn remove_if(&self, mut f: impl FnMut(&K) -> bool) {
+        for s in &self.shards {
+            s.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|k, _| !f(k));
+        }
+    }
+
+    fn collect(&self, mut f: impl FnMut(&K, &V)) {
+        for s in &self.shards {
+            for (k, v) in s.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                f(k, v);
+            }
+        }
+    }
+}
+
+/// Everything the API and NVTX callbacks share.
+pub(crate) struct ApiState {
+    recorder: Recorder,
+    names: Arc<Names>,
+    /// Callback id → name id + 1 (0: not interned yet), per domain.
+    runtime_names: Vec<AtomicU32>,
+    driver_names: Vec<AtomicU32>,
+    /// (context, stream) → correlation of the last work submitted.
+    last_on_stream: Sharded<(u64, u64), u64>,
+    /// event → correlation of the last work before it was recorded.
+    event_targets: Sharded<u64, u64>,
+    nvtx_domains: Mutex<FxHashMap<u64, NameId>>,
+    nvtx_strings: Mutex<FxHashMap<u64, String>>,
+}
+
+/// Upper bound on wait arrows from one device-wide synchronisation.
+const MAX_WAITS: usize = 8;
+
+impl ApiState {
+    pub(crate) fn new(recorder: Recorder, names: Arc<Names>) -> Self {
+        let len = |d| {
+            cupti::cbid::ids_of(d, CallKind::Other)
+                .chain(cupti::cbid::ids_of(d, CallKind::KernelLaunch))
+                .max()
+                .unwrap_or(0) as usize
+                + 64
+        };
+        let table = |n: usize| (0..n).map(|_| AtomicU32::new(0)).collect::<Vec<_>>();
+        Self {
+            runtime_names: table(len(ApiDomain::Runtime)),
+            driver_names: table(len(ApiDomain::Driver)),
+            recorder,
+            names,
+            last_on_stream: Sharded::new(),
+            event_targets: Sharded::new(),
+            nvtx_domains: Mutex::new(FxHashMap::default()),
+            nvtx_strings: Mutex::new(FxHashMap::default()),
+        }
+    }
+
+    fn api_name(&self, cb: &ApiCallback<'_>) -> NameId {
+        let table = match cb.domain() {
+            ApiDomain::Runtime => &self.runtime_names,
+            ApiDomain::Driver => &self.driver_names,
+        };
+        let slot = table.get(cb.cbid() as usize);
+        if let Some(v) = slot.map(|s| s.load(Ordering::Relaxed))
+            && v != 0
+        {
+            return NameId(v - 1);
+        }
+        let raw = cb.function_name().to_string_lossy();
+        // `__cudaLaunchKernel` is what `<<<>>>` compiles to; show what the
+        // user wrote.
+        let id = self.names.intern(raw.trim_start_matches('_'));
+        if let Some(s) = slot {
+            s.store(id.0 + 1, Ordering::Relaxed);
+        }
+        id
+    }
+
+    /// An API entry or exit.
+    pub(crate) fn on_api(&self, cb: &ApiCallback<'_>) {
+        let domain = cb.domain();
+        match cb.site() {
+            Site::Enter => {
+                if domain == ApiDomain::Runtime {
+                    let _ = RUNTIME_DEPTH.try_with(|d| d.set(d.get() + 1));
+                } else if RUNTIME_DEPTH.try_with(Cell::get).unwrap_or(0) > 0 {
+                    return;
+                }
+                cb.set_correlation_data(boottime_ns());
+            }
+            Site::Exit => {
+                let end = boottime_ns();
+                if domain == ApiDomain::Runtime {
+                    let _ = RUNTIME_DEPTH.try_with(|d| d.set(d.get().saturating_sub(1)));
+                } else if RUNTIME_DEPTH.try_with(Cell::get).unwrap_or(0) > 0 {
+                    return;
+                }
+                let start = match cb.correlation_data() {
+                    0 => end,
+                    s => s,
+                };
+                self.record(cb, start, end);
+            }
+        }
+    }
+
+    fn record(&self, cb: &ApiCallback<'_>, start: u64, end: u64) {
+        let kind = cb.kind();
+        let rv = cb.return_value().unwrap_or(0);
+        let ok = rv == 0;
+        let corr = cb.correlation_id() as u64;
+        let ctx = cb.context_handle();
+        let mut waits: SmallVec<[u64; 2]> = SmallVec::new();
+        let submits = ok
+            && matches!(
+                kind,
+                CallKind::KernelLaunch
+                    | CallKind::GraphLaunch
+                    | CallKind::Memcpy
+                    | CallKind::Memset
+            );
+        match kind {
+            _ if submits => {
+                self.last_on_stream
+                    .set((ctx, cb.stream().unwrap_or(0)), corr);
+            }
+            CallKind::Sync(SyncKind::Stream) => {
+                if let Some(c) = self.last_on_stream.get(&(ctx, cb.stream().unwrap_or(0))) {
+                    waits.push(c);
+                }
+            }
+            CallKind::Sync(SyncKind::Device | SyncKind::Context) => {
+                let mut all: SmallVec<[u64; 8]> = SmallVec::new();
+                self.last_on_stream.collect(|k, v| {
+                    if k.0 == ctx {
+                        all.push(*v);
+                    }
+                });
+                all.sort_unstable_by(|a, b| b.cmp(a));
+                waits.extend(all.into_iter().take(MAX_WAITS));
+            }
+            CallKind::EventRecord if ok => {
+                if let Some(e) = cb.event() {
+                    match self.last_on_stream.get(&(ctx, cb.stream().unwrap_or(0))) {
+                        Some(c) => self.event_targets.set(e, c),
+                        None => self.event_targets.remove(&e),
+                    }
+                }
+            }
+            CallKind::Sync(SyncKind::Event) => {
+                if let Some(c) = cb.event().and_then(|e| self.event_targets.get(&e)) {
+                    waits.push(c);
+                }
+            }
+            _ => {}
+        }
+        self.recorder.api(ApiCall {
+            name: self.api_name(cb),
+            thread: tid(),
+            start,
+            end,
+            correlation_id: corr,
+            submits,
+            waits,
+            status: rv as i32,
+        });
+    }
+
+    /// A context is going away: its streams and events are no longer valid
+    /// keys (handles may be reused).
+    pub(crate) fn forget_context(&self, ctx: u64) {
+        self.last_on_stream.remove_if(|k| k.0 == ctx);
+    }
+
+    /// An NVTX call.
+    pub(crate) fn on_nvtx(&self, cb: &NvtxCallback<'_>) {
+        let ts = boottime_ns();
+        let thread = tid();
+        match cb.event() {
+            NvtxEvent::Push {
+                domain, message, ..
+            } => {
+                let domain = self.domain_name(domain);
+                let text = self.text(&message);
+                self.recorder
+                    .marker(thread, ts, &text, |text| Marker::Push { domain, text });
+            }
+            NvtxEvent::Pop { domain } => {
+                let domain = self.domain_name(domain);
+                self.recorder
+                    .marker(thread, ts, "", |_| Marker::Pop { domain });
+            }
+            NvtxEvent::Mark {
+                domain, message, ..
+            } => {
+                let domain = self.domain_name(domain);
+                let text = self.text(&message);
+                self.recorder
+                    .marker(thread, ts, &text, |text| Marker::Mark { domain, text });
+            }
+            NvtxEvent::RangeStart {
+                domain,
+                message,
+                id: Some(id),
+                ..
+            } => {
+                let domain = self.domain_name(domain);
+                let text = self.text(&message);
+                self.recorder
+                    .marker(thread, ts, &text, |text| Marker::Start { id, domain, text });
+            }
+            NvtxEvent::RangeEnd { id, .. } => {
+                self.recorder.marker(thread, ts, "", |_| Marker::End { id });
+            }
+            NvtxEvent::DomainCreate {
+                name,
+                handle: Some(h),
+            } => {
+                let n = self.names.intern(&message_text(&name));
+                self.nvtx_domains
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(h, n);
+            }
+            NvtxEvent::RegisterString {
+                string,
+                handle: Some(h),
+                ..
+            } => {
+                self.nvtx_strings
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(h, message_text(&string));
+            }
+            _ => {}
+        }
+    }
+
+    fn domain_name(&self, domain: Option<u64>) -> Option<NameId> {
+        let h = domain.filter(|&h| h != 0)?;
+        self.nvtx_domains
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&h)
+            .copied()
+    }
+
+    fn text<'m>(&self, m: &NvtxMessage<'m>) -> std::borrow::Cow<'m, str> {
+        match m {
+            NvtxMessage::Registered(h) => std::borrow::Cow::Owned(
+                self.nvtx_strings
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(h)
+                    .cloned()
+                    .unwrap_or_else(|| format!("<registered string {h:#x}>")),
+            ),
+            other => message_cow(other),
+        }
+    }
+}
+
+fn message_cow<'m>(m: &NvtxMessage<'m>) -> std::borrow::Cow<'m, str> {
+    match m {
+        NvtxMessage::Ascii(s) => s.to_string_lossy(),
+        NvtxMessage::Unicode(w) => std::borrow::Cow::Owned(w.to_string_lossy()),
+        _ => std::borrow::Cow::Borrowed(""),
+    }
+}
+
+fn message_text(m: &NvtxMessage<'_>) -> String {
+    message_cow(m).into_owned()
+}
+
+/// The API kinds whose calls become slices.
+pub(crate) const TRACED_KINDS: [CallKind; 12] = [
+    CallKind::KernelLaunch,
+    CallKind::GraphLaunch,
+    CallKind::Memcpy,
+    CallKind::Memset,
+    CallKind::Alloc,
+    CallKind::Free,
+    CallKind::Sync(SyncKind::Stream),
+    CallKind::Sync(SyncKind::Device),
+    CallKind::Sync(SyncKind::Context),
+    CallKind::Sync(SyncKind::Event),
+    CallKind::EventRecord,
+    CallKind::StreamWaitEvent,
+];

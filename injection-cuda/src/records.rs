@@ -1,0 +1,496 @@
+//! Activity records → model events, on CUPTI's buffer thread.
+//!
+//! Kernel records carry everything a kernel event needs (grid, block,
+//! registers, shared memory and the carve-out it ran with), so recording GPU
+//! work needs no callback on the application's threads. Each distinct
+//! (function, resources, block) class is described once, with its
+//! occupancy; devices are described on first sight.
+
+use crate::occupancy::{self, DeviceLimits, KernelResources};
+use cupti::activity::{
+    KernelRecord, MemcpyKind, MemcpyPeerRecord, MemcpyRecord, MemoryKind as CuptiMemoryKind,
+    MemsetRecord, Record, Records,
+};
+use cupti::driver::Driver;
+use gpu_trace_core::Recorder;
+use gpu_trace_core::model::{
+    ArgValue, CopyKind, Device, Dim3, DropKind, KernelDesc, KernelExec, KernelId, MemoryKind,
+    MemoryOp, MemoryOpKind, NameId, Vendor,
+};
+use gpu_trace_core::names::{Kernels, Names};
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A device as the trace shows it.
+#[derive(Clone, Copy, Debug)]
+struct DeviceEntry {
+    gpu_id: u32,
+    limits: DeviceLimits,
+    /// Instruction set, e.g. "sm_90".
+    arch: NameId,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct ClassKey {
+    name: usize,
+    device: u32,
+    registers: u16,
+    static_smem: i32,
+    dynamic_smem: i32,
+    block: [i32; 3],
+    smem_config: u32,
+    local_mem: u32,
+}
+
+#[derive(Clone, Copy)]
+struct Class {
+    id: KernelId,
+    active_blocks: u32,
+}
+
+struct ArgNames {
+    registers: NameId,
+    static_smem: NameId,
+    dynamic_smem: NameId,
+    smem_config: NameId,
+    block_size: NameId,
+    local_mem: NameId,
+    limit_blocks: NameId,
+    limit_registers: NameId,
+    limit_smem: NameId,
+    limit_warps: NameId,
+    occupancy_pct: NameId,
+    occupancy_warps: NameId,
+}
+
+/// Converts records; one per process.
+pub(crate) struct RecordState {
+    recorder: Recorder,
+    names: Arc<Names>,
+    kernels: Arc<Kernels>,
+    devices: Arc<DevicesSink>,
+    classes: Mutex<FxHashMap<ClassKey, Class>>,
+    device_cache: Mutex<FxHashMap<u32, DeviceEntry>>,
+    driver: OnceLock<Option<Driver>>,
+    args: ArgNames,
+}
+
+/// Where device descriptions go (the tracer's table).
+pub(crate) struct DevicesSink(pub(crate) Box<dyn Fn(Device) + Send + Sync>);
+
+impl RecordState {
+    pub(crate) fn new(
+        recorder: Recorder,
+        names: Arc<Names>,
+        kernels: Arc<Kernels>,
+        devices: DevicesSink,
+    ) -> Self {
+        let n = |s: &str| names.intern(s);
+        let args = ArgNames {
+            registers: n("launch__registers_per_thread"),
+            static_smem: n("launch__shared_mem_per_block_static"),
+            dynamic_smem: n("launch__shared_mem_per_block_dynamic"),
+            smem_config: n("launch__shared_mem_config_size"),
+            block_size: n("launch__block_size"),
+            local_mem: n("local_memory_per_thread"),
+            limit_blocks: n("launch__occupancy_limit_blocks"),
+            limit_registers: n("launch__occupancy_limit_registers"),
+            limit_smem: n("launch__occupancy_limit_shared_mem"),
+            limit_warps: n("launch__occupancy_limit_warps"),
+            occupancy_pct: n("sm__maximum_warps_per_active_cycle_pct"),
+            occupancy_warps: n("sm__maximum_warps_avg_per_active_cycle"),
+        };
+        Self {
+            recorder,
+            names,
+            kernels,
+            devices: Arc::new(devices),
+            classes: Mutex::new(FxHashMap::default()),
+            device_cache: Mutex::new(FxHashMap::default()),
+            driver: OnceLock::new(),
+            args,
+        }
+    }
+
+    /// One completed buffer.
+    pub(crate) fn on_records(&self, records: Records<'_>) {
+        let dropped = records.dropped();
+        if dropped > 0 {
+            self.recorder.dropped(DropKind::VendorRecords, dropped);
+        }
+        for r in records {
+            match r {
+                Ok(Record::Kernel(k)) => self.kernel(&k),
+                Ok(Record::Memcpy(m)) => self.memcpy(&m),
+                Ok(Record::MemcpyPeer(m)) => self.memcpy_peer(&m),
+                Ok(Record::Memset(m)) => self.memset(&m),
+                Ok(_) => {}
+                Err(e) => {
+                    gpu_trace_core::warn_once!("an activity buffer could not be read: {e}");
+                    self.recorder.dropped(DropKind::InvalidRecords, 1);
+                    break;
+                }
+            }
+        }
+    }
+
+    fn valid(&self, start: u64, end: u64) -> bool {
+        // Records of work still running at a forced flush, or of a context
+        // torn down mid-kernel, have no end: count them rather than drawing
+        // nonsense.
+        let ok = start != 0 && end >= start;
+        if !ok {
+            self.recorder.dropped(DropKind::InvalidRecords, 1);
+        }
+        ok
+    }
+
+    fn driver(&self) -> Option<&Driver> {
+        self.driver
+            .get_or_init(|| Driver::from_process().ok())
+            .as_ref()
+    }
+
+    /// The trace's view of CUDA device `ordinal`, described on first use.
+    fn device(&self, ordinal: u32) -> DeviceEntry {
+        if let Some(d) = self
+            .device_cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&ordinal)
+        {
+            return *d;
+        }
+        let (entry, desc) = self.describe(ordinal);
+        self.device_cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(ordinal, entry);
+        (self.devices.0)(desc);
+        entry
+    }
+
+    fn describe(&self, ordinal: u32) -> (DeviceEntry, Device) {
+        use cupti_sys::CUdevice_attribute_enum as A;
+        let mut desc = Device {
+            id: ordinal,
+            name: format!("CUDA device {ordinal}"),
+            vendor: Some(Vendor::Nvidia),
+            ..Device::default()
+        };
+        let mut limits = DeviceLimits::default();
+        if let Some(drv) = self.driver()
+            && let Ok(dev) = drv.device(ordinal as i32)
+        {
+            let attr = |a| drv.device_attribute(dev, a).map(|v| v as u32).unwrap_or(0);
+            limits = DeviceLimits {
+                sm_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+                max_threads_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR),
+                max_blocks_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR),
+                regs_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR),
+                regs_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK),
+                smem_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+                reserved_smem_per_block: attr(
+                    A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+                ),
+                warp_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE),
+                cc_major: attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+            };
+            let minor = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+            if let Ok(n) = drv.device_name(dev) {
+                desc.name = n;
+            }
+            desc.uuid = drv.device_uuid(dev).ok();
+            desc.pci_bdf = drv
+                .device_pci_bus_id(dev)
+                .ok()
+                .map(|s| s.to_ascii_lowercase());
+            desc.total_memory = drv.device_total_mem(dev).ok();
+            desc.sm_count = limits.sm_count;
+            desc.arch_id = format!("sm_{}{}", limits.cc_major, minor);
+            desc.architecture = architecture(limits.cc_major, minor).to_owned();
+            desc.extra
+                .push(("cuda_ordinal".into(), ordinal.to_string()));
+            desc.extra.push((
+                "compute_capability".into(),
+                format!("{}.{minor}", limits.cc_major),
+            ));
+            if let Ok(v) = drv.version() {
+                desc.extra.push((
+                    "cuda_driver".into(),
+                    format!("{}.{}", v / 1000, (v % 1000) / 10),
+                ));
+            }
+        }
+        // Users know GPUs by their nvidia-smi index (PCI order), not the
+        // CUDA ordinal, which CUDA_VISIBLE_DEVICES and FASTEST_FIRST reorder.
+        let gpu_id = desc
+            .pci_bdf
+            .as_deref()
+            .and_then(system_index)
+            .unwrap_or(ordinal);
+        desc.id = gpu_id;
+        let arch = self.names.intern(if desc.arch_id.is_empty() {
+            "sm_unknown"
+        } else {
+            &desc.arch_id
+        });
+        (
+            DeviceEntry {
+                gpu_id,
+                limits,
+                arch,
+            },
+            desc,
+        )
+    }
+
+    fn kernel(&self, k: &KernelRecord<'_>) {
+        if !self.valid(k.start(), k.end()) {
+            return;
+        }
+        let dev = self.device(k.device_id());
+        let key = ClassKey {
+            name: k.name().map_or(0, |n| n.as_ptr() as usize),
+            device: k.device_id(),
+            registers: k.registers_per_thread(),
+            static_smem: k.static_shared_memory(),
+            dynamic_smem: k.dynamic_shared_memory(),
+            block: k.block(),
+            smem_config: k.shared_memory_executed(),
+            local_mem: k.local_memory_per_thread(),
+        };
+        let class = {
+            let mut classes = self.classes.lock().unwrap_or_else(|e| e.into_inner());
+            match classes.get(&key) {
+                Some(c) => *c,
+                None => {
+                    let c = self.new_class(k, &key, &dev);
+                    classes.insert(key, c);
+                    c
+                }
+            }
+        };
+        let [gx, gy, gz] = k.grid().map(|v| v.max(0) as u32);
+        let [bx, by, bz] = k.block().map(|v| v.max(0) as u32);
+        let grid = Dim3::new(gx, gy, gz);
+        let per_wave = class.active_blocks as u64 * dev.limits.sm_count as u64;
+        self.recorder.kernel(KernelExec {
+            device: dev.gpu_id,
+            context: k.context_id(),
+            stream: k.stream_id() as u64,
+            correlation_id: k.correlation_id() as u64,
+            start: k.start(),
+            end: k.end(),
+            kernel: class.id,
+            grid,
+            block: Dim3::new(bx, by, bz),
+            waves_per_sm: (per_wave > 0).then(|| (grid.volume() as f64 / per_wave as f64) as f32),
+            graph_node: k.graph_node_id(),
+        });
+    }
+
+    fn new_class(&self, k: &KernelRecord<'_>, key: &ClassKey, dev: &DeviceEntry) -> Class {
+        let name = k
+            .name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or(std::borrow::Cow::Borrowed("<unnamed kernel>"));
+        let kn = self.kernels.names(&self.names, &name);
+        let block_threads = key.block.iter().map(|&v| v.max(1) as u32).product::<u32>();
+        let occ = occupancy::compute(
+            &dev.limits,
+            &KernelResources {
+                block_threads,
+                registers: key.registers as u32,
+                static_smem: key.static_smem.max(0) as u32,
+                dynamic_smem: key.dynamic_smem.max(0) as u32,
+                smem_config: key.smem_config,
+            },
+        );
+        let a = &self.args;
+        let u = |v: u32| ArgValue::Uint(v as u64);
+        let mut args = vec![
+            (a.registers, u(key.registers as u32)),
+            (a.static_smem, u(key.static_smem.max(0) as u32)),
+            (a.dynamic_smem, u(key.dynamic_smem.max(0) as u32)),
+            (a.smem_config, u(key.smem_config)),
+            (a.block_size, u(block_threads)),
+        ];
+        if key.local_mem > 0 {
+            args.push((a.local_mem, u(key.local_mem)));
+        }
+        if dev.limits.max_threads_per_sm > 0 {
+            args.extend([
+                (a.limit_blocks, u(occ.limit_blocks)),
+                (a.limit_registers, u(occ.limit_registers)),
+                (a.limit_smem, u(occ.limit_shared_mem)),
+                (a.limit_warps, u(occ.limit_warps)),
+                (a.occupancy_pct, ArgValue::Double(occ.percent)),
+                (a.occupancy_warps, ArgValue::Double(occ.active_warps as f64)),
+            ]);
+        }
+        let id = self.kernels.register(KernelDesc {
+            mangled: kn.mangled,
+            demangled: kn.demangled,
+            display: kn.display,
+            arch: dev.arch,
+            args,
+        });
+        Class {
+            id,
+            active_blocks: occ.active_blocks,
+        }
+    }
+
+    fn memcpy(&self, m: &MemcpyRecord<'_>) {
+        if !self.valid(m.start(), m.end()) {
+            return;
+        }
+        let dev = self.device(m.device_id());
+        self.recorder.memory(MemoryOp {
+            device: dev.gpu_id,
+            context: m.context_id(),
+            stream: m.stream_id() as u64,
+            correlation_id: m.correlation_id() as u64,
+            start: m.start(),
+            end: m.end(),
+            bytes: m.bytes(),
+            kind: MemoryOpKind::Copy {
+                kind: copy_kind(m.copy_kind()),
+                src: memory_kind(m.src_kind()),
+                dst: memory_kind(m.dst_kind()),
+                peer: None,
+            },
+        });
+    }
+
+    fn memcpy_peer(&self, m: &MemcpyPeerRecord<'_>) {
+        if !self.valid(m.start(), m.end()) {
+            return;
+        }
+        let dev = self.device(m.device_id());
+        let src = self.device(m.src_device_id()).gpu_id;
+        let dst = self.device(m.dst_device_id()).gpu_id;
+        self.recorder.memory(MemoryOp {
+            device: dev.gpu_id,
+            context: m.context_id(),
+            stream: m.stream_id() as u64,
+            correlation_id: m.correlation_id() as u64,
+            start: m.start(),
+            end: m.end(),
+            bytes: m.bytes(),
+            kind: MemoryOpKind::Copy {
+                kind: CopyKind::PtoP,
+                src: MemoryKind::Device,
+                dst: MemoryKind::Device,
+                peer: Some((src, dst)),
+            },
+        });
+    }
+
+    fn memset(&self, m: &MemsetRecord<'_>) {
+        if !self.valid(m.start(), m.end()) {
+            return;
+        }
+        let dev = self.device(m.device_id());
+        self.recorder.memory(MemoryOp {
+            device: dev.gpu_id,
+            context: m.context_id(),
+            stream: m.stream_id() as u64,
+            correlation_id: m.correlation_id() as u64,
+            start: m.start(),
+            end: m.end(),
+            bytes: m.bytes(),
+            kind: MemoryOpKind::Set {
+                value: m.value(),
+                memory: memory_kind(m.memory_kind()),
+            },
+        });
+    }
+}
+
+fn architecture(major: u32, minor: u32) -> &'static str {
+    match (major, minor) {
+        (7, 0 | 2) => "Volta",
+        (7, 5) => "Turing",
+        (8, 0 | 6 | 7) => "Ampere",
+        (8, 9) => "Ada",
+        (9, _) => "Hopper",
+        (10 | 11 | 12, _) => "Blackwell",
+        _ => "",
+    }
+}
+
+/// Position of `pci` among the NVIDIA GPUs in PCI order (nvidia-smi's
+/// default numbering), from the driver's /proc listing.
+fn system_index(pci: &str) -> Option<u32> {
+    let mut all: Vec<String> = std::fs::read_dir("/proc/driver/nvidia/gpus")
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .map(|s| s.to_ascii_lowercase())
+        .collect();
+    all.sort();
+    let want = normalize_bdf(pci);
+    all.iter()
+        .position(|p| normalize_bdf(p) == want)
+        .map(|i| i as u32)
+}
+
+fn normalize_bdf(s: &str) -> String {
+    // The driver reports "00000000:06:00.0" through CUDA and "0000:00:06.0"
+    // in /proc: compare bus:device.function with a 4-digit domain.
+    let s = s.to_ascii_lowercase();
+    match s.split_once(':') {
+        Some((dom, rest)) => format!("{:0>4}:{rest}", dom.trim_start_matches('0')),
+        None => s,
+    }
+}
+
+fn copy_kind(k: MemcpyKind) -> CopyKind {
+    match k {
+        MemcpyKind::HtoD => CopyKind::HtoD,
+        MemcpyKind::DtoH => CopyKind::DtoH,
+        MemcpyKind::HtoA => CopyKind::HtoA,
+        MemcpyKind::AtoH => CopyKind::AtoH,
+        MemcpyKind::AtoA => CopyKind::AtoA,
+        MemcpyKind::AtoD => CopyKind::AtoD,
+        MemcpyKind::DtoA => CopyKind::DtoA,
+        MemcpyKind::DtoD => CopyKind::DtoD,
+        MemcpyKind::HtoH => CopyKind::HtoH,
+        MemcpyKind::PtoP => CopyKind::PtoP,
+        _ => CopyKind::Unknown,
+    }
+}
+
+fn memory_kind(k: CuptiMemoryKind) -> MemoryKind {
+    match k {
+        CuptiMemoryKind::Pageable => MemoryKind::Pageable,
+        CuptiMemoryKind::Pinned => MemoryKind::Pinned,
+        CuptiMemoryKind::Device => MemoryKind::Device,
+        CuptiMemoryKind::Array => MemoryKind::Array,
+        CuptiMemoryKind::Managed => MemoryKind::Managed,
+        CuptiMemoryKind::DeviceStatic => MemoryKind::DeviceStatic,
+        CuptiMemoryKind::ManagedStatic => MemoryKind::ManagedStatic,
+        _ => MemoryKind::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pci_ids_compare_across_spellings() {
+        assert_eq!(
+            normalize_bdf("00000000:06:00.0"),
+            normalize_bdf("0000:06:00.0")
+        );
+        assert_eq!(normalize_bdf("0000:00:06.0"), "0000:00:06.0");
+    }
+
+    #[test]
+    fn architectures() {
+        assert_eq!(architecture(9, 0), "Hopper");
+        assert_eq!(architecture(8, 0), "Ampere");
+    }
+}

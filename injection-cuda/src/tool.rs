@@ -1,0 +1,257 @@
+//! Wiring CUPTI to the core tracer.
+
+use crate::api::{ApiState, TRACED_KINDS};
+use crate::records::{DevicesSink, RecordState};
+use cupti::Cupti;
+use cupti::activity::{self, Activity, ActivityConfig, ActivityKind};
+use cupti::callback::{Callback, Domain, ResourceEvent, Subscriber};
+use cupti::cbid::ApiDomain;
+use gpu_trace_core::model::GpuApi;
+use gpu_trace_core::{Backend, Config, GpuClock, Limits, Sources, Tracer, TracerOptions};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// The tool, once started in a process.
+pub(crate) struct Tool {
+    pub(crate) tracer: Tracer,
+}
+
+struct Shared {
+    api: ApiState,
+    records: RecordState,
+    api_on: AtomicBool,
+    markers_on: AtomicBool,
+}
+
+impl Shared {
+    fn on_callback(&self, cb: &Callback<'_>) {
+        match cb {
+            Callback::Api(a) if self.api_on.load(Ordering::Relaxed) => self.api.on_api(a),
+            Callback::Nvtx(n) if self.markers_on.load(Ordering::Relaxed) => self.api.on_nvtx(n),
+            Callback::Resource(r) if r.event() == ResourceEvent::ContextDestroyStarting => {
+                self.api.forget_context(r.context_handle());
+            }
+            _ => {}
+        }
+    }
+}
+
+const GPU_KINDS: [ActivityKind; 4] = [
+    ActivityKind::ConcurrentKernel,
+    ActivityKind::Memcpy,
+    ActivityKind::MemcpyPeer,
+    ActivityKind::Memset,
+];
+
+struct CudaBackend {
+    shared: Arc<Shared>,
+    subscriber: Subscriber,
+    activity: Option<Activity>,
+    current: Mutex<Sources>,
+}
+
+impl CudaBackend {
+    fn set_gpu(&self, on: bool) {
+        let Some(a) = &self.activity else { return };
+        for k in GPU_KINDS {
+            let r = if on { a.enable(k) } else { a.disable(k) };
+            if let Err(e) = r {
+                gpu_trace_core::warn_once!("cannot switch activity kind {k:?}: {e}");
+            }
+        }
+    }
+
+    fn set_api(&self, on: bool) {
+        self.shared.api_on.store(on, Ordering::Relaxed);
+        for d in [ApiDomain::Runtime, ApiDomain::Driver] {
+            for k in TRACED_KINDS {
+                let r = if on {
+                    self.subscriber.enable_kind(d, k)
+                } else {
+                    self.subscriber.disable_kind(d, k)
+                };
+                if let Err(e) = r {
+                    gpu_trace_core::warn_once!("cannot switch API callbacks: {e}");
+                }
+            }
+        }
+    }
+
+    fn set_markers(&self, on: bool) {
+        self.shared.markers_on.store(on, Ordering::Relaxed);
+        let r = if on {
+            self.subscriber.enable_domain(Domain::Nvtx)
+        } else {
+            self.subscriber.disable_domain(Domain::Nvtx)
+        };
+        if let Err(e) = r {
+            gpu_trace_core::warn_once!("cannot switch NVTX callbacks: {e}");
+        }
+    }
+}
+
+impl Backend for CudaBackend {
+    fn flush(&self, forced: bool) {
+        if let Some(a) = &self.activity
+            && let Err(e) = a.flush_all(forced)
+        {
+            gpu_trace_core::verbose!("activity flush failed: {e}");
+        }
+    }
+
+    fn sources_changed(&self, s: &Sources) {
+        let mut cur = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if s.gpu != cur.gpu {
+            self.set_gpu(s.gpu);
+        }
+        if s.api != cur.api {
+            self.set_api(s.api);
+        }
+        if s.markers != cur.markers {
+            self.set_markers(s.markers);
+        }
+        gpu_trace_core::verbose!(
+            "recording gpu={} api={} nvtx={} counters={:?}",
+            s.gpu,
+            s.api,
+            s.markers,
+            s.counters
+        );
+        *cur = s.clone();
+    }
+}
+
+impl Tool {
+    /// Starts tracing this process. `None` (after one line on stderr) when
+    /// it cannot; the application then runs untouched.
+    pub(crate) fn start() -> Option<Tool> {
+        let (config, problems) = Config::from_env();
+        for p in &problems {
+            gpu_trace_core::warn!("{p}");
+        }
+        gpu_trace_core::log::set_verbose(config.verbose);
+        let cupti = match Cupti::load() {
+            Ok(c) => c,
+            Err(e) => {
+                gpu_trace_core::warn!("CUPTI is not usable ({e}); the application runs untraced");
+                return None;
+            }
+        };
+        gpu_trace_core::verbose!("CUPTI {} from {}", cupti.version(), cupti.path());
+
+        // Subscribe first: if another profiler holds CUPTI, stay out of its
+        // way entirely (its activity buffers are process-wide too).
+        let gate: Arc<OnceLock<Arc<Shared>>> = Arc::new(OnceLock::new());
+        let subscriber = {
+            let gate = gate.clone();
+            match Subscriber::subscribe(&cupti, move |cb| {
+                if let Some(s) = gate.get() {
+                    s.on_callback(cb);
+                }
+            }) {
+                Ok(s) => s,
+                Err(cupti::Error::MultipleSubscribers { holder, .. }) => {
+                    gpu_trace_core::warn!(
+                        "CUPTI is already in use by {} (nsys, ncu and torch.profiler each take it); gpu-trace stays off in this process and writes no trace",
+                        holder.as_deref().unwrap_or("another profiler")
+                    );
+                    return None;
+                }
+                Err(e) => {
+                    gpu_trace_core::warn!(
+                        "cannot subscribe to CUPTI ({e}); the application runs untraced"
+                    );
+                    return None;
+                }
+            }
+        };
+
+        let clock = match activity::register_timestamp_callback(&cupti) {
+            Ok(()) => GpuClock::Boottime,
+            Err(e) => {
+                gpu_trace_core::verbose!(
+                    "CUPTI timestamps stay on its own clock ({e}); describing it with clock snapshots"
+                );
+                let c = cupti.clone();
+                GpuClock::Custom {
+                    name: "cupti.timestamp",
+                    sample: Arc::new(move || {
+                        let gpu = c.timestamp().ok()?;
+                        Some((gpu, gpu_trace_core::clock::boottime_ns()))
+                    }),
+                }
+            }
+        };
+
+        let tracer = match Tracer::start(TracerOptions {
+            api: GpuApi::Cuda,
+            default_suffix: "nv",
+            config,
+            clock,
+            limits: Limits::default(),
+        }) {
+            Ok(t) => t,
+            Err(e) => {
+                gpu_trace_core::warn!("{e}; the application runs untraced");
+                return None;
+            }
+        };
+
+        let shared = Arc::new(Shared {
+            api: ApiState::new(tracer.recorder().clone(), tracer.names().clone()),
+            records: RecordState::new(
+                tracer.recorder().clone(),
+                tracer.names().clone(),
+                tracer.kernels().clone(),
+                {
+                    // Device descriptions go to the tracer's table; the
+                    // tracer outlives every record handler (it lives in the
+                    // process-wide tool slot).
+                    let devices = tracer_devices(&tracer);
+                    DevicesSink(Box::new(move |d| devices(d)))
+                },
+            ),
+            api_on: AtomicBool::new(false),
+            markers_on: AtomicBool::new(false),
+        });
+        let _ = gate.set(shared.clone());
+
+        let activity = {
+            let shared = shared.clone();
+            match activity::register(&cupti, ActivityConfig::default(), move |records| {
+                shared.records.on_records(records)
+            }) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    gpu_trace_core::warn!(
+                        "cannot receive CUPTI activity records ({e}); the trace will have API calls but no GPU work"
+                    );
+                    None
+                }
+            }
+        };
+        if let Err(e) = subscriber.enable_domain(Domain::Resource) {
+            gpu_trace_core::verbose!("resource callbacks unavailable: {e}");
+        }
+        tracer.set_backend(Box::new(CudaBackend {
+            shared,
+            subscriber,
+            activity,
+            current: Mutex::new(Sources::default()),
+        }));
+        Some(Tool { tracer })
+    }
+
+    /// Final flush and file finalisation at process exit.
+    pub(crate) fn shutdown(&self) {
+        self.tracer.shutdown(Duration::from_secs(10));
+    }
+}
+
+fn tracer_devices(
+    tracer: &Tracer,
+) -> impl Fn(gpu_trace_core::model::Device) + Send + Sync + 'static {
+    let table = tracer.devices().clone();
+    move |d| table.upsert(d)
+}
