@@ -96,6 +96,18 @@ macro_rules! api_table {
             _library: Option<libloading::os::unix::Library>,
         }
 
+        /// The prototype of every function in [`Api`] as a function-pointer type, so that an
+        /// implementation (a simulator, a fake) can be checked against it at compile time:
+        /// `const _: pfn::rocprofiler_flush_buffer = my_flush_buffer;`.
+        pub mod pfn {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[doc = concat!("Prototype of `", stringify!($name), "`.")]
+                pub type $name = unsafe extern "C" fn($($pty),*) $(-> $ret)?;
+            )*
+        }
+
         impl Api {
             /// Name and prototype text of every function in the table (for `tests/abi.rs`).
             pub const SIGNATURES: &'static [$crate::Signature] = &[
