@@ -93,6 +93,7 @@ pub struct Buffer {
     rt: Runtime,
     id: sys::rocprofiler_buffer_id_t,
     enabled: &'static std::sync::atomic::AtomicBool,
+    destroyed: bool,
 }
 
 impl std::fmt::Debug for Buffer {
@@ -142,6 +143,7 @@ impl Buffer {
             rt: rt.clone(),
             id,
             enabled: &slot.enabled,
+            destroyed: false,
         })
     }
 
@@ -177,21 +179,22 @@ impl Buffer {
     }
 
     /// Flushes, destroys and switches the callback off.
-    pub fn close(self) -> Result<()> {
+    pub fn close(mut self) -> Result<()> {
         let flushed = self.flush();
         // SAFETY: plain value argument.
         let r = unsafe { self.rt.api().rocprofiler_destroy_buffer(self.id) };
+        self.destroyed = true;
         let destroyed = self.rt.check("rocprofiler_destroy_buffer", r);
-        self.enabled.store(false, Ordering::Relaxed);
-        std::mem::forget(self);
         flushed.and(destroyed)
     }
 }
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        // SAFETY: plain value argument; errors are ignored in Drop (use `close`).
-        let _ = unsafe { self.rt.api().rocprofiler_destroy_buffer(self.id) };
+        if !self.destroyed {
+            // SAFETY: plain value argument; errors are ignored in Drop (use `close`).
+            let _ = unsafe { self.rt.api().rocprofiler_destroy_buffer(self.id) };
+        }
         self.enabled.store(false, Ordering::Relaxed);
     }
 }
