@@ -216,28 +216,95 @@ fn stopped_context_gets_no_records() {
 
 #[test]
 fn a_panicking_callback_is_contained() {
-    let spec = RunSpec::new(tool(), Scenario::default_scenario()).env("COUNT_TOOL_PANIC", "hip");
+    // The tool panics once, in the first HIP callback; the guard catches it, reports it once and
+    // switches that callback off. The application and the tool's other services carry on.
+    let spec = RunSpec::new(tool(), Scenario::default_scenario())
+        .env("COUNT_TOOL_PANIC", "hip")
+        .env("RUST_BACKTRACE", "0");
     let (out, counts) = run("panic", spec);
     let c = counts.expect("the tool still finalised");
     let r = &out.report;
     assert!(r.violations.is_empty(), "{:#?}", r.violations);
-    assert!(
-        out.stderr.contains("panic in callback-tracing callback"),
+    assert_eq!(
+        out.stderr.matches("it is disabled from now on").count(),
+        1,
         "{}",
         out.stderr
     );
-    assert_eq!(
-        out.stderr
-            .matches("panic in callback-tracing callback")
-            .count(),
-        1,
-        "reported once"
+    assert!(out.stderr.contains("deliberate panic in a HIP callback"));
+    // Calls on the other thread may get through while the panic unwinds; once it is caught the
+    // callback is off, so the panicking thread's later calls are never seen.
+    let all: u64 = Scenario::default_scenario()
+        .expected()
+        .hip_calls
+        .values()
+        .sum();
+    assert!(
+        map_u64(&c["hip_enter"]).values().sum::<u64>() < all / 2,
+        "{c:#}"
     );
-    // The HIP callback switched itself off; everything else kept working.
-    assert_eq!(c["hip_enter"], serde_json::json!({}));
-    assert!(r.delivered.callbacks.values().sum::<u64>() > 0);
+    assert!(r.delivered.callbacks.values().sum::<u64>() > 10);
     assert_eq!(
         c["kernel_dispatches"],
         Scenario::default_scenario().expected().kernel_dispatches
+    );
+}
+
+#[test]
+fn buffered_services_and_callback_threads() {
+    // HIP API calls through buffer tracing, counters through the buffered counting service on
+    // a callback thread of the tool's own.
+    let scenario = Scenario::default_scenario();
+    let expected = scenario.expected();
+    let spec = RunSpec::new(tool(), scenario).env("COUNT_TOOL_MODE", "buffered");
+    let (out, counts) = run("buffered", spec);
+    let c = counts.expect("counts");
+    let r = &out.report;
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    assert_eq!(c["errors"], serde_json::json!([]));
+    assert_eq!(map_u64(&c["hip_buffered"]), expected.hip_calls);
+    assert_eq!(c["counted_dispatches"], expected.kernel_dispatches);
+    assert_eq!(map_u64(&c["counter_records"]), expected.counter_records);
+    let sums: BTreeMap<String, f64> = serde_json::from_value(c["counter_sums"].clone()).unwrap();
+    assert_eq!(sums, expected.counter_sums);
+    assert_eq!(
+        r.delivered.buffer_records["COUNTER_HEADER"],
+        expected.kernel_dispatches
+    );
+    assert!(
+        r.delivered.delivery_thread_ids.len() >= 2,
+        "the assigned callback thread delivered"
+    );
+    assert!(
+        !r.delivered
+            .delivery_thread_ids
+            .iter()
+            .any(|t| r.app_thread_ids.contains(t))
+    );
+}
+
+#[test]
+fn discard_policy_drops_and_counts() {
+    // Room for one record: everything after the first is dropped until the final flush, which
+    // reports the drops.
+    let scenario = Scenario::default_scenario();
+    let expected = scenario.expected();
+    let spec = RunSpec::new(tool(), scenario)
+        .env("COUNT_TOOL_BUFFER", "250,250")
+        .env("COUNT_TOOL_POLICY", "discard");
+    let (out, counts) = run("discard", spec);
+    let c = counts.expect("counts");
+    let delivered = c["kernel_dispatches"].as_u64().unwrap()
+        + map_u64(&c["memory_copies"]).values().sum::<u64>();
+    let total = expected.kernel_dispatches + expected.memory_copies.values().sum::<u64>();
+    assert!(
+        c["dropped"].as_u64().unwrap() > 0,
+        "{c:#}\n{:#?}",
+        out.report
+    );
+    assert_eq!(delivered + c["dropped"].as_u64().unwrap(), total);
+    assert_eq!(
+        out.report.delivered.dropped_records,
+        c["dropped"].as_u64().unwrap()
     );
 }

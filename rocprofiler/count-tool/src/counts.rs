@@ -38,6 +38,7 @@ pub(crate) struct Counts {
     pub(crate) hip_enter: BTreeMap<String, u64>,
     pub(crate) hip_exit: BTreeMap<String, u64>,
     pub(crate) hip_thread_ids: BTreeSet<u64>,
+    pub(crate) hip_buffered: BTreeMap<String, u64>,
     pub(crate) memcpy_call_bytes: u64,
     #[serde(skip)]
     pub(crate) launches: HashMap<u64, (Dim3, Dim3)>,

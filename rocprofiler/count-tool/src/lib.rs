@@ -27,14 +27,19 @@ pub struct CountTool {
     buffer: (usize, usize),
     panic_in_hip: bool,
     marker_control: bool,
+    buffered: bool,
+    discard: bool,
 }
 
 /// What `initialize` creates.
 pub struct Session {
     buffer: Arc<Buffer>,
+    count_buffer: Option<Buffer>,
     _contexts: Vec<Arc<Context>>,
     _configs: Arc<HashMap<u64, CounterConfig>>,
 }
+
+static PANICKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn lock(c: &Mutex<Counts>) -> std::sync::MutexGuard<'_, Counts> {
     c.lock().unwrap_or_else(|e| e.into_inner())
@@ -63,6 +68,8 @@ impl Tool for CountTool {
             buffer,
             panic_in_hip: std::env::var("COUNT_TOOL_PANIC").is_ok_and(|v| v == "hip"),
             marker_control: std::env::var("COUNT_TOOL_MARKER_CONTROL").is_ok_and(|v| v == "1"),
+            buffered: std::env::var("COUNT_TOOL_MODE").is_ok_and(|v| v == "buffered"),
+            discard: std::env::var("COUNT_TOOL_POLICY").is_ok_and(|v| v == "discard"),
         })
     }
 
@@ -126,7 +133,7 @@ impl Tool for CountTool {
         let panic_in_hip = self.panic_in_hip;
         let rt2 = rt.clone();
         util.configure_callback_tracing(CallbackTracingKind::HIP_RUNTIME_API, &[], move |ev| {
-            if panic_in_hip {
+            if panic_in_hip && !PANICKED.swap(true, std::sync::atomic::Ordering::Relaxed) {
                 panic!("count tool: deliberate panic in a HIP callback");
             }
             let name = ev.operation_name().unwrap_or("?").to_owned();
@@ -231,14 +238,18 @@ impl Tool for CountTool {
             BufferOptions {
                 size: self.buffer.0,
                 watermark: self.buffer.1,
-                policy: Policy::Lossless,
+                policy: if self.discard {
+                    Policy::Discard
+                } else {
+                    Policy::Lossless
+                },
             },
             move |batch| {
                 let mut guard = lock(&c);
                 guard.buffer_batches += 1;
                 guard.dropped += batch.drop_count();
                 for r in batch.records() {
-                    count_record(&mut guard, r);
+                    count_record(&mut guard, batch.runtime(), r);
                 }
                 let probe = guard.flush_in_callback.is_none();
                 drop(guard);
@@ -253,22 +264,57 @@ impl Tool for CountTool {
         let _ = this_buffer.set(buffer.clone());
         trace.configure_buffer_tracing(&buffer, BufferTracingKind::KERNEL_DISPATCH, &[])?;
         trace.configure_buffer_tracing(&buffer, BufferTracingKind::MEMORY_COPY, &[])?;
+        if self.buffered {
+            trace.configure_buffer_tracing(&buffer, BufferTracingKind::HIP_RUNTIME_API, &[])?;
+        }
 
-        // Counting context.
+        // Counting context: callbacks, or (buffered mode) a buffer on its own SDK thread.
         let c = counts.clone();
         let cfgs = configs.clone();
+        let dispatch = move |req: &mut rocprofiler::DispatchCountingRequest<'_>| {
+            lock(&c).counting_requests += 1;
+            let Some(d) = req.dispatch() else { return };
+            if let Some(cfg) = cfgs.get(&d.agent_id.0) {
+                req.set_config(cfg);
+                req.set_user_data(d.dispatch_id);
+            }
+        };
         let c2 = counts.clone();
         let names = counter_names.clone();
-        count_ctx.configure_dispatch_counting(
-            move |req| {
-                lock(&c).counting_requests += 1;
-                let Some(d) = req.dispatch() else { return };
-                if let Some(cfg) = cfgs.get(&d.agent_id.0) {
-                    req.set_config(cfg);
-                    req.set_user_data(d.dispatch_id);
+        let count_buffer = if self.buffered {
+            let b = Buffer::new(&count_ctx, BufferOptions::default(), move |batch| {
+                let mut c = lock(&c2);
+                for r in batch.records() {
+                    match r {
+                        BufferRecord::CountingDispatch(_) => c.counted_dispatches += 1,
+                        BufferRecord::Counter(v) => match batch
+                            .runtime()
+                            .record_counter_id(v.instance_id)
+                        {
+                            Ok(id) => {
+                                let name =
+                                    names.get(&id).cloned().unwrap_or_else(|| format!("{id:?}"));
+                                if v.user_data != v.dispatch_id {
+                                    c.errors.push("counting user data lost".into());
+                                }
+                                *c.counter_records.entry(name.clone()).or_default() += 1;
+                                *c.counter_sums.entry(name.clone()).or_default() += v.value;
+                                let m = c.counter_max.entry(name).or_insert(f64::MIN);
+                                *m = m.max(v.value);
+                            }
+                            Err(e) => c.errors.push(format!("counter id: {e}")),
+                        },
+                        other => c
+                            .errors
+                            .push(format!("unexpected counting record {other:?}")),
+                    }
                 }
-            },
-            move |res| {
+            })?;
+            b.assign_callback_thread(rt.create_callback_thread()?)?;
+            count_ctx.configure_buffer_dispatch_counting(&b, dispatch)?;
+            Some(b)
+        } else {
+            count_ctx.configure_dispatch_counting(dispatch, move |res| {
                 let mut c = lock(&c2);
                 c.counted_dispatches += 1;
                 if res.dispatch().map(|d| d.dispatch_id) != Some(res.user_data()) {
@@ -286,21 +332,26 @@ impl Tool for CountTool {
                     }
                     Err(e) => c.errors.push(format!("aggregate: {e}")),
                 }
-            },
-        )?;
+            })?;
+            None
+        };
 
         util.start()?;
         trace.start()?;
         count_ctx.start()?;
         Ok(Session {
             buffer,
+            count_buffer,
             _contexts: vec![util, trace, count_ctx],
             _configs: configs,
         })
     }
 
     fn finalize(&self, _rt: &Runtime, session: Session) {
-        let flushed = session.buffer.flush();
+        let flushed = session
+            .buffer
+            .flush()
+            .and(session.count_buffer.as_ref().map_or(Ok(()), Buffer::flush));
         let mut c = lock(&self.counts);
         c.finalized = true;
         if let Err(e) = flushed {
@@ -312,7 +363,7 @@ impl Tool for CountTool {
     }
 }
 
-fn count_record(c: &mut Counts, r: BufferRecord) {
+fn count_record(c: &mut Counts, rt: &Runtime, r: BufferRecord) {
     match r {
         BufferRecord::KernelDispatch(k) => {
             c.kernel_dispatches += 1;
@@ -354,6 +405,14 @@ fn count_record(c: &mut Counts, r: BufferRecord) {
             c.memory_copy_bytes += m.bytes;
             if m.start_ns == 0 || m.end_ns < m.start_ns {
                 c.bad_timestamps += 1;
+            }
+        }
+        BufferRecord::HipApi(h) => {
+            let name = rt.buffer_operation_name(h.kind, h.operation).unwrap_or("?");
+            *c.hip_buffered.entry(name.to_owned()).or_default() += 1;
+            if h.end_ns < h.start_ns || !c.hip_thread_ids.contains(&h.thread_id) {
+                c.errors
+                    .push(format!("buffered {name}: bad timestamps or thread"));
             }
         }
         other => c.errors.push(format!("unexpected buffer record {other:?}")),
