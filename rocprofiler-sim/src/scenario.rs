@@ -440,3 +440,58 @@ impl Scenario {
         e
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_scenario_expectations() {
+        let s = Scenario::default_scenario();
+        let e = s.expected();
+        assert_eq!(e.kernel_dispatches, 11);
+        assert_eq!(e.hip_calls["hipLaunchKernel"], 11);
+        assert_eq!(e.hip_calls["hipMemcpy"], 2);
+        assert_eq!(e.hip_calls["hipMemcpyAsync"], 3);
+        assert_eq!(e.code_objects, 2);
+        assert_eq!(e.kernel_symbols, 6);
+        assert_eq!(e.marker_calls["roctxRangePushA"], e.marker_calls["roctxRangePop"]);
+        // 4 vadd + 4 gemm on GPU 0 (4 SQ_WAVES instances each), 3 reduce on GPU 1.
+        assert_eq!(e.counter_records["SQ_WAVES"], 44);
+        assert_eq!(e.counter_sums["SQ_WAVES"], 4.0 * 64.0 + 4.0 * 256.0 + 3.0 * 8.0);
+        assert_eq!(e.counter_records["TCC_HIT"], 8 * 16);
+    }
+
+    #[test]
+    fn invalid_scenarios_are_rejected() {
+        let mut s = Scenario::default_scenario();
+        s.threads[0].ops.push(Op::Launch {
+            kernel: "nope".into(),
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            shared_mem: 0,
+            device: 0,
+            stream: 0,
+            counters: BTreeMap::new(),
+        });
+        assert!(s.validate().unwrap_err().contains("unknown kernel"));
+
+        let mut s = Scenario::default_scenario();
+        s.threads[0].ops.push(Op::DeviceSync { device: 9 });
+        assert!(s.validate().unwrap_err().contains("device 9"));
+
+        let mut s = Scenario::default_scenario();
+        s.threads[0].ops.push(Op::RangeStop { slot: "never".into() });
+        assert!(s.validate().unwrap_err().contains("never"));
+
+        let text = r#"{"agents": [], "kernels": [], "threads": [], "extra": 1}"#;
+        assert!(Scenario::from_json(text).is_err());
+    }
+
+    #[test]
+    fn scenarios_round_trip_through_json() {
+        let s = Scenario::default_scenario();
+        let back = Scenario::from_json(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(s, back);
+    }
+}
