@@ -455,10 +455,16 @@ mod tests {
         assert_eq!(e.hip_calls["hipMemcpyAsync"], 3);
         assert_eq!(e.code_objects, 2);
         assert_eq!(e.kernel_symbols, 6);
-        assert_eq!(e.marker_calls["roctxRangePushA"], e.marker_calls["roctxRangePop"]);
+        assert_eq!(
+            e.marker_calls["roctxRangePushA"],
+            e.marker_calls["roctxRangePop"]
+        );
         // 4 vadd + 4 gemm on GPU 0 (4 SQ_WAVES instances each), 3 reduce on GPU 1.
         assert_eq!(e.counter_records["SQ_WAVES"], 44);
-        assert_eq!(e.counter_sums["SQ_WAVES"], 4.0 * 64.0 + 4.0 * 256.0 + 3.0 * 8.0);
+        assert_eq!(
+            e.counter_sums["SQ_WAVES"],
+            4.0 * 64.0 + 4.0 * 256.0 + 3.0 * 8.0
+        );
         assert_eq!(e.counter_records["TCC_HIT"], 8 * 16);
     }
 
@@ -481,7 +487,9 @@ mod tests {
         assert!(s.validate().unwrap_err().contains("device 9"));
 
         let mut s = Scenario::default_scenario();
-        s.threads[0].ops.push(Op::RangeStop { slot: "never".into() });
+        s.threads[0].ops.push(Op::RangeStop {
+            slot: "never".into(),
+        });
         assert!(s.validate().unwrap_err().contains("never"));
 
         let text = r#"{"agents": [], "kernels": [], "threads": [], "extra": 1}"#;
