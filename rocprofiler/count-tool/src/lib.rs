@@ -4,9 +4,14 @@
 //!
 //! Knobs (environment): `COUNT_TOOL_BUFFER=size,watermark` (bytes), `COUNT_TOOL_PANIC=hip`
 //! (panic in the first HIP callback), `COUNT_TOOL_MARKER_CONTROL=1` (roctx marks
-//! `gpu-trace:stop`/`gpu-trace:start` stop/start the tracing context).
+//! `gpu-trace:stop`/`gpu-trace:start` stop/start the tracing context), `COUNT_TOOL_MODE=buffered`
+//! (HIP API and counters through buffers), `COUNT_TOOL_POLICY=discard`.
+//!
+//! All `unsafe` is the exported entry point in [`ffi`], as it will be in the injection library.
+#![deny(unsafe_code)]
 
 mod counts;
+#[allow(unsafe_code)]
 pub mod ffi;
 
 use std::collections::HashMap;
