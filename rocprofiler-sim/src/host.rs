@@ -166,7 +166,8 @@ pub fn run_isolated(spec: &RunSpec) -> Result<Outcome, String> {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let report = std::fs::read_to_string(&report_path).map_err(|e| {
         format!(
-            "child produced no report ({e}); status {}; stdout:\n{}\nstderr:\n{stderr}",
+            "child produced no report ({e}); status {} (does the test file invoke \
+             rocprofiler_sim::child_entry!() at its root?); stdout:\n{}\nstderr:\n{stderr}",
             out.status,
             String::from_utf8_lossy(&out.stdout)
         )
