@@ -1,0 +1,216 @@
+//! Host side: find the built libraries, load the simulator RTLD_GLOBAL and run a tool, in this
+//! process or (preferably) in a fresh child process per run.
+
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Report, Scenario};
+
+/// Encoded version of the SDK the simulator pretends to be by default (1.0.0, ROCm 7.0).
+pub const DEFAULT_SDK_VERSION: u32 = 10000;
+
+/// Environment variable that turns a test process into a simulator host (see [`child_entry!`]).
+pub const CHILD_ENV: &str = "ROCPROFILER_SIM_SPEC";
+
+/// Overrides where the simulator library is looked for.
+pub const LIBRARY_ENV: &str = "ROCPROFILER_SIM_LIBRARY";
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSpec {
+    /// The tool library (`.so` exporting `rocprofiler_configure`).
+    pub tool: PathBuf,
+    /// The program.
+    pub scenario: Scenario,
+    /// Encoded SDK version passed to `rocprofiler_configure` (`10000*major + 100*minor + patch`).
+    /// A 0.x value makes the simulator pass a 0.x-layout `client_id` as the old SDK would.
+    pub sdk_version: u32,
+    /// Extra environment for the child process (e.g. where the tool writes its results).
+    pub env: Vec<(String, String)>,
+}
+
+impl RunSpec {
+    /// A 1.0.0 run of `tool` on `scenario`.
+    pub fn new(tool: impl Into<PathBuf>, scenario: Scenario) -> Self {
+        Self {
+            tool: tool.into(),
+            scenario,
+            sdk_version: DEFAULT_SDK_VERSION,
+            env: Vec::new(),
+        }
+    }
+    /// Sets an environment variable of the child.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+}
+
+/// A finished isolated run.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The simulator's report.
+    pub report: Report,
+    /// The child's stderr (the tool's and the simulator's messages).
+    pub stderr: String,
+}
+
+/// Finds `lib{name}.so` built by cargo next to the running test executable (`target/*/deps`)
+/// or one level up.
+pub fn artifact(name: &str) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let file = format!("lib{name}.so");
+    let mut tried = Vec::new();
+    let mut dir = exe.parent();
+    for _ in 0..2 {
+        let Some(d) = dir else { break };
+        let p = d.join(&file);
+        if p.exists() {
+            return Ok(p);
+        }
+        tried.push(p.display().to_string());
+        dir = d.parent();
+    }
+    Err(format!(
+        "{file} not built (looked at {}); add its crate as a dev-dependency",
+        tried.join(", ")
+    ))
+}
+
+/// Where the simulator library is.
+pub fn simulator_library() -> Result<PathBuf, String> {
+    match std::env::var_os(LIBRARY_ENV) {
+        Some(p) => Ok(PathBuf::from(p)),
+        None => artifact("rocprofiler_sim"),
+    }
+}
+
+/// Runs `spec` in this process: loads the simulator RTLD_NOW|RTLD_GLOBAL, which loads the
+/// tool. A process can host one run only (the tool's statics, like the real SDK's
+/// configuration, are per process): prefer [`run_isolated`].
+pub fn run_in_process(spec: &RunSpec) -> Result<Report, String> {
+    use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
+    type Entry = unsafe extern "C" fn(
+        *const c_char,
+        unsafe extern "C" fn(*const c_char, *mut c_void),
+        *mut c_void,
+    ) -> c_int;
+    unsafe extern "C" fn receive(json: *const c_char, data: *mut c_void) {
+        // SAFETY: `data` is the String below.
+        let out = unsafe { &mut *data.cast::<String>() };
+        // SAFETY: `json` is a NUL-terminated string from the simulator.
+        *out = unsafe { CStr::from_ptr(json) }
+            .to_string_lossy()
+            .into_owned();
+    }
+    let lib_path = simulator_library()?;
+    // SAFETY: loading our own simulator library; its initialisers do nothing.
+    let lib = unsafe { Library::open(Some(&lib_path), RTLD_NOW | RTLD_GLOBAL) }
+        .map_err(|e| format!("loading {}: {e}", lib_path.display()))?;
+    // SAFETY: the simulator exports this entry point with this prototype.
+    let entry = unsafe { lib.get::<Entry>(b"rocprofiler_sim_run\0") }.map_err(|e| e.to_string())?;
+    let json = CString::new(serde_json::to_string(spec).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    // SAFETY: valid string, callback and data pointer for the duration of the call.
+    let rc = unsafe { entry(json.as_ptr(), receive, (&mut out as *mut String).cast()) };
+    // The SDK stays loaded until exit, as the real one does.
+    std::mem::forget(lib);
+    if rc != 0 {
+        return Err(format!("simulator failed ({rc}): {out}"));
+    }
+    serde_json::from_str(&out).map_err(|e| format!("bad report: {e}: {out}"))
+}
+
+/// Name of the test that [`child_entry!`] defines.
+pub const CHILD_TEST: &str = "rocprofiler_sim_child";
+
+/// Runs `spec` in a child process: the current test executable re-run with only the
+/// [`child_entry!`] test selected and [`CHILD_ENV`] set. Each run gets a fresh process, like a
+/// real application, so the tool's `static` state starts empty; a crash in the tool fails this
+/// call instead of the test runner.
+pub fn run_isolated(spec: &RunSpec) -> Result<Outcome, String> {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "rocprofiler-sim-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let spec_path = dir.join("spec.json");
+    let report_path = dir.join("report.json");
+    std::fs::write(
+        &spec_path,
+        serde_json::to_vec(spec).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        CHILD_TEST,
+        "--exact",
+        "--nocapture",
+        "--test-threads=1",
+        "-q",
+    ])
+    .env(CHILD_ENV, &spec_path)
+    .env("ROCPROFILER_SIM_REPORT", &report_path);
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = std::fs::read_to_string(&report_path).map_err(|e| {
+        format!(
+            "child produced no report ({e}); status {} (does the test file invoke \
+             rocprofiler_sim::child_entry!() at its root?); stdout:\n{}\nstderr:\n{stderr}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = serde_json::from_str(&report).map_err(|e| e.to_string())?;
+    Ok(Outcome { report, stderr })
+}
+
+/// The body of the [`child_entry!`] test: does nothing unless [`CHILD_ENV`] is set, in which
+/// case it runs the spec in this process and writes the report.
+pub fn serve_child() {
+    let Some(spec_path) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
+    let result = (|| -> Result<(), String> {
+        let spec: RunSpec = serde_json::from_slice(
+            &std::fs::read(Path::new(&spec_path)).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| e.to_string())?;
+        let report = run_in_process(&spec)?;
+        let path =
+            std::env::var_os("ROCPROFILER_SIM_REPORT").ok_or("ROCPROFILER_SIM_REPORT unset")?;
+        std::fs::write(
+            path,
+            serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| e.to_string())
+    })();
+    if let Err(e) = result {
+        eprintln!("rocprofiler-sim child: {e}");
+        std::process::exit(3);
+    }
+}
+
+/// Defines the test that [`host::run_isolated`](crate::host::run_isolated) re-runs in a child
+/// process. Invoke once, at the root of an integration-test file.
+#[macro_export]
+macro_rules! child_entry {
+    () => {
+        #[test]
+        fn rocprofiler_sim_child() {
+            $crate::host::serve_child();
+        }
+    };
+}

@@ -1,0 +1,78 @@
+//! The one place where closures called by C run: panics are caught, reported once and turn the
+//! registration off. Nothing unwinds into the SDK.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::Runtime;
+
+/// A boxed user closure registered with the SDK. Leaked on purpose (see [`Slot::leak`]).
+pub(crate) struct Slot<F: ?Sized> {
+    pub(crate) what: &'static str,
+    pub(crate) enabled: AtomicBool,
+    pub(crate) rt: Runtime,
+    pub(crate) f: F,
+}
+
+impl<F> Slot<F> {
+    /// Moves the closure to the heap for the rest of the process. rocprofiler-sdk has no call
+    /// that removes a service from a context, contexts cannot be destroyed, and
+    /// `rocprofiler_stop_context` does not wait for callbacks already running on other threads,
+    /// so no moment exists at which freeing it would be sound. Registrations only happen inside
+    /// the tool's `initialize`, so this is a handful of small boxes per process.
+    pub(crate) fn leak(what: &'static str, rt: &Runtime, f: F) -> &'static Slot<F> {
+        Box::leak(Box::new(Slot {
+            what,
+            enabled: AtomicBool::new(true),
+            rt: rt.clone(),
+            f,
+        }))
+    }
+
+    /// Address handed to C as `void*` user data.
+    pub(crate) fn as_c(&'static self) -> *mut std::ffi::c_void {
+        (self as *const Self).cast_mut().cast()
+    }
+}
+
+impl<F: ?Sized> Slot<F> {
+    /// Runs `body` unless disabled; a panic disables the slot and yields `None`.
+    pub(crate) fn run<R>(&self, body: impl FnOnce() -> R) -> Option<R> {
+        if !self.enabled.load(Ordering::Relaxed) {
+            return None;
+        }
+        match catch_unwind(AssertUnwindSafe(body)) {
+            Ok(r) => Some(r),
+            Err(p) => {
+                if self.enabled.swap(false, Ordering::Relaxed) {
+                    report_panic(self.what, &p);
+                }
+                None
+            }
+        }
+    }
+}
+
+/// Runs `body`, catching a panic; on panic `flag` is cleared and the panic reported once.
+pub(crate) fn guard<R>(what: &str, flag: &AtomicBool, body: impl FnOnce() -> R) -> Option<R> {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(r) => Some(r),
+        Err(p) => {
+            if flag.swap(false, Ordering::Relaxed) {
+                report_panic(what, &p);
+            }
+            None
+        }
+    }
+}
+
+fn report_panic(what: &str, p: &Box<dyn Any + Send>) {
+    let msg = p
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| p.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("<non-string panic>");
+    // A profiler must not take the application down: log once, switch this part off.
+    eprintln!("rocprofiler: panic in {what}: {msg}; it is disabled from now on");
+}
