@@ -416,7 +416,7 @@ fn architecture(major: u32, minor: u32) -> &'static str {
         (8, 0 | 6 | 7) => "Ampere",
         (8, 9) => "Ada",
         (9, _) => "Hopper",
-        (10 | 11 | 12, _) => "Blackwell",
+        (10..=12, _) => "Blackwell",
         _ => "",
     }
 }

@@ -209,7 +209,7 @@ impl Tool {
                     // tracer outlives every record handler (it lives in the
                     // process-wide tool slot).
                     let devices = tracer_devices(&tracer);
-                    DevicesSink(Box::new(move |d| devices(d)))
+                    DevicesSink(Box::new(devices))
                 },
             ),
             api_on: AtomicBool::new(false),
