@@ -183,6 +183,23 @@ pub enum Op {
         #[serde(default)]
         device: usize,
     },
+    /// `hipEventRecord` of a new event (remembered under `event` on this thread) on `stream`.
+    EventRecord {
+        /// Name to synchronise on it by.
+        event: String,
+        /// HIP device.
+        #[serde(default)]
+        device: usize,
+        /// Stream (0 = null stream).
+        #[serde(default)]
+        stream: u32,
+    },
+    /// `hipEventSynchronize` of an event recorded earlier on this thread: waits for the work
+    /// submitted to its device before the record.
+    EventSync {
+        /// Name given at record.
+        event: String,
+    },
     /// `roctxMarkA`.
     Mark {
         /// Message.
@@ -299,6 +316,7 @@ impl Scenario {
                     | Op::Memcpy { device, .. }
                     | Op::StreamSync { device, .. }
                     | Op::DeviceSync { device }
+                    | Op::EventRecord { device, .. }
                     | Op::Launch { device, .. } => Some(*device),
                     _ => None,
                 };
@@ -338,6 +356,12 @@ impl Scenario {
                     }
                     Op::RangeStop { slot } if !slots.contains(slot) => {
                         return Err(format!("range slot {slot} stopped before it started"));
+                    }
+                    Op::EventRecord { event, .. } => {
+                        slots.insert(format!("event:{event}"));
+                    }
+                    Op::EventSync { event } if !slots.contains(&format!("event:{event}")) => {
+                        return Err(format!("event {event} synchronised before it was recorded"));
                     }
                     Op::Repeat { ops, .. } => walk(s, gpus, ops, slots)?,
                     _ => {}
@@ -415,6 +439,8 @@ impl Scenario {
                     }
                     Op::StreamSync { .. } => bump(&mut e.hip_calls, "hipStreamSynchronize", times),
                     Op::DeviceSync { .. } => bump(&mut e.hip_calls, "hipDeviceSynchronize", times),
+                    Op::EventRecord { .. } => bump(&mut e.hip_calls, "hipEventRecord", times),
+                    Op::EventSync { .. } => bump(&mut e.hip_calls, "hipEventSynchronize", times),
                     Op::Mark { message } => {
                         bump(&mut e.marker_calls, "roctxMarkA", times);
                         e.marker_messages.insert(message.clone());
@@ -436,9 +462,54 @@ impl Scenario {
         }
         for t in &self.threads {
             walk(self, &gpus, &t.ops, 1, &mut e);
+            let switches = device_switches(&t.ops, &mut 0);
+            if switches > 0 {
+                bump(&mut e.hip_calls, "hipSetDevice", switches);
+            }
         }
         e
     }
+}
+
+/// The HIP device an op runs on, if it names one (these ops make a thread switch devices).
+pub(crate) fn op_device(op: &Op) -> Option<usize> {
+    match op {
+        Op::Malloc { device, .. }
+        | Op::Free { device }
+        | Op::Memcpy { device, .. }
+        | Op::Launch { device, .. }
+        | Op::StreamSync { device, .. }
+        | Op::DeviceSync { device }
+        | Op::EventRecord { device, .. } => Some(*device),
+        _ => None,
+    }
+}
+
+/// `hipSetDevice` calls a thread makes for `ops` (it starts on device 0 and switches whenever
+/// an op names another device), updating `current`.
+fn device_switches(ops: &[Op], current: &mut usize) -> u64 {
+    let mut n = 0;
+    for op in ops {
+        match op {
+            Op::Repeat { times, ops } => {
+                // After one pass the device a pass starts on no longer changes, so every later
+                // pass switches as often as the second.
+                if *times > 0 {
+                    n += device_switches(ops, current);
+                }
+                if *times > 1 {
+                    n += u64::from(times - 1) * device_switches(ops, current);
+                }
+            }
+            other => {
+                if let Some(d) = op_device(other).filter(|d| d != current) {
+                    *current = d;
+                    n += 1;
+                }
+            }
+        }
+    }
+    n
 }
 
 #[cfg(test)]
@@ -466,6 +537,38 @@ mod tests {
             4.0 * 64.0 + 4.0 * 256.0 + 3.0 * 8.0
         );
         assert_eq!(e.counter_records["TCC_HIT"], 8 * 16);
+        // The worker thread runs on device 1: one switch.
+        assert_eq!(e.hip_calls["hipSetDevice"], 1);
+    }
+
+    #[test]
+    fn device_switches_inside_repeats() {
+        let launch = |device| Op::Launch {
+            kernel: "vadd".into(),
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            shared_mem: 0,
+            device,
+            stream: 0,
+            counters: BTreeMap::new(),
+        };
+        let mut s = Scenario::default_scenario();
+        s.threads = vec![ThreadSpec {
+            ops: vec![Op::Repeat {
+                times: 3,
+                ops: vec![launch(1), launch(0)],
+            }],
+        }];
+        // 0→1, 1→0 in each of the three passes.
+        assert_eq!(s.expected().hip_calls["hipSetDevice"], 6);
+        s.threads[0].ops = vec![
+            launch(0),
+            Op::Repeat {
+                times: 4,
+                ops: vec![launch(1)],
+            },
+        ];
+        assert_eq!(s.expected().hip_calls["hipSetDevice"], 1);
     }
 
     #[test]

@@ -66,6 +66,7 @@ c_enum! {
         NONE = -1,
         hipDeviceSynchronize = 66,
         hipEventRecord = 81,
+        hipEventSynchronize = 82,
         hipExtLaunchKernel = 84,
         hipFree = 90,
         hipGetDevice = 102,
@@ -234,6 +235,22 @@ pub struct rocprofiler_hip_args_hipEventRecord_t {
     pub stream: hipStream_t,
 }
 
+/// Arguments of `hipEventSynchronize` (the table measures its size only: one `hipEvent_t`).
+#[repr(C)]
+#[derive(Copy, Clone, Debug)]
+pub struct rocprofiler_hip_args_hipEventSynchronize_t {
+    /// Event.
+    pub event: hipEvent_t,
+}
+
+/// Arguments of `hipSetDevice` (the table measures its size only: one `int`).
+#[repr(C)]
+#[derive(Copy, Clone, Debug)]
+pub struct rocprofiler_hip_args_hipSetDevice_t {
+    /// HIP device ordinal.
+    pub deviceId: c_int,
+}
+
 /// Arguments of a HIP runtime call: one member per function (472 with HIP 6.3 headers). Only
 /// the members read by this project are bound; `_bytes` pins the size (88: the largest member,
 /// `hipExtModuleLaunchKernel`).
@@ -260,6 +277,10 @@ pub union rocprofiler_hip_api_args_t {
     pub hipStreamSynchronize: rocprofiler_hip_args_hipStreamSynchronize_t,
     /// `hipEventRecord`.
     pub hipEventRecord: rocprofiler_hip_args_hipEventRecord_t,
+    /// `hipEventSynchronize`.
+    pub hipEventSynchronize: rocprofiler_hip_args_hipEventSynchronize_t,
+    /// `hipSetDevice`.
+    pub hipSetDevice: rocprofiler_hip_args_hipSetDevice_t,
     /// The whole union as words.
     pub _bytes: [u64; 11],
 }

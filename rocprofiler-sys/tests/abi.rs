@@ -325,6 +325,8 @@ fn layouts() -> Vec<Layout> {
             hipEventRecord,
             hipEventRecord.event => "hipEventRecord.event",
             hipEventRecord.stream => "hipEventRecord.stream",
+            hipEventSynchronize,
+            hipSetDevice,
         }),
         layout!(rocprofiler_hip_api_retval_t {
             uint64_t_retval,

@@ -322,6 +322,51 @@ impl<'a> HipCall<'a> {
         // SAFETY: the operation says which union member the SDK filled.
         Some(unsafe { self.data.args.hipStreamSynchronize.stream } as u64)
     }
+    /// `(event, stream)` of `hipEventRecord`.
+    pub fn event_record(&self) -> Option<(u64, u64)> {
+        if self.operation() != sys::rocprofiler_hip_runtime_api_id_t::hipEventRecord {
+            return None;
+        }
+        // SAFETY: the operation says which union member the SDK filled.
+        let e = unsafe { self.data.args.hipEventRecord };
+        Some((e.event as u64, e.stream as u64))
+    }
+    /// Event of `hipEventSynchronize`.
+    pub fn synchronized_event(&self) -> Option<u64> {
+        if self.operation() != sys::rocprofiler_hip_runtime_api_id_t::hipEventSynchronize {
+            return None;
+        }
+        // SAFETY: the operation says which union member the SDK filled.
+        Some(unsafe { self.data.args.hipEventSynchronize.event } as u64)
+    }
+    /// Device ordinal of `hipSetDevice`.
+    pub fn set_device(&self) -> Option<i32> {
+        if self.operation() != sys::rocprofiler_hip_runtime_api_id_t::hipSetDevice {
+            return None;
+        }
+        // SAFETY: the operation says which union member the SDK filled.
+        Some(unsafe { self.data.args.hipSetDevice.deviceId })
+    }
+    /// The stream argument of the bound calls that take one (launches, `hipMemcpyAsync`,
+    /// `hipMemsetAsync`, `hipStreamSynchronize`, `hipEventRecord`); 0 is the null stream.
+    pub fn stream(&self) -> Option<u64> {
+        type Id = sys::rocprofiler_hip_runtime_api_id_t;
+        if let Some(l) = self.launch() {
+            return Some(l.stream);
+        }
+        if let Some(m) = self.memcpy() {
+            return m.stream;
+        }
+        match self.operation() {
+            Id::hipMemsetAsync => {
+                // SAFETY: the operation says which union member the SDK filled.
+                Some(unsafe { self.data.args.hipMemsetAsync.stream } as u64)
+            }
+            _ => self
+                .synchronized_stream()
+                .or_else(|| self.event_record().map(|(_, s)| s)),
+        }
+    }
     /// The raw payload.
     pub fn raw(&self) -> &'a sys::rocprofiler_callback_tracing_hip_api_data_t {
         self.data

@@ -84,6 +84,11 @@ impl Device {
         }
     }
 
+    /// Work submitted so far (the sequence number of the latest).
+    pub(crate) fn submitted(&self) -> u64 {
+        lock(&self.state.0).submitted
+    }
+
     pub(crate) fn wait_seq(&self, seq: u64) {
         self.wait_until(|s| s.completed >= seq);
     }

@@ -407,12 +407,35 @@ struct ThreadState {
     depth: i32,
     ranges: HashMap<String, u64>,
     next_ptr: u64,
+    /// The thread's current HIP device (HIP starts every thread on device 0).
+    device: usize,
+    /// Recorded events: handle, device, device work submitted before the record.
+    events: HashMap<String, (u64, usize, u64)>,
+}
+
+fn event_handle(sim: &Sim) -> u64 {
+    0x6000_0000 + sim.next_event.fetch_add(1, Ordering::Relaxed) * 0x10
 }
 
 fn run_ops(sim: &Sim, ops: &[Op], th: &mut ThreadState) {
     type Id = sys::rocprofiler_hip_runtime_api_id_t;
     type M = sys::rocprofiler_marker_core_api_id_t;
     for op in ops {
+        // A HIP program switches devices with hipSetDevice before using another one.
+        if let Some(d) = crate::scenario::op_device(op).filter(|d| *d != th.device) {
+            let mut data = hip_data();
+            data.args.hipSetDevice = sys::rocprofiler_hip_args_hipSetDevice_t {
+                deviceId: d as i32,
+            };
+            traced(
+                sim,
+                CbKind::HIP_RUNTIME_API,
+                Id::hipSetDevice.0,
+                &mut data,
+                |data, _| set_success(data),
+            );
+            th.device = d;
+        }
         match op {
             Op::Malloc { bytes, .. } => {
                 let mut out: *mut c_void = std::ptr::null_mut();
@@ -574,6 +597,47 @@ fn run_ops(sim: &Sim, ops: &[Op], th: &mut ThreadState) {
                     &mut d,
                     |d, _| {
                         sim.devices[*device].wait_idle();
+                        set_success(d);
+                    },
+                );
+            }
+            Op::EventRecord {
+                event,
+                device,
+                stream,
+            } => {
+                let handle = event_handle(sim);
+                let mut d = hip_data();
+                d.args.hipEventRecord = sys::rocprofiler_hip_args_hipEventRecord_t {
+                    event: handle as *mut c_void,
+                    stream: stream_handle(*device, *stream) as *mut c_void,
+                };
+                let mut seq = 0;
+                traced(
+                    sim,
+                    CbKind::HIP_RUNTIME_API,
+                    Id::hipEventRecord.0,
+                    &mut d,
+                    |d, _| {
+                        seq = sim.devices[*device].submitted();
+                        set_success(d);
+                    },
+                );
+                th.events.insert(event.clone(), (handle, *device, seq));
+            }
+            Op::EventSync { event } => {
+                let (handle, device, seq) = th.events.get(event).copied().unwrap_or((0, 0, 0));
+                let mut d = hip_data();
+                d.args.hipEventSynchronize = sys::rocprofiler_hip_args_hipEventSynchronize_t {
+                    event: handle as *mut c_void,
+                };
+                traced(
+                    sim,
+                    CbKind::HIP_RUNTIME_API,
+                    Id::hipEventSynchronize.0,
+                    &mut d,
+                    |d, _| {
+                        sim.devices[device].wait_seq(seq);
                         set_success(d);
                     },
                 );

@@ -125,6 +125,7 @@ pub(crate) struct Sim {
     pub(crate) next_corr: AtomicU64,
     pub(crate) next_dispatch: AtomicU64,
     pub(crate) next_range: AtomicU64,
+    pub(crate) next_event: AtomicU64,
     /// SDK-owned agent structs; pointers to them are handed out (boxed: stable addresses).
     #[allow(clippy::vec_box)]
     pub(crate) agents: Vec<Box<sys::rocprofiler_agent_v0_t>>,
@@ -269,6 +270,7 @@ impl Sim {
             next_corr: AtomicU64::new(1),
             next_dispatch: AtomicU64::new(1),
             next_range: AtomicU64::new(1),
+            next_event: AtomicU64::new(1),
             agents,
             gpu_agents,
             cpu_agent,
