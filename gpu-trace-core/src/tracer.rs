@@ -424,6 +424,12 @@ impl Tracer {
         self.inner.counters.register(spec)
     }
 
+    /// The counter table, for backends that register counters from their own threads
+    /// (when a counters session names them).
+    pub fn counters(&self) -> &Arc<Counters> {
+        &self.inner.counters
+    }
+
     /// The configuration the tracer runs with.
     pub fn config(&self) -> &Config {
         &self.inner.config
