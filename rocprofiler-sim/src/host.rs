@@ -31,6 +31,12 @@ pub struct RunSpec {
     pub sdk_version: u32,
     /// Extra environment for the child process (e.g. where the tool writes its results).
     pub env: Vec<(String, String)>,
+    /// Finalise from an exit handler registered before the tool is loaded, as the real SDK
+    /// may, instead of right after the program: handlers the tool registers later (its own,
+    /// and its libraries' static destructors) then run first. The report is written before
+    /// exit, so problems at exit only show on stderr (`protocol violation: ...`).
+    #[serde(default)]
+    pub finalize_at_exit: bool,
 }
 
 impl RunSpec {
@@ -41,6 +47,7 @@ impl RunSpec {
             scenario,
             sdk_version: DEFAULT_SDK_VERSION,
             env: Vec::new(),
+            finalize_at_exit: false,
         }
     }
     /// Sets an environment variable of the child.

@@ -424,9 +424,8 @@ fn run_ops(sim: &Sim, ops: &[Op], th: &mut ThreadState) {
         // A HIP program switches devices with hipSetDevice before using another one.
         if let Some(d) = crate::scenario::op_device(op).filter(|d| *d != th.device) {
             let mut data = hip_data();
-            data.args.hipSetDevice = sys::rocprofiler_hip_args_hipSetDevice_t {
-                deviceId: d as i32,
-            };
+            data.args.hipSetDevice =
+                sys::rocprofiler_hip_args_hipSetDevice_t { deviceId: d as i32 };
             traced(
                 sim,
                 CbKind::HIP_RUNTIME_API,

@@ -373,6 +373,13 @@ fn run(spec: RunSpec) -> Result<Report, String> {
     let sim = sim().expect("just set");
     lock(&sim.report).sdk_version = version;
 
+    if sim.spec.finalize_at_exit {
+        // SAFETY: a plain `extern "C" fn()` that catches panics.
+        if unsafe { atexit(finalize_at_exit) } != 0 {
+            return Err("cannot register the exit handler".into());
+        }
+    }
+
     // The SDK dlopens tools RTLD_LOCAL; it finds our symbols because we were loaded RTLD_GLOBAL.
     // SAFETY: loading the tool under test runs its initialisers, as the real SDK does.
     let tool = unsafe { Library::open(Some(&sim.spec.tool), RTLD_NOW | RTLD_LOCAL) }
@@ -470,7 +477,20 @@ fn run(spec: RunSpec) -> Result<Report, String> {
     // The application.
     exec::run_program(sim);
 
-    // Exit: drain, unload code objects, finalize the tool, stop SDK threads.
+    if sim.spec.finalize_at_exit {
+        // Like the real SDK, the tool stays loaded until the process exits.
+        std::mem::forget(tool);
+        return Ok(lock(&sim.report).clone());
+    }
+    finalize_sdk(sim);
+    // Like the real SDK, the tool stays loaded until the process exits.
+    std::mem::forget(tool);
+    Ok(lock(&sim.report).clone())
+}
+
+/// Exit: drain, unload code objects, finalize the tool, stop SDK threads, check that every
+/// record was delivered.
+fn finalize_sdk(sim: &Sim) {
     for d in &sim.devices {
         d.wait_idle();
     }
@@ -496,9 +516,16 @@ fn run(spec: RunSpec) -> Result<Report, String> {
     for t in threads.iter().chain(sim.default_delivery.get()) {
         t.shutdown();
     }
-    // Like the real SDK, the tool stays loaded until the process exits.
-    std::mem::forget(tool);
-    Ok(lock(&sim.report).clone())
+}
+
+extern "C" fn finalize_at_exit() {
+    if let Some(sim) = sim() {
+        let _ = std::panic::catch_unwind(|| finalize_sdk(sim));
+    }
+}
+
+unsafe extern "C" {
+    fn atexit(f: extern "C" fn()) -> c_int;
 }
 
 /// Entry point of the cdylib: runs a [`RunSpec`] (JSON) and hands the [`Report`] (JSON) to
