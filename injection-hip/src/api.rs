@@ -1,0 +1,474 @@
+//! HIP runtime calls and roctx markers, from callback tracing on the application's threads.
+//!
+//! This is the per-call hot path. ENTER stores a timestamp in the SDK's per-call slot; EXIT
+//! builds an [`ApiCall`] from ids and copies it into the thread's buffer. Only calls that
+//! launch, copy, set, allocate, free, synchronise or record events are subscribed. Which GPU
+//! work a synchronisation waited for comes from the last submission per stream, kept in a
+//! sharded map so that threads on different streams do not share a lock.
+
+use gpu_trace_core::Recorder;
+use gpu_trace_core::clock::boottime_ns;
+use gpu_trace_core::model::{ApiCall, Marker, NameId};
+use gpu_trace_core::names::Names;
+use rocprofiler::{CallbackEvent, HipCall, MarkerOp, Payload, Phase};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use std::cell::Cell;
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+thread_local! {
+    // HIP starts every thread on device 0; hipSetDevice changes it.
+    static CURRENT_DEVICE: Cell<i32> = const { Cell::new(0) };
+}
+
+fn current_device() -> i32 {
+    CURRENT_DEVICE.try_with(Cell::get).unwrap_or(0)
+}
+
+/// What a HIP call does, as far as the trace is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Class {
+    /// Launches kernels (their dispatch records carry its correlation id).
+    Launch,
+    /// Copies memory.
+    Copy,
+    /// Sets memory.
+    Set,
+    /// `hipStreamSynchronize`.
+    SyncStream,
+    /// `hipDeviceSynchronize`, `hipCtxSynchronize`.
+    SyncDevice,
+    /// `hipEventSynchronize`.
+    SyncEvent,
+    /// `hipEventRecord`.
+    EventRecord,
+    /// `hipSetDevice`: followed to know each thread's device, not drawn.
+    SetDevice,
+    /// Drawn, nothing else (allocations, stream creation, stream waits).
+    Plain,
+}
+
+impl Class {
+    fn submits(self) -> bool {
+        matches!(self, Class::Launch | Class::Copy | Class::Set)
+    }
+}
+
+/// Which HIP calls are traced, by name. Ids are not hard-coded: the SDK names them.
+pub(crate) fn classify(name: &str) -> Option<Class> {
+    let starts = |p: &[&str]| p.iter().any(|p| name.starts_with(p));
+    Some(match name {
+        "hipSetDevice" => Class::SetDevice,
+        "hipDeviceSynchronize" | "hipCtxSynchronize" => Class::SyncDevice,
+        "hipEventSynchronize" => Class::SyncEvent,
+        // Runs a host function: no GPU record carries its correlation id.
+        "hipLaunchHostFunc" | "hipLaunchHostFunc_spt" => return None,
+        _ if starts(&["hipStreamSynchronize"]) => Class::SyncStream,
+        _ if starts(&["hipEventRecord"]) => Class::EventRecord,
+        _ if starts(&[
+            "hipLaunch",
+            "hipModuleLaunch",
+            "hipExtLaunch",
+            "hipExtModuleLaunchKernel",
+            "hipHccModuleLaunchKernel",
+            "hipGraphLaunch",
+        ]) =>
+        {
+            Class::Launch
+        }
+        _ if starts(&["hipMemcpy"]) => Class::Copy,
+        _ if starts(&["hipMemset"]) => Class::Set,
+        _ if starts(&[
+            "hipMalloc",
+            "hipFree",
+            "hipHostMalloc",
+            "hipHostFree",
+            "hipHostAlloc",
+            "hipExtMallocWithFlags",
+            "hipStreamCreate",
+            "hipStreamDestroy",
+            "hipStreamWaitEvent",
+        ]) =>
+        {
+            Class::Plain
+        }
+        _ => return None,
+    })
+}
+
+struct Op {
+    name: &'static str,
+    class: Class,
+    /// Interned name id + 1; 0 until first use.
+    interned: AtomicU32,
+}
+
+/// The traced HIP operations, indexed by operation id.
+pub(crate) struct OpTable {
+    ops: Vec<Option<Op>>,
+}
+
+impl OpTable {
+    /// From the SDK's `(operation, name)` list.
+    pub(crate) fn new(all: &[(i32, &'static str)]) -> Self {
+        let max = all.iter().map(|(op, _)| *op).max().unwrap_or(-1);
+        let mut ops: Vec<Option<Op>> = (0..=max.max(0)).map(|_| None).collect();
+        for &(op, name) in all {
+            if let (Ok(i), Some(class)) = (usize::try_from(op), classify(name)) {
+                ops[i] = Some(Op {
+                    name,
+                    class,
+                    interned: AtomicU32::new(0),
+                });
+            }
+        }
+        Self { ops }
+    }
+
+    /// Operation ids to subscribe to.
+    pub(crate) fn traced(&self) -> Vec<i32> {
+        self.ops
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.is_some())
+            .map(|(i, _)| i as i32)
+            .collect()
+    }
+
+    fn get(&self, op: i32) -> Option<&Op> {
+        usize::try_from(op)
+            .ok()
+            .and_then(|i| self.ops.get(i))
+            .and_then(Option::as_ref)
+    }
+}
+
+const SHARDS: usize = 16;
+
+/// A small map split into independently locked shards.
+struct Sharded<K, V> {
+    shards: [Mutex<FxHashMap<K, V>>; SHARDS],
+}
+
+impl<K: Hash + Eq + Copy, V: Copy> Sharded<K, V> {
+    fn new() -> Self {
+        Self {
+            shards: std::array::from_fn(|_| Mutex::new(FxHashMap::default())),
+        }
+    }
+
+    fn shard(&self, k: &K) -> &Mutex<FxHashMap<K, V>> {
+        let mut h = rustc_hash::FxHasher::default();
+        k.hash(&mut h);
+        &self.shards[(h.finish() as usize >> 7) % SHARDS]
+    }
+
+    fn set(&self, k: K, v: V) {
+        self.shard(&k)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(k, v);
+    }
+
+    fn get(&self, k: &K) -> Option<V> {
+        self.shard(k)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(k)
+            .copied()
+    }
+
+    fn remove(&self, k: &K) {
+        self.shard(k)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(k);
+    }
+
+    fn collect(&self, mut f: impl FnMut(&K, &V)) {
+        for s in &self.shards {
+            for (k, v) in s.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                f(k, v);
+            }
+        }
+    }
+}
+
+/// A stream as a map key. Stream handles are process-wide, except the null stream (0), which
+/// each device has its own of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct StreamKey {
+    /// The device for the null stream; `ANY_DEVICE` for a stream handle.
+    device: i32,
+    stream: u64,
+}
+
+const ANY_DEVICE: i32 = -1;
+
+impl StreamKey {
+    fn new(device: i32, stream: u64) -> Self {
+        Self {
+            device: if stream == 0 { device } else { ANY_DEVICE },
+            stream,
+        }
+    }
+}
+
+/// The last submission to a stream: the device it was made on and its correlation id.
+#[derive(Debug, Clone, Copy)]
+struct Last {
+    device: i32,
+    correlation: u64,
+}
+
+/// Upper bound on wait arrows from one device-wide synchronisation.
+const MAX_WAITS: usize = 8;
+
+/// Everything the HIP and roctx callbacks share.
+pub(crate) struct ApiState {
+    recorder: Recorder,
+    names: std::sync::Arc<Names>,
+    ops: OpTable,
+    last_on_stream: Sharded<StreamKey, Last>,
+    /// event → correlation of the last work before it was recorded.
+    event_targets: Sharded<u64, u64>,
+}
+
+impl ApiState {
+    pub(crate) fn new(recorder: Recorder, names: std::sync::Arc<Names>, ops: OpTable) -> Self {
+        Self {
+            recorder,
+            names,
+            ops,
+            last_on_stream: Sharded::new(),
+            event_targets: Sharded::new(),
+        }
+    }
+
+    fn name(&self, op: &Op) -> NameId {
+        match op.interned.load(Ordering::Relaxed) {
+            0 => {
+                let id = self.names.intern(op.name);
+                op.interned.store(id.0 + 1, Ordering::Relaxed);
+                id
+            }
+            v => NameId(v - 1),
+        }
+    }
+
+    /// A HIP runtime call entering or leaving.
+    pub(crate) fn on_hip(&self, ev: &mut CallbackEvent<'_>) {
+        let Some(op) = self.ops.get(ev.operation()) else {
+            return;
+        };
+        match ev.phase() {
+            Phase::Enter if op.class != Class::SetDevice => ev.set_user_data(boottime_ns()),
+            Phase::Exit => {
+                let end = boottime_ns();
+                let Payload::Hip(call) = ev.payload() else {
+                    return;
+                };
+                if op.class == Class::SetDevice {
+                    if call.hip_error() == 0
+                        && let Some(d) = call.set_device()
+                    {
+                        let _ = CURRENT_DEVICE.try_with(|c| c.set(d));
+                    }
+                    return;
+                }
+                crate::failpoint::maybe_panic("hip", op.name == "hipLaunchKernel");
+                let start = match ev.user_data() {
+                    0 => end,
+                    s => s.min(end),
+                };
+                self.record(ev, op, &call, start, end);
+            }
+            _ => {}
+        }
+    }
+
+    fn record(&self, ev: &CallbackEvent<'_>, op: &Op, call: &HipCall<'_>, start: u64, end: u64) {
+        let status = call.hip_error();
+        let ok = status == 0;
+        let corr = ev.correlation_id().internal;
+        let device = current_device();
+        let submits = ok && op.class.submits();
+        let mut waits: SmallVec<[u64; 2]> = SmallVec::new();
+        match op.class {
+            _ if submits => {
+                // Synchronous copies and sets run on the null stream; a launch whose stream
+                // argument is not bound here is not remembered.
+                let stream = call.stream().or_else(|| {
+                    (op.class != Class::Launch && !op.name.contains("Async")).then_some(0)
+                });
+                if let Some(s) = stream {
+                    self.last_on_stream.set(
+                        StreamKey::new(device, s),
+                        Last {
+                            device,
+                            correlation: corr,
+                        },
+                    );
+                }
+            }
+            Class::SyncStream => {
+                if let Some(last) = call
+                    .stream()
+                    .and_then(|s| self.last_on_stream.get(&StreamKey::new(device, s)))
+                {
+                    waits.push(last.correlation);
+                }
+            }
+            Class::SyncDevice => {
+                let mut all: SmallVec<[u64; 8]> = SmallVec::new();
+                self.last_on_stream.collect(|_, v| {
+                    if v.device == device {
+                        all.push(v.correlation);
+                    }
+                });
+                all.sort_unstable_by(|a, b| b.cmp(a));
+                waits.extend(all.into_iter().take(MAX_WAITS));
+            }
+            Class::EventRecord if ok => {
+                if let Some((event, stream)) = call.event_record() {
+                    match self.last_on_stream.get(&StreamKey::new(device, stream)) {
+                        Some(last) => self.event_targets.set(event, last.correlation),
+                        None => self.event_targets.remove(&event),
+                    }
+                }
+            }
+            Class::SyncEvent => {
+                if let Some(c) = call
+                    .synchronized_event()
+                    .and_then(|e| self.event_targets.get(&e))
+                {
+                    waits.push(c);
+                }
+            }
+            _ => {}
+        }
+        self.recorder.api(ApiCall {
+            name: self.name(op),
+            thread: ev.thread_id() as u32,
+            start,
+            end,
+            correlation_id: corr,
+            submits,
+            waits,
+            status,
+        });
+    }
+}
+
+/// A roctx call. Marks, pushes, pops and stops are placed at entry; a start at exit,
+/// where its range id is known, with the time of its entry.
+pub(crate) fn on_marker(r: &Recorder, ev: &mut CallbackEvent<'_>) {
+    let Payload::Marker(m) = ev.payload() else {
+        return;
+    };
+    let thread = ev.thread_id() as u32;
+    let text = || m.message().map(|s| s.to_string_lossy()).unwrap_or_default();
+    match (m.op(), ev.phase()) {
+        (MarkerOp::Mark, Phase::Enter) => {
+            r.marker(thread, boottime_ns(), &text(), |text| Marker::Mark {
+                domain: None,
+                text,
+            });
+        }
+        (MarkerOp::RangePush, Phase::Enter) => {
+            r.marker(thread, boottime_ns(), &text(), |text| Marker::Push {
+                domain: None,
+                text,
+            });
+        }
+        (MarkerOp::RangePop, Phase::Enter) => {
+            r.marker(thread, boottime_ns(), "", |_| Marker::Pop { domain: None });
+        }
+        (MarkerOp::RangeStart, Phase::Enter) => ev.set_user_data(boottime_ns()),
+        (MarkerOp::RangeStart, Phase::Exit) => {
+            if let Some(id) = m.range_id() {
+                let ts = match ev.user_data() {
+                    0 => boottime_ns(),
+                    t => t,
+                };
+                r.marker(thread, ts, &text(), |text| Marker::Start {
+                    id,
+                    domain: None,
+                    text,
+                });
+            }
+        }
+        (MarkerOp::RangeStop, Phase::Enter) => {
+            if let Some(id) = m.range_id() {
+                r.marker(thread, boottime_ns(), "", |_| Marker::End { id });
+            }
+        }
+        _ => {}
+    }
+}
+
+/// roctx operations that become markers.
+pub(crate) fn marker_ops() -> [i32; 5] {
+    type M = rocprofiler::sys::rocprofiler_marker_core_api_id_t;
+    [
+        M::roctxMarkA.0,
+        M::roctxRangePushA.0,
+        M::roctxRangePop.0,
+        M::roctxRangeStartA.0,
+        M::roctxRangeStop.0,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification() {
+        for (name, class) in [
+            ("hipLaunchKernel", Some(Class::Launch)),
+            ("hipLaunchKernel_spt", Some(Class::Launch)),
+            ("hipModuleLaunchKernel", Some(Class::Launch)),
+            ("hipExtModuleLaunchKernel", Some(Class::Launch)),
+            ("hipGraphLaunch", Some(Class::Launch)),
+            ("hipLaunchHostFunc", None),
+            ("hipMemcpyAsync", Some(Class::Copy)),
+            ("hipMemcpyPeer", Some(Class::Copy)),
+            ("hipMemsetD32Async", Some(Class::Set)),
+            ("hipStreamSynchronize", Some(Class::SyncStream)),
+            ("hipStreamSynchronize_spt", Some(Class::SyncStream)),
+            ("hipDeviceSynchronize", Some(Class::SyncDevice)),
+            ("hipEventSynchronize", Some(Class::SyncEvent)),
+            ("hipEventRecord", Some(Class::EventRecord)),
+            ("hipSetDevice", Some(Class::SetDevice)),
+            ("hipMalloc", Some(Class::Plain)),
+            ("hipFreeAsync", Some(Class::Plain)),
+            ("hipGetDevice", None),
+            ("hipGetLastError", None),
+            ("hipSetDeviceFlags", None),
+        ] {
+            assert_eq!(classify(name), class, "{name}");
+        }
+    }
+
+    #[test]
+    fn op_table_subscribes_only_traced_calls() {
+        let t = OpTable::new(&[
+            (102, "hipGetDevice"),
+            (214, "hipLaunchKernel"),
+            (327, "hipSetDevice"),
+            (-1, "NONE"),
+        ]);
+        assert_eq!(t.traced(), vec![214, 327]);
+        assert!(t.get(102).is_none() && t.get(-1).is_none() && t.get(9999).is_none());
+        assert_eq!(t.get(214).map(|o| o.class), Some(Class::Launch));
+    }
+
+    #[test]
+    fn the_null_stream_is_per_device() {
+        assert_ne!(StreamKey::new(0, 0), StreamKey::new(1, 0));
+        assert_eq!(StreamKey::new(0, 0x5000), StreamKey::new(1, 0x5000));
+    }
+}

@@ -1,0 +1,432 @@
+//! Wiring rocprofiler-sdk to the core tracer.
+//!
+//! rocprofiler-sdk only accepts services during the tool's `initialize`, so everything is
+//! configured there, each kind of data on its own context: code objects (started at once and
+//! never stopped: kernel names must be known before the first dispatch), GPU activity
+//! (kernel dispatches and memory copies into one buffer), HIP API calls, roctx markers and
+//! dispatch counting. The tracer's [`Backend::sources_changed`] then starts and stops those
+//! contexts, so that nothing runs while no session asks for it.
+//!
+//! Finalisation: the SDK calls the tool's `finalize` from its own exit handler, which may run
+//! after the handlers registered later than it — including the Perfetto SDK's static
+//! destructors, registered when the tracer started. This library therefore registers its own
+//! exit handler after the tracer has started (so it runs before those destructors) and, from
+//! it, asks the SDK to finalise the tool early. Whichever comes first — the SDK's finalize or
+//! this handler — flushes the buffer, then stops the session and finalises the file; the other
+//! finds it done.
+
+use crate::api::{self, ApiState, OpTable};
+use crate::counters::Counting;
+use crate::records::{self, GpuRecords};
+use gpu_trace_core::config::Problem;
+use gpu_trace_core::guard::catch;
+use gpu_trace_core::model::GpuApi;
+use gpu_trace_core::{Backend, Config, GpuClock, Limits, Sources, Tracer, TracerOptions};
+use rocprofiler::sys;
+use rocprofiler::{
+    Buffer, BufferOptions, BufferTracingKind, CallbackTracingKind, ConfigureInfo, Context, Policy,
+    Runtime, Tool, ToolCell,
+};
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// How long finalisation may wait for the trace to be written.
+const SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
+
+/// The tool, once rocprofiler-sdk configured it.
+pub(crate) struct HipTool {
+    config: Config,
+    problems: Vec<Problem>,
+    tracer: OnceLock<Tracer>,
+    finalized: AtomicBool,
+}
+
+/// What callbacks need; set once the tracer runs.
+struct State {
+    gpu: GpuRecords,
+    api: Option<ApiState>,
+    recorder: gpu_trace_core::Recorder,
+    counting: Counting,
+}
+
+/// Filled after the tracer started; callbacks before that (there are none: the runtime loads
+/// no code and runs no call before the tool's initialize returns) would do nothing.
+type Gate = Arc<OnceLock<Arc<State>>>;
+
+/// What `initialize` creates and `finalize` gets back.
+pub(crate) struct Session {
+    services: Option<Arc<Services>>,
+}
+
+/// The SDK objects, shared by the session and the tracer's backend hooks.
+struct Services {
+    _code_objects: Context,
+    gpu: Context,
+    buffer: Buffer,
+    api: Option<Context>,
+    markers: Option<Context>,
+    counting: Option<Context>,
+    state: Arc<State>,
+    current: Mutex<Switches>,
+    closing: AtomicBool,
+}
+
+#[derive(Default)]
+struct Switches {
+    sources: Sources,
+    counting: bool,
+}
+
+fn switch(ctx: &Context, on: bool, what: &'static str) {
+    let r = if on { ctx.start() } else { ctx.stop() };
+    if let Err(e) = r {
+        gpu_trace_core::log::once(
+            what,
+            format_args!("cannot {} {what}: {e}", if on { "start" } else { "stop" }),
+        );
+    }
+}
+
+impl Services {
+    fn apply(&self, s: &Sources) {
+        if self.closing.load(Ordering::Acquire) {
+            return;
+        }
+        let mut cur = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if s.gpu != cur.sources.gpu {
+            switch(&self.gpu, s.gpu, "GPU activity tracing");
+        }
+        if s.api != cur.sources.api
+            && let Some(c) = &self.api
+        {
+            switch(c, s.api, "HIP API tracing");
+        }
+        if s.markers != cur.sources.markers
+            && let Some(c) = &self.markers
+        {
+            switch(c, s.markers, "roctx tracing");
+        }
+        if let Some(c) = &self.counting {
+            let want = match &s.counters {
+                Some(names) => self.state.counting.select(names),
+                None => false,
+            };
+            if want != cur.counting {
+                switch(c, want, "counter collection");
+                cur.counting = want;
+            }
+        }
+        gpu_trace_core::verbose!(
+            "recording gpu={} api={} roctx={} counters={:?}",
+            s.gpu,
+            s.api,
+            s.markers,
+            s.counters
+        );
+        cur.sources = s.clone();
+    }
+
+    fn flush(&self) {
+        if let Err(e) = self.buffer.flush() {
+            gpu_trace_core::verbose!("buffer flush failed: {e}");
+        }
+    }
+}
+
+struct HipBackend(Arc<Services>);
+
+impl Backend for HipBackend {
+    fn flush(&self, _forced: bool) {
+        // rocprofiler hands over completed work only; there is nothing partial to force.
+        self.0.flush();
+    }
+
+    fn sources_changed(&self, s: &Sources) {
+        self.0.apply(s);
+    }
+}
+
+fn code_object_ops() -> [i32; 2] {
+    type Co = sys::rocprofiler_code_object_operation_t;
+    [
+        Co::LOAD.0 as i32,
+        Co::DEVICE_KERNEL_SYMBOL_REGISTER.0 as i32,
+    ]
+}
+
+/// A service the trace can do without: on failure one line says what is missing.
+fn optional<T>(what: &str, f: impl FnOnce() -> rocprofiler::Result<T>) -> Option<T> {
+    match f() {
+        Ok(v) => Some(v),
+        Err(e) => {
+            gpu_trace_core::warn!("{what}: {e}");
+            None
+        }
+    }
+}
+
+/// rocprofiler-sdk 1.x stamps records with CLOCK_BOOTTIME, Perfetto's clock. Should a runtime
+/// use another clock, say so in the trace with clock snapshots rather than shift every event.
+fn gpu_clock(rt: &Runtime) -> GpuClock {
+    let Ok(sdk) = rt.timestamp() else {
+        return GpuClock::Boottime;
+    };
+    let boot = gpu_trace_core::clock::boottime_ns();
+    if sdk.abs_diff(boot) < 50_000_000 {
+        return GpuClock::Boottime;
+    }
+    gpu_trace_core::verbose!(
+        "rocprofiler timestamps differ from CLOCK_BOOTTIME by {} ms; describing them with clock snapshots",
+        sdk.abs_diff(boot) / 1_000_000
+    );
+    let rt = rt.clone();
+    GpuClock::Custom {
+        name: "rocprofiler.timestamp",
+        sample: Arc::new(move || {
+            let sdk = rt.timestamp().ok()?;
+            Some((sdk, gpu_trace_core::clock::boottime_ns()))
+        }),
+    }
+}
+
+/// Our panics are caught and reported in one line by the guards; the default hook would add
+/// several more. This library carries its own copy of the standard library, so the hook is
+/// ours alone, not the application's.
+fn quiet_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        if gpu_trace_core::log::verbose() {
+            let at = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            gpu_trace_core::log::line(format_args!("panic at {at}"));
+        }
+    }));
+}
+
+impl Tool for HipTool {
+    const NAME: &'static CStr = c"gpu-trace";
+    type Session = Session;
+
+    fn configure(info: &ConfigureInfo) -> Option<Self> {
+        let (config, problems) = Config::from_env();
+        gpu_trace_core::log::set_verbose(config.verbose);
+        gpu_trace_core::verbose!(
+            "rocprofiler-sdk {} ({}), {} tool(s) configured before this one",
+            info.version,
+            info.runtime_version,
+            info.priority
+        );
+        Some(HipTool {
+            config,
+            problems,
+            tracer: OnceLock::new(),
+            finalized: AtomicBool::new(false),
+        })
+    }
+
+    fn initialize(&self, rt: &Runtime) -> rocprofiler::Result<Session> {
+        quiet_panics();
+        for p in &self.problems {
+            gpu_trace_core::warn!("{p}");
+        }
+        let agents = rt.agents()?;
+        let gate: Gate = Arc::default();
+
+        let code_objects = Context::new(rt)?;
+        {
+            let g = gate.clone();
+            code_objects.configure_callback_tracing(
+                CallbackTracingKind::CODE_OBJECT,
+                &code_object_ops(),
+                move |ev| {
+                    if let Some(s) = g.get() {
+                        catch("code-object callback", || s.gpu.on_code_object(ev));
+                    }
+                },
+            )?;
+        }
+
+        let gpu = Context::new(rt)?;
+        let buffer = {
+            let g = gate.clone();
+            Buffer::new(
+                &gpu,
+                BufferOptions {
+                    size: 8 << 20,
+                    watermark: 4 << 20,
+                    policy: Policy::Lossless,
+                },
+                move |batch| {
+                    if let Some(s) = g.get() {
+                        catch("buffer callback", || s.gpu.on_batch(batch));
+                    }
+                },
+            )?
+        };
+        gpu.configure_buffer_tracing(&buffer, BufferTracingKind::KERNEL_DISPATCH, &[])?;
+        gpu.configure_buffer_tracing(&buffer, BufferTracingKind::MEMORY_COPY, &[])?;
+
+        let api = optional("HIP API calls are not recorded", || {
+            let ops = OpTable::new(&rt.callback_operations(CallbackTracingKind::HIP_RUNTIME_API)?);
+            let ctx = Context::new(rt)?;
+            let g = gate.clone();
+            ctx.configure_callback_tracing(
+                CallbackTracingKind::HIP_RUNTIME_API,
+                &ops.traced(),
+                move |ev| {
+                    if let Some(s) = g.get()
+                        && let Some(a) = &s.api
+                    {
+                        catch("HIP API callback", || a.on_hip(ev));
+                    }
+                },
+            )?;
+            Ok((ctx, ops))
+        });
+        let markers = optional("roctx ranges are not recorded", || {
+            let ctx = Context::new(rt)?;
+            let g = gate.clone();
+            ctx.configure_callback_tracing(
+                CallbackTracingKind::MARKER_CORE_API,
+                &api::marker_ops(),
+                move |ev| {
+                    if let Some(s) = g.get() {
+                        catch("roctx callback", || api::on_marker(&s.recorder, ev));
+                    }
+                },
+            )?;
+            Ok(ctx)
+        });
+        let counting = optional("per-kernel counters are unavailable", || {
+            let ctx = Context::new(rt)?;
+            let (g, g2) = (gate.clone(), gate.clone());
+            ctx.configure_dispatch_counting(
+                move |req| {
+                    if let Some(s) = g.get() {
+                        catch("dispatch-counting callback", || s.counting.on_dispatch(req));
+                    }
+                },
+                move |counts| {
+                    if let Some(s) = g2.get() {
+                        catch("counter-record callback", || {
+                            s.counting.on_counts(counts, &s.gpu)
+                        });
+                    }
+                },
+            )?;
+            Ok(ctx)
+        });
+
+        let tracer = match Tracer::start(TracerOptions {
+            api: GpuApi::Hip,
+            default_suffix: "amd",
+            config: self.config.clone(),
+            clock: gpu_clock(rt),
+            limits: Limits::default(),
+        }) {
+            Ok(t) => t,
+            Err(e) => {
+                // The contexts drop unstarted: the application runs untouched.
+                gpu_trace_core::warn!("{e}; the application runs untraced");
+                return Ok(Session { services: None });
+            }
+        };
+        for d in agents.iter().filter_map(records::describe) {
+            tracer.add_device(d);
+        }
+        let (api_ctx, ops) = match api {
+            Some((c, o)) => (Some(c), Some(o)),
+            None => (None, None),
+        };
+        let recorder = tracer.recorder().clone();
+        let state = Arc::new(State {
+            gpu: GpuRecords::new(
+                recorder.clone(),
+                tracer.names().clone(),
+                tracer.kernels().clone(),
+                &agents,
+            ),
+            api: ops.map(|o| ApiState::new(recorder.clone(), tracer.names().clone(), o)),
+            counting: Counting::new(
+                rt.clone(),
+                recorder.clone(),
+                tracer.counters().clone(),
+                &agents,
+            ),
+            recorder,
+        });
+        let _ = gate.set(state.clone());
+        if let Err(e) = code_objects.start() {
+            tracer.shutdown(SHUTDOWN_LIMIT);
+            return Err(e);
+        }
+        let services = Arc::new(Services {
+            _code_objects: code_objects,
+            gpu,
+            buffer,
+            api: api_ctx,
+            markers,
+            counting,
+            state,
+            current: Mutex::new(Switches::default()),
+            closing: AtomicBool::new(false),
+        });
+        tracer.set_backend(Box::new(HipBackend(services.clone())));
+        let _ = self.tracer.set(tracer);
+        crate::ffi::register_exit_handler();
+        Ok(Session {
+            services: Some(services),
+        })
+    }
+
+    fn finalize(&self, _rt: &Runtime, session: Session) {
+        self.finish(session.services.as_deref());
+    }
+
+    #[cfg(feature = "failpoints")]
+    fn load_runtime() -> rocprofiler::Result<Runtime> {
+        let hidden = crate::failpoint::hidden_symbols();
+        if hidden.is_empty() {
+            Runtime::from_process()
+        } else {
+            crate::ffi::runtime_without(&hidden)
+        }
+    }
+}
+
+impl HipTool {
+    /// Final flush and file finalisation; once.
+    fn finish(&self, services: Option<&Services>) {
+        if self.finalized.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(s) = services {
+            // No more starting and stopping; the buffer's last records must still be read,
+            // even if tracing broke (the SDK does not flush for us).
+            s.closing.store(true, Ordering::Release);
+            s.flush();
+        }
+        if let Some(t) = self.tracer.get() {
+            catch("trace finalisation", || t.shutdown(SHUTDOWN_LIMIT));
+        }
+    }
+}
+
+/// The process is exiting: finalise now, before the Perfetto SDK's static destructors run
+/// (see the module documentation), unless the SDK already did.
+pub(crate) fn at_exit(cell: &'static ToolCell<HipTool>) {
+    let Some(tool) = cell.tool() else { return };
+    if tool.tracer.get().is_none() || tool.finalized.load(Ordering::Acquire) {
+        return;
+    }
+    gpu_trace_core::verbose!("process exit: asking rocprofiler-sdk to finalise the tool now");
+    // The SDK stops our contexts and calls `finalize`.
+    cell.finalize_early();
+    if !tool.finalized.load(Ordering::Acquire) {
+        let services = cell.with_session(|s| s.services.clone()).flatten();
+        tool.finish(services.as_deref());
+    }
+}

@@ -1,0 +1,889 @@
+//! End to end: the simulated rocprofiler-sdk (`rocprofiler-sim`) loads `libgpu_trace_hip.so`
+//! and runs a scripted HIP program; the trace file it leaves is decoded with the core's reader
+//! and compared with the script. Each run is a fresh child process, like a real application.
+
+use gpu_trace_core::reader::{ArgVal, GpuEvent, Stage, Trace};
+use rocprofiler_sim::scenario::{AgentKind, CopyKind, Op};
+use rocprofiler_sim::{Outcome, RunSpec, Scenario};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+rocprofiler_sim::child_entry!();
+
+const METRICS: &str =
+    "SQ_WAVES, SQ_INSTS_VALU;TA_BUSY_max,TA_BUSY_min,GRBM_GUI_ACTIVE,NOT_A_COUNTER";
+
+fn tool() -> PathBuf {
+    rocprofiler_sim::host::artifact("gpu_trace_hip").expect("libgpu_trace_hip.so built")
+}
+
+fn scenario() -> Scenario {
+    Scenario::from_json(include_str!("scenarios/two_archs.json")).expect("valid scenario")
+}
+
+/// Removes a run's directory unless `GPU_TRACE_KEEP` is set (to look at the traces).
+fn cleanup(dir: &Path) {
+    if std::env::var_os("GPU_TRACE_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(dir);
+    } else {
+        eprintln!("kept {}", dir.display());
+    }
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gpu-trace-hip-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs `spec` in a child process, failing the test if it does not finish in time (a hang at
+/// exit is a bug this suite looks for).
+fn run(spec: RunSpec) -> Outcome {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(rocprofiler_sim::host::run_isolated(&spec));
+    });
+    let out = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the traced program did not finish within 120 s")
+        .expect("simulator run");
+    assert!(
+        out.report.configure_called,
+        "the simulator did not run: {}",
+        out.stderr
+    );
+    out
+}
+
+/// The spec of a standard run: trace file in `dir`, metrics set, everything recorded.
+fn spec_in(dir: &Path, scenario: Scenario) -> RunSpec {
+    RunSpec::new(tool(), scenario)
+        .env(
+            "INJECTION_OUTPUT",
+            dir.join("trace.pftrace").display().to_string(),
+        )
+        .env("INJECTION_METRICS", METRICS)
+        .env("INJECTION_TRACE", "all")
+        .env("RUST_BACKTRACE", "0")
+}
+
+/// Lines this library printed.
+fn our_lines(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("gpu-trace"))
+        .collect()
+}
+
+/// Runs the official-schema validator when a Python with `perfetto==0.59.1` is named by
+/// `GPU_TRACE_PYTHON` (CI sets it).
+fn validate(path: &Path) {
+    let Ok(py) = std::env::var("GPU_TRACE_PYTHON") else {
+        eprintln!(
+            "schema validation skipped: set GPU_TRACE_PYTHON to a python with perfetto==0.59.1"
+        );
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/validate_pftrace.py");
+    let out = Command::new(py).arg(script).arg(path).output().unwrap();
+    assert!(
+        out.status.success(),
+        "validator rejected {}:\n{}{}",
+        path.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+// ------------------------------------------------------------------ what the script implies
+
+/// One scripted launch.
+#[derive(Debug, Clone)]
+struct Launch {
+    symbol: String,
+    device: u32,
+    grid: [u32; 3],
+    block: [u32; 3],
+    lds: u64,
+    counters: BTreeMap<String, Vec<f64>>,
+}
+
+/// GPU work a scripted thread submits: `(stage name, device)`, sorted.
+type Work = Vec<(String, u32)>;
+
+struct Script {
+    launches: Vec<Launch>,
+    /// Per scripted thread.
+    work: Vec<Work>,
+}
+
+fn copy_name(kind: CopyKind) -> &'static str {
+    match kind {
+        CopyKind::H2D => "Memcpy HtoD",
+        CopyKind::D2H => "Memcpy DtoH",
+        CopyKind::D2D => "Memcpy DtoD",
+    }
+}
+
+fn script(s: &Scenario) -> Script {
+    fn walk(s: &Scenario, ops: &[Op], launches: &mut Vec<Launch>, work: &mut Work) {
+        for op in ops {
+            match op {
+                Op::Launch {
+                    kernel,
+                    grid,
+                    block,
+                    shared_mem,
+                    device,
+                    counters,
+                    ..
+                } => {
+                    let k = s.kernels.iter().find(|k| &k.name == kernel).unwrap();
+                    launches.push(Launch {
+                        symbol: k.symbol.clone(),
+                        device: *device as u32,
+                        grid: *grid,
+                        block: *block,
+                        lds: u64::from(k.lds + shared_mem),
+                        counters: counters.clone(),
+                    });
+                    work.push((kernel.clone(), *device as u32));
+                }
+                Op::Memcpy { kind, device, .. } => {
+                    work.push((copy_name(*kind).to_owned(), *device as u32))
+                }
+                Op::Repeat { times, ops } => {
+                    for _ in 0..*times {
+                        walk(s, ops, launches, work);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut launches = Vec::new();
+    let mut work = Vec::new();
+    for t in &s.threads {
+        let mut w = Vec::new();
+        walk(s, &t.ops, &mut launches, &mut w);
+        w.sort();
+        work.push(w);
+    }
+    Script { launches, work }
+}
+
+/// The value a dispatch must show for `name` on a GPU that offers it: the instances' values
+/// combined by the name's rule (absent values read 0, as the simulator reports them).
+fn expected_value(name: &str, values: Option<&Vec<f64>>, instances: usize) -> f64 {
+    let v = values.cloned().unwrap_or_else(|| vec![0.0; instances]);
+    if name.ends_with("_max") {
+        v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+    } else if name.ends_with("_min") {
+        v.iter().copied().fold(f64::INFINITY, f64::min)
+    } else {
+        v.iter().sum()
+    }
+}
+
+// ------------------------------------------------------------------------------- the tests
+
+#[test]
+fn every_scripted_event_is_in_the_trace_once_and_correct() {
+    let dir = tmpdir("full");
+    let sc = scenario();
+    let expected = sc.expected();
+    let out = run(spec_in(&dir, sc.clone()));
+    let r = &out.report;
+
+    // The SDK saw a well-behaved tool.
+    assert!(r.configure_accepted && r.client_id_intact, "{r:#?}");
+    assert_eq!(r.client_name.as_deref(), Some("gpu-trace"));
+    assert_eq!(r.initialize_status, Some(0));
+    assert_eq!(r.finalize_calls, 1);
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    assert_eq!(r.undelivered_records, 0);
+
+    // One line for the one unknown counter; nothing else printed.
+    let lines = our_lines(&out.stderr);
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(
+        lines[0].contains("\"NOT_A_COUNTER\"") && lines[0].contains("gfx90a, gfx942"),
+        "{}",
+        lines[0]
+    );
+
+    let path = dir.join("trace.pftrace");
+    let t = Trace::open(&path).expect("trace file");
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    assert_eq!(t.drop_counts(), Some(vec![]), "nothing dropped");
+    assert_eq!(
+        t.data_sources,
+        vec!["track_event", "gpu.renderstages.amd", "gpu.counters.amd"]
+    );
+    let s = script(&sc);
+    let by_id = t.gpu_events_by_id();
+    assert_eq!(by_id.len(), t.gpu_events.len(), "event ids are unique");
+
+    check_devices(&t);
+    let kernels: Vec<&GpuEvent> = t.kernels().collect();
+    check_kernels(&t, &kernels, &s, &sc, &expected);
+    check_copies(&t, &expected);
+    check_api(&t, r, &s, &expected);
+    check_markers(&t);
+    check_counters(&t, &kernels, &s, &sc);
+
+    validate(&path);
+    cleanup(&dir);
+}
+
+fn check_devices(t: &Trace) {
+    assert_eq!(t.devices.len(), 2, "{:?}", t.devices);
+    let d0 = &t.devices[0];
+    assert_eq!((d0.gpu_id, d0.name.as_str()), (0, "AMD Instinct MI210"));
+    assert_eq!(
+        (d0.model.as_str(), d0.architecture.as_str()),
+        ("gfx90a", "CDNA2")
+    );
+    assert_eq!(d0.vendor, "AMD");
+    assert_eq!(d0.pci_bdf, "0000:01:00.0");
+    assert!(d0.extra.contains(&("sm_count".into(), "104".into())));
+    let d1 = &t.devices[1];
+    assert_eq!((d1.gpu_id, d1.name.as_str()), (1, "AMD Instinct MI300X"));
+    assert_eq!(
+        (d1.model.as_str(), d1.architecture.as_str()),
+        ("gfx942", "CDNA3")
+    );
+    assert!(d1.extra.contains(&("sm_count".into(), "304".into())));
+}
+
+fn check_kernels(
+    t: &Trace,
+    kernels: &[&GpuEvent],
+    s: &Script,
+    sc: &Scenario,
+    expected: &rocprofiler_sim::Expected,
+) {
+    // Every dispatch exactly once, under its symbol.
+    let mut by_symbol: BTreeMap<String, u64> = BTreeMap::new();
+    for k in kernels {
+        *by_symbol
+            .entry(k.kernel.as_ref().unwrap().name.clone())
+            .or_default() += 1;
+    }
+    assert_eq!(by_symbol, expected.dispatches_by_symbol);
+    let gpus = sc.gpus();
+    for k in kernels {
+        let info = k.kernel.as_ref().unwrap();
+        let device = k.gpu_id.unwrap() as u32;
+        // Grid in workgroups, workgroup size and LDS as scripted for this symbol and device.
+        let matches: Vec<&Launch> = s
+            .launches
+            .iter()
+            .filter(|l| l.symbol == info.name && l.device == device)
+            .collect();
+        assert!(!matches.is_empty(), "unscripted kernel {k:?}");
+        assert!(
+            matches
+                .iter()
+                .any(|l| k.grid == Some(l.grid) && k.block == Some(l.block)),
+            "{} on GPU {device}: grid {:?} block {:?}",
+            k.name,
+            k.grid,
+            k.block
+        );
+        let spec = sc.kernels.iter().find(|x| x.symbol == info.name).unwrap();
+        let arg = |n: &str| {
+            info.args
+                .iter()
+                .find(|(name, _)| name == n)
+                .and_then(|(_, v)| v.as_u64())
+        };
+        assert_eq!(arg("vgpr_count"), Some(u64::from(spec.vgpr)), "{}", k.name);
+        assert_eq!(arg("sgpr_count"), Some(u64::from(spec.sgpr)));
+        assert_eq!(arg("agpr_count"), Some(u64::from(spec.accum_vgpr)));
+        assert_eq!(arg("lds_size"), Some(matches[0].lds));
+        assert_eq!(arg("lds_size_static"), Some(u64::from(spec.lds)));
+        assert_eq!(arg("scratch_size"), Some(u64::from(spec.scratch)));
+        assert_eq!(
+            arg("launch__block_size"),
+            Some(matches[0].block.iter().map(|&v| u64::from(v)).product())
+        );
+        assert_eq!(info.arch, gpus[device as usize].name, "ISA of the GPU");
+        assert_eq!(info.demangled.split('(').next(), Some(k.name.as_str()));
+        assert!(
+            k.queue.starts_with(&format!("GPU {device} · stream ")),
+            "{}",
+            k.queue
+        );
+        assert!(k.arg("stream").and_then(ArgVal::as_u64).unwrap() >= 1);
+        assert!(k.dur > 0);
+    }
+    // Kernels of different HIP streams ran on different queues.
+    let gemm_queue = kernels
+        .iter()
+        .find(|k| k.name == "gemm")
+        .unwrap()
+        .queue
+        .clone();
+    assert!(
+        kernels
+            .iter()
+            .filter(|k| k.name == "vadd" && k.gpu_id == Some(0))
+            .all(|k| k.queue != gemm_queue)
+    );
+    let _ = t;
+}
+
+fn check_copies(t: &Trace, expected: &rocprofiler_sim::Expected) {
+    let mut count: BTreeMap<String, u64> = BTreeMap::new();
+    let mut bytes = 0;
+    for c in t.memory_ops() {
+        assert_eq!(c.stage, Stage::Memcpy);
+        let dir = match c.name.as_str() {
+            "Memcpy HtoD" => "HOST_TO_DEVICE",
+            "Memcpy DtoH" => "DEVICE_TO_HOST",
+            "Memcpy DtoD" => "DEVICE_TO_DEVICE",
+            other => panic!("unexpected copy {other}"),
+        };
+        *count.entry(dir.to_owned()).or_default() += 1;
+        bytes += c.bytes().unwrap();
+        let (src, dst) = (
+            c.arg("src_kind").and_then(ArgVal::as_str).unwrap(),
+            c.arg("dst_kind").and_then(ArgVal::as_str).unwrap(),
+        );
+        match dir {
+            "HOST_TO_DEVICE" => assert_eq!((src, dst), ("unknown", "device")),
+            "DEVICE_TO_HOST" => assert_eq!((src, dst), ("device", "unknown")),
+            _ => assert_eq!((src, dst), ("device", "device")),
+        }
+    }
+    assert_eq!(count, expected.memory_copies);
+    assert_eq!(bytes, expected.memory_copy_bytes);
+    // The 64 KiB host-to-device copy went to GPU 1.
+    let c = t
+        .memory_ops()
+        .find(|c| c.bytes() == Some(65536))
+        .expect("64 KiB copy");
+    assert_eq!(c.gpu_id, Some(1));
+}
+
+fn check_api(
+    t: &Trace,
+    r: &rocprofiler_sim::Report,
+    s: &Script,
+    expected: &rocprofiler_sim::Expected,
+) {
+    let by_id = t.gpu_events_by_id();
+    let hip: Vec<_> = t
+        .slices
+        .iter()
+        .filter(|x| x.name.starts_with("hip"))
+        .collect();
+
+    // Every HIP call the script makes, once; hipSetDevice is followed, not drawn.
+    let mut calls = expected.hip_calls.clone();
+    assert!(calls.remove("hipSetDevice").is_some());
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    for x in &hip {
+        *seen.entry(x.name.clone()).or_default() += 1;
+        assert_eq!(x.gpu_api, Some(5), "gpu_api is HIP");
+    }
+    assert_eq!(seen, calls);
+
+    // On the application's threads, each thread on its own track.
+    let mut tids: Vec<i64> = hip
+        .iter()
+        .map(|x| t.thread_of(x.track).expect("a thread track").1)
+        .collect();
+    tids.sort_unstable();
+    tids.dedup();
+    let mut app: Vec<i64> = r.app_thread_ids.iter().map(|&t| t as i64).collect();
+    app.sort_unstable();
+    assert_eq!(tids, app);
+
+    // Every GPU event has exactly one submission arrow, from a call before it.
+    let mut submitted: HashMap<u64, usize> = HashMap::new();
+    for x in hip.iter().filter(|x| !x.submissions.is_empty()) {
+        assert!(
+            x.name.starts_with("hipLaunch") || x.name.starts_with("hipMemcpy"),
+            "{}",
+            x.name
+        );
+        for id in &x.submissions {
+            let g = by_id
+                .get(id)
+                .unwrap_or_else(|| panic!("dangling submission of {}", x.name));
+            assert!(g.ts >= x.ts, "GPU work before its call");
+            *submitted.entry(*id).or_default() += 1;
+        }
+    }
+    assert_eq!(submitted.len(), t.gpu_events.len());
+    assert!(submitted.values().all(|&n| n == 1));
+
+    // Each thread submitted exactly the work its script did.
+    let mut per_thread: HashMap<u64, Work> = HashMap::new();
+    for x in hip.iter() {
+        for id in &x.submissions {
+            let g = by_id[id];
+            per_thread
+                .entry(x.track)
+                .or_default()
+                .push((g.name.clone(), g.gpu_id.unwrap() as u32));
+        }
+    }
+    let mut traced: Vec<Work> = per_thread
+        .into_values()
+        .map(|mut w| {
+            w.sort();
+            w
+        })
+        .collect();
+    traced.sort();
+    let mut scripted = s.work.clone();
+    scripted.sort();
+    assert_eq!(traced, scripted);
+
+    // Synchronisations point at finished work of the right stream, device or event.
+    for x in hip.iter().filter(|x| x.name.contains("Synchronize")) {
+        assert!(!x.waits.is_empty(), "{} without a wait arrow", x.name);
+        for id in &x.waits {
+            let g = by_id
+                .get(id)
+                .unwrap_or_else(|| panic!("dangling wait of {}", x.name));
+            assert!(
+                g.ts + g.dur <= x.ts + x.dur,
+                "{} returned before {}",
+                x.name,
+                g.name
+            );
+        }
+    }
+    let waits_of = |name: &str| -> Vec<Vec<&GpuEvent>> {
+        hip.iter()
+            .filter(|x| x.name == name)
+            .map(|x| x.waits.iter().map(|id| by_id[id]).collect())
+            .collect()
+    };
+    // Stream syncs: the last work on the stream (gemm on T0's stream 1, the last copy on T1's
+    // stream 2, reduce on T2's stream 3).
+    let mut stream_targets: Vec<String> = waits_of("hipStreamSynchronize")
+        .into_iter()
+        .map(|w| {
+            assert_eq!(w.len(), 1);
+            format!("{}@{}", w[0].name, w[0].gpu_id.unwrap())
+        })
+        .collect();
+    stream_targets.sort();
+    assert_eq!(stream_targets, ["Memcpy DtoH@1", "gemm@0", "reduce@0"]);
+    // The event recorded on T0's null stream: its last vadd.
+    let ev = waits_of("hipEventSynchronize");
+    assert_eq!(ev.len(), 1);
+    assert_eq!(
+        (ev[0].len(), ev[0][0].name.as_str(), ev[0][0].gpu_id),
+        (1, "vadd", Some(0))
+    );
+    // Device syncs wait on their device only.
+    let dev = waits_of("hipDeviceSynchronize");
+    assert_eq!(dev.len(), 2);
+    for w in dev {
+        let devices: Vec<_> = w.iter().map(|g| g.gpu_id).collect();
+        assert!(
+            devices.iter().all(|d| *d == devices[0]),
+            "device sync waits on several devices: {devices:?}"
+        );
+    }
+}
+
+fn check_markers(t: &Trace) {
+    let slice = |name: &str| {
+        t.slices
+            .iter()
+            .find(|x| x.name == name)
+            .unwrap_or_else(|| panic!("no {name} range"))
+    };
+    let (setup, compute, mixed) = (slice("setup"), slice("compute"), slice("mixed"));
+    assert_eq!((setup.depth, compute.depth, mixed.depth), (0, 0, 0));
+    assert_eq!(setup.track, compute.track);
+    assert!(setup.ts + setup.dur <= compute.ts);
+    // API calls nest inside the pushed range of their thread.
+    let inside = |r: &gpu_trace_core::reader::Slice, name: &str| {
+        t.slices
+            .iter()
+            .filter(|x| x.track == r.track && x.name == name)
+            .filter(|x| x.ts >= r.ts && x.ts + x.dur <= r.ts + r.dur && x.depth == 1)
+            .count()
+    };
+    assert_eq!(inside(compute, "hipLaunchKernel"), 6);
+    assert_eq!(inside(setup, "hipMemcpy"), 1);
+    assert_eq!(inside(mixed, "hipLaunchKernel"), 2);
+    // A start/stop range on its own track, and the mark.
+    let worker = slice("worker");
+    assert!(t.thread_of(worker.track).is_none());
+    assert!(worker.dur > 0);
+    let mark = t
+        .instants
+        .iter()
+        .find(|i| i.name == "compute issued")
+        .expect("mark");
+    assert_eq!(t.thread_of(mark.track), t.thread_of(compute.track));
+    assert!(mark.ts > compute.ts && mark.ts < compute.ts + compute.dur);
+}
+
+fn check_counters(t: &Trace, kernels: &[&GpuEvent], s: &Script, sc: &Scenario) {
+    let gpus = sc.gpus();
+    let wanted = [
+        "SQ_WAVES",
+        "SQ_INSTS_VALU",
+        "TA_BUSY_max",
+        "TA_BUSY_min",
+        "GRBM_GUI_ACTIVE",
+    ];
+    let mut checked = 0;
+    for k in kernels {
+        let device = k.gpu_id.unwrap() as u32;
+        let symbol = &k.kernel.as_ref().unwrap().name;
+        let launch = s
+            .launches
+            .iter()
+            .find(|l| &l.symbol == symbol && l.device == device)
+            .unwrap();
+        let agent = gpus[device as usize];
+        assert_eq!(agent.kind, AgentKind::Gpu);
+        let mut want: BTreeMap<String, f64> = BTreeMap::new();
+        for c in agent
+            .counters
+            .iter()
+            .filter(|c| wanted.contains(&c.name.as_str()))
+        {
+            want.insert(
+                c.name.clone(),
+                expected_value(&c.name, launch.counters.get(&c.name), c.instances),
+            );
+        }
+        // Values are written at the kernel's start (a previous kernel's return to zero may
+        // share the timestamp) and return to zero at its end.
+        let mut got: BTreeMap<String, f64> = BTreeMap::new();
+        for c in t
+            .counters
+            .iter()
+            .filter(|c| c.gpu_id == device as i64 && c.ts == k.ts && c.value != 0.0)
+        {
+            assert!(got.insert(c.name.clone(), c.value).is_none(), "{c:?} twice");
+            assert!(c.ts >= k.ts && c.ts < k.ts + k.dur);
+            assert_eq!(c.groups, vec![6], "COMPUTE group");
+        }
+        assert_eq!(got, want, "{} on GPU {device}", k.name);
+        let ends = t
+            .counters
+            .iter()
+            .filter(|c| c.gpu_id == device as i64 && c.ts == k.ts + k.dur && c.value == 0.0)
+            .count();
+        assert!(
+            ends >= want.len(),
+            "values return to zero at the kernel's end"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, s.launches.len());
+    // Never counted: not asked for, or offered by no GPU.
+    for n in ["TCC_HIT", "TCP_TOTAL_CACHE_ACCESSES", "NOT_A_COUNTER"] {
+        assert!(t.counters.iter().all(|c| c.name != n), "{n} was collected");
+    }
+    let desc = t
+        .counters
+        .iter()
+        .find(|c| c.name == "SQ_WAVES")
+        .map(|c| c.description.clone());
+    assert_eq!(desc.as_deref(), Some("Waves dispatched"));
+}
+
+#[test]
+fn rocm_6_runtime_is_refused_with_one_line_and_the_app_runs() {
+    let dir = tmpdir("rocm6");
+    let mut spec = spec_in(&dir, scenario());
+    spec.sdk_version = 600; // SDK 0.6.0, ROCm 6.4
+    let out = run(spec);
+    let r = &out.report;
+    assert!(r.configure_called && !r.configure_accepted, "{r:#?}");
+    assert!(r.client_id_intact, "a 0.x client id was written to");
+    assert_eq!((r.initialize_status, r.finalize_calls), (None, 0));
+    let lines = our_lines(&out.stderr);
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(
+        lines[0].contains("rocprofiler-sdk 0.6.0 is not supported")
+            && lines[0].contains("ROCm 7.x"),
+        "{}",
+        lines[0]
+    );
+    // The program ran, untraced: every thread finished, no service was set up, no file.
+    assert_eq!(r.app_thread_ids.len(), scenario().threads.len());
+    assert!(r.calls.keys().all(|c| !c.starts_with("rocprofiler_create")));
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    cleanup(&dir);
+}
+
+#[test]
+fn system_mode_without_traced_neither_hangs_nor_records() {
+    let dir = tmpdir("system");
+    let spec = spec_in(&dir, scenario())
+        .env("INJECTION_MODE", "system")
+        .env(
+            "PERFETTO_PRODUCER_SOCK_NAME",
+            "/nonexistent/gpu-trace-test.sock",
+        );
+    let out = run(spec);
+    let r = &out.report;
+    assert_eq!((r.initialize_status, r.finalize_calls), (Some(0), 1));
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    // No session asked for anything: only code objects were followed (kernel names must be
+    // known before a session starts); no record was produced, no counter configured.
+    assert!(
+        r.delivered
+            .callbacks
+            .keys()
+            .all(|k| k.starts_with("CODE_OBJECT/")),
+        "{:?}",
+        r.delivered.callbacks
+    );
+    assert!(r.delivered.buffer_records.is_empty());
+    assert_eq!(r.delivered.dispatch_callbacks, 0);
+    assert!(!r.calls.contains_key("rocprofiler_create_counter_config"));
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "no file written"
+    );
+    assert_eq!(our_lines(&out.stderr).len(), 0, "{}", out.stderr);
+    cleanup(&dir);
+}
+
+#[test]
+fn only_the_requested_sources_run() {
+    // GPU work only: the HIP API, roctx and counting contexts stay stopped, so the SDK never
+    // calls those services.
+    let dir = tmpdir("gpu-only");
+    let spec = RunSpec::new(tool(), scenario())
+        .env(
+            "INJECTION_OUTPUT",
+            dir.join("trace.pftrace").display().to_string(),
+        )
+        .env("INJECTION_TRACE", "gpu");
+    let out = run(spec);
+    let r = &out.report;
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    assert!(
+        r.delivered
+            .callbacks
+            .keys()
+            .all(|k| k.starts_with("CODE_OBJECT/")),
+        "{:?}",
+        r.delivered.callbacks
+    );
+    assert_eq!(r.delivered.dispatch_callbacks, 0);
+    let t = Trace::open(dir.join("trace.pftrace")).unwrap();
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    assert_eq!(
+        t.kernels().count() as u64,
+        scenario().expected().kernel_dispatches
+    );
+    assert!(t.slices.is_empty() && t.instants.is_empty() && t.counters.is_empty());
+    assert_eq!(t.data_sources, vec!["gpu.renderstages.amd"]);
+    cleanup(&dir);
+}
+
+#[test]
+fn default_counters_are_collected_when_none_are_named() {
+    let dir = tmpdir("default-counters");
+    let spec = RunSpec::new(tool(), scenario())
+        .env(
+            "INJECTION_OUTPUT",
+            dir.join("trace.pftrace").display().to_string(),
+        )
+        .env("INJECTION_TRACE", "gpu,counters");
+    let out = run(spec);
+    assert!(
+        out.report.violations.is_empty(),
+        "{:#?}",
+        out.report.violations
+    );
+    // Defaults the GPUs lack are skipped without a message.
+    assert_eq!(our_lines(&out.stderr).len(), 0, "{}", out.stderr);
+    let t = Trace::open(dir.join("trace.pftrace")).unwrap();
+    let mut names: Vec<&str> = t.counters.iter().map(|c| c.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names, ["GRBM_GUI_ACTIVE", "SQ_INSTS_VALU", "SQ_WAVES"]);
+    cleanup(&dir);
+}
+
+#[test]
+fn a_panic_in_a_callback_switches_tracing_off_and_the_app_runs_on() {
+    for site in ["hip", "buffer"] {
+        let dir = tmpdir(&format!("panic-{site}"));
+        let spec =
+            spec_in(&dir, scenario()).env("GPU_TRACE_HIP_FAILPOINT", format!("panic:{site}"));
+        let out = run(spec);
+        let r = &out.report;
+        // Nothing unwound into the runtime; every application thread finished; the tool was
+        // finalised and its buffer drained.
+        assert!(r.violations.is_empty(), "{site}: {:#?}", r.violations);
+        assert_eq!(r.app_thread_ids.len(), scenario().threads.len());
+        assert_eq!(r.finalize_calls, 1);
+        assert_eq!(r.undelivered_records, 0);
+        let lines = our_lines(&out.stderr)
+            .into_iter()
+            .filter(|l| !l.contains("NOT_A_COUNTER"))
+            .collect::<Vec<_>>();
+        assert_eq!(lines.len(), 1, "{site}: {}", out.stderr);
+        assert!(
+            lines[0].contains("internal error in")
+                && lines[0].contains(&format!("failpoint panic:{site}"))
+                && lines[0].contains("the application continues"),
+            "{}",
+            lines[0]
+        );
+        assert!(!out.stderr.contains("panicked at"), "{}", out.stderr);
+        cleanup(&dir);
+    }
+}
+
+#[test]
+fn a_missing_optional_sdk_function_costs_only_its_feature() {
+    let dir = tmpdir("missing-counting");
+    let spec = spec_in(&dir, scenario()).env(
+        "GPU_TRACE_HIP_FAILPOINT",
+        "missing:rocprofiler_configure_callback_dispatch_counting_service",
+    );
+    let out = run(spec);
+    assert!(
+        out.report.violations.is_empty(),
+        "{:#?}",
+        out.report.violations
+    );
+    let lines = our_lines(&out.stderr);
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(
+        lines[0].contains("per-kernel counters are unavailable")
+            && lines[0].contains("rocprofiler_configure_callback_dispatch_counting_service"),
+        "{}",
+        lines[0]
+    );
+    let t = Trace::open(dir.join("trace.pftrace")).unwrap();
+    assert_eq!(
+        t.kernels().count() as u64,
+        scenario().expected().kernel_dispatches
+    );
+    assert!(t.slices.iter().any(|s| s.name == "hipLaunchKernel"));
+    assert!(t.counters.is_empty());
+    cleanup(&dir);
+}
+
+#[test]
+fn a_missing_essential_sdk_function_leaves_the_app_untraced() {
+    let dir = tmpdir("missing-buffer");
+    let spec = spec_in(&dir, scenario()).env(
+        "GPU_TRACE_HIP_FAILPOINT",
+        "missing:rocprofiler_create_buffer",
+    );
+    let out = run(spec);
+    let r = &out.report;
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    assert_eq!(r.app_thread_ids.len(), scenario().threads.len());
+    let lines = our_lines(&out.stderr);
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(
+        lines[0].contains("initialize failed") && lines[0].contains("rocprofiler_create_buffer"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        r.delivered.callbacks.is_empty(),
+        "{:?}",
+        r.delivered.callbacks
+    );
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "no file written"
+    );
+    cleanup(&dir);
+}
+
+#[test]
+fn bad_environment_values_get_one_line_each_and_defaults() {
+    let dir = tmpdir("env");
+    let bad = [
+        ("INJECTION_MODE", "sideways"),
+        ("INJECTION_BUFFER_SIZE", "lots"),
+        ("INJECTION_FLUSH_PERIOD_MS", "5"),
+        ("INJECTION_DATA_SOURCE_NAME_SUFFIX", "no good"),
+    ];
+    let mut spec = spec_in(&dir, scenario());
+    for (k, v) in bad {
+        spec = spec.env(k, v);
+    }
+    let out = run(spec);
+    assert!(
+        out.report.violations.is_empty(),
+        "{:#?}",
+        out.report.violations
+    );
+    let lines = our_lines(&out.stderr);
+    for (var, value) in bad {
+        let needle = format!("{var}={value:?}");
+        assert_eq!(
+            lines.iter().filter(|l| l.contains(&needle)).count(),
+            1,
+            "{needle} in:\n{}",
+            out.stderr
+        );
+    }
+    // Defaults: file mode, suffix amd; the trace is complete.
+    let t = Trace::open(dir.join("trace.pftrace")).unwrap();
+    assert!(t.data_sources.contains(&"gpu.renderstages.amd".to_owned()));
+    assert_eq!(
+        t.kernels().count() as u64,
+        scenario().expected().kernel_dispatches
+    );
+    cleanup(&dir);
+}
+
+#[test]
+fn the_trace_is_complete_when_the_sdk_finalises_from_an_earlier_exit_handler() {
+    // The SDK's exit handler was registered before this library (and the Perfetto SDK inside
+    // it) was loaded, so it would run after their static destructors. The library's own exit
+    // handler asks the SDK to finalise it first.
+    let dir = tmpdir("atexit");
+    let sc = scenario();
+    let expected = sc.expected();
+    let mut spec = spec_in(&dir, sc).env("INJECTION_VERBOSE", "1");
+    spec.finalize_at_exit = true;
+    let out = run(spec);
+    assert!(!out.stderr.contains("protocol violation"), "{}", out.stderr);
+    assert!(!out.stderr.contains("internal error"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("process exit: asking rocprofiler-sdk to finalise the tool now"),
+        "{}",
+        out.stderr
+    );
+    let path = dir.join("trace.pftrace");
+    let t = Trace::open(&path).expect("trace file");
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    assert_eq!(t.kernels().count() as u64, expected.kernel_dispatches);
+    assert_eq!(
+        t.memory_ops().count() as u64,
+        expected.memory_copies.values().sum::<u64>()
+    );
+    assert!(
+        t.log("gpu-trace summary:").is_some(),
+        "the session was stopped"
+    );
+    assert_eq!(t.drop_counts(), Some(vec![]));
+    assert!(!t.counters.is_empty());
+    validate(&path);
+    cleanup(&dir);
+}
