@@ -41,6 +41,9 @@ pub(crate) struct HipTool {
     problems: Vec<Problem>,
     tracer: OnceLock<Tracer>,
     finalized: AtomicBool,
+    /// The process that started tracing: a forked child inherits the exit handler and the
+    /// SDK's state but none of their threads, and must not wait for them.
+    pid: u32,
 }
 
 /// What callbacks need; set once the tracer runs.
@@ -139,8 +142,12 @@ struct HipBackend(Arc<Services>);
 
 impl Backend for HipBackend {
     fn flush(&self, _forced: bool) {
-        // rocprofiler hands over completed work only; there is nothing partial to force.
-        self.0.flush();
+        // rocprofiler hands over completed work only; there is nothing partial to force. Once
+        // finalisation began, the finalising thread has flushed and the contexts are stopped:
+        // no other thread calls into an SDK that is shutting down.
+        if !self.0.closing.load(Ordering::Acquire) {
+            self.0.flush();
+        }
     }
 
     fn sources_changed(&self, s: &Sources) {
@@ -224,6 +231,7 @@ impl Tool for HipTool {
             problems,
             tracer: OnceLock::new(),
             finalized: AtomicBool::new(false),
+            pid: std::process::id(),
         })
     }
 
@@ -398,9 +406,9 @@ impl Tool for HipTool {
 }
 
 impl HipTool {
-    /// Final flush and file finalisation; once.
+    /// Final flush and file finalisation; once, in the process that started tracing.
     fn finish(&self, services: Option<&Services>) {
-        if self.finalized.swap(true, Ordering::AcqRel) {
+        if std::process::id() != self.pid || self.finalized.swap(true, Ordering::AcqRel) {
             return;
         }
         if let Some(s) = services {
@@ -419,7 +427,10 @@ impl HipTool {
 /// (see the module documentation), unless the SDK already did.
 pub(crate) fn at_exit(cell: &'static ToolCell<HipTool>) {
     let Some(tool) = cell.tool() else { return };
-    if tool.tracer.get().is_none() || tool.finalized.load(Ordering::Acquire) {
+    if std::process::id() != tool.pid
+        || tool.tracer.get().is_none()
+        || tool.finalized.load(Ordering::Acquire)
+    {
         return;
     }
     gpu_trace_core::verbose!("process exit: asking rocprofiler-sdk to finalise the tool now");
