@@ -101,6 +101,9 @@ pub(crate) fn classify(name: &str) -> Option<Class> {
 struct Op {
     name: &'static str,
     class: Class,
+    /// Runs on the null stream when the call has no stream argument (synchronous copies and
+    /// sets).
+    null_stream: bool,
     /// Interned name id + 1; 0 until first use.
     interned: AtomicU32,
 }
@@ -120,6 +123,8 @@ impl OpTable {
                 ops[i] = Some(Op {
                     name,
                     class,
+                    null_stream: matches!(class, Class::Copy | Class::Set)
+                        && !name.contains("Async"),
                     interned: AtomicU32::new(0),
                 });
             }
@@ -298,11 +303,8 @@ impl ApiState {
         let mut waits: SmallVec<[u64; 2]> = SmallVec::new();
         match op.class {
             _ if submits => {
-                // Synchronous copies and sets run on the null stream; a launch whose stream
-                // argument is not bound here is not remembered.
-                let stream = call.stream().or_else(|| {
-                    (op.class != Class::Launch && !op.name.contains("Async")).then_some(0)
-                });
+                // A call whose stream argument is not bound here is not remembered.
+                let stream = call.stream().or(op.null_stream.then_some(0));
                 if let Some(s) = stream {
                     self.last_on_stream.set(
                         StreamKey::new(device, s),
@@ -464,6 +466,16 @@ mod tests {
         assert_eq!(t.traced(), vec![214, 327]);
         assert!(t.get(102).is_none() && t.get(-1).is_none() && t.get(9999).is_none());
         assert_eq!(t.get(214).map(|o| o.class), Some(Class::Launch));
+        let t = OpTable::new(&[
+            (259, "hipMemcpy"),
+            (268, "hipMemcpyAsync"),
+            (214, "hipLaunchKernel"),
+        ]);
+        let null = |op| t.get(op).map(|o| o.null_stream);
+        assert_eq!(
+            (null(259), null(268), null(214)),
+            (Some(true), Some(false), Some(false))
+        );
     }
 
     #[test]

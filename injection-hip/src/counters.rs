@@ -188,6 +188,12 @@ impl Counting {
                     .iter()
                     .filter(|a| catalogs.get(&a.id.0).is_some_and(|c| c.contains_key(name)))
                     .count();
+                if offered > 0 && offered < self.gpus.len() {
+                    gpu_trace_core::verbose!(
+                        "counter {name:?} is offered by {offered} of {} GPUs; the others do not count it",
+                        self.gpus.len()
+                    );
+                }
                 if offered == 0 && !defaults {
                     let archs: Vec<&str> = self.gpus.iter().map(|a| a.name.as_str()).collect();
                     self.report_once(
