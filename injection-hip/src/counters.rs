@@ -8,11 +8,16 @@
 //! dispatches counted under an older plan may still complete.
 //!
 //! rocprofiler reports one record per hardware instance of a counter (one per position along
-//! its dimensions: XCC, shader engine, CU, ...). Each is that instance's share of the
-//! dispatch, so the dispatch's value is their sum. Counters the SDK derives with
-//! `reduce(..., max|min|avr)` are named `*_max`, `*_min`, `*_avr`; they normally arrive
-//! already reduced to one instance, and when several instances remain (a dimension the
-//! reduction kept) the same reduction is applied across them: max, min, mean.
+//! its dimensions: XCC, shader engine, CU, ...). For event counts (waves, instructions, cache
+//! hits) each is that instance's share of the dispatch, so the dispatch's value is their sum.
+//! Two kinds are not shares:
+//! - counters the SDK derives with `reduce(..., max|min|avr)`, named `*_max`, `*_min`,
+//!   `*_avr`: they normally arrive reduced to one instance; when several remain (a dimension
+//!   the reduction kept) the same reduction is applied across them: max, min, mean;
+//! - the GRBM block's clock counters (`GRBM_COUNT`, `GRBM_GUI_ACTIVE`, `GRBM_*_BUSY`): every
+//!   XCC counts the same wall-clock cycles, which the SDK's own derived metrics combine with
+//!   `reduce(GRBM_GUI_ACTIVE,max)`; summing would multiply the busy time by the XCC count.
+//!   They take the largest instance.
 
 use crate::records::GpuRecords;
 use arc_swap::ArcSwapOption;
@@ -39,7 +44,7 @@ pub(crate) const DEFAULT_COUNTERS: [&str; 4] = [
 pub(crate) enum Rule {
     /// Sum (instances are shares of the total).
     Sum,
-    /// Largest instance (`*_max`).
+    /// Largest instance (`*_max`, GRBM clock counters).
     Max,
     /// Smallest instance (`*_min`).
     Min,
@@ -51,7 +56,7 @@ impl Rule {
     /// The rule a counter's name implies.
     pub(crate) fn for_name(name: &str) -> Rule {
         let lower = name.to_ascii_lowercase();
-        if lower.ends_with("_max") {
+        if lower.ends_with("_max") || (lower.starts_with("grbm_") && !lower.ends_with("_sum")) {
             Rule::Max
         } else if lower.ends_with("_min") {
             Rule::Min
@@ -356,6 +361,8 @@ mod tests {
         assert_eq!(Rule::for_name("TA_BUSY_min"), Rule::Min);
         assert_eq!(Rule::for_name("TA_BUSY_avr"), Rule::Mean);
         assert_eq!(Rule::for_name("TCC_HIT_sum"), Rule::Sum);
+        assert_eq!(Rule::for_name("GRBM_GUI_ACTIVE"), Rule::Max);
+        assert_eq!(Rule::for_name("GRBM_COUNT"), Rule::Max);
         let a = agg(&[4.0, 9.0, 2.0, 5.0]);
         assert_eq!(Rule::Sum.apply(&a), 20.0);
         assert_eq!(Rule::Max.apply(&a), 9.0);

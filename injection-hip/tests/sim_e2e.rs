@@ -176,10 +176,11 @@ fn script(s: &Scenario) -> Script {
 }
 
 /// The value a dispatch must show for `name` on a GPU that offers it: the instances' values
-/// combined by the name's rule (absent values read 0, as the simulator reports them).
+/// combined by the name's rule (absent values read 0, as the simulator reports them): largest
+/// for `*_max` and the GRBM clock counters, smallest for `*_min`, else the sum.
 fn expected_value(name: &str, values: Option<&Vec<f64>>, instances: usize) -> f64 {
     let v = values.cloned().unwrap_or_else(|| vec![0.0; instances]);
-    if name.ends_with("_max") {
+    if name.ends_with("_max") || name.starts_with("GRBM_") {
         v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
     } else if name.ends_with("_min") {
         v.iter().copied().fold(f64::INFINITY, f64::min)
