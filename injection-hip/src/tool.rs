@@ -279,6 +279,13 @@ impl Tool for HipTool {
 
         let api = optional("HIP API calls are not recorded", || {
             let ops = OpTable::new(&rt.callback_operations(CallbackTracingKind::HIP_RUNTIME_API)?);
+            if ops.traced().is_empty() {
+                // An empty list would subscribe to every call.
+                gpu_trace_core::warn!(
+                    "HIP API calls are not recorded: the runtime names none of the calls traced"
+                );
+                return Ok(None);
+            }
             let ctx = Context::new(rt)?;
             let g = gate.clone();
             ctx.configure_callback_tracing(
@@ -292,8 +299,9 @@ impl Tool for HipTool {
                     }
                 },
             )?;
-            Ok((ctx, ops))
-        });
+            Ok(Some((ctx, ops)))
+        })
+        .flatten();
         let markers = optional("roctx ranges are not recorded", || {
             let ctx = Context::new(rt)?;
             let g = gate.clone();
