@@ -63,13 +63,14 @@ impl Device {
     /// Queues work; returns its sequence number.
     pub(crate) fn submit(&self, w: Work) -> u64 {
         let (m, _) = &*self.state;
-        let seq = {
-            let mut s = lock(m);
-            s.submitted += 1;
-            s.outstanding += 1;
-            *s.per_stream.entry(w.stream).or_default() += 1;
-            s.submitted
-        };
+        // Numbered and queued under one lock: the device runs work in sequence order, so
+        // `completed` only grows (two threads submitting at once could otherwise queue 8
+        // before 7, and a wait for 8 would never end).
+        let mut s = lock(m);
+        s.submitted += 1;
+        s.outstanding += 1;
+        *s.per_stream.entry(w.stream).or_default() += 1;
+        let seq = s.submitted;
         if let Some(tx) = lock(&self.tx).as_ref() {
             let _ = tx.send((seq, w));
         }
