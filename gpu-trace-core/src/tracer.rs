@@ -146,6 +146,8 @@ pub(crate) struct Inner {
     cv: Condvar,
     counter_requests: Mutex<[Option<CounterRequest>; 8]>,
     sources: Mutex<Sources>,
+    /// Serialises `Backend::sources_changed` calls, each with the latest sources.
+    notify: Mutex<()>,
     api_cat: usize,
     marker_cat: usize,
 }
@@ -235,10 +237,24 @@ impl Inner {
         };
         if changed {
             crate::verbose!("sources now {now:?}");
-            if let Some(b) = self.backend.load_full() {
-                crate::guard::catch("backend sources_changed", || b.sources_changed(&now));
-            }
+            self.notify_backend();
         }
+    }
+
+    /// Tells the backend what is enabled. Calls are serialised and each passes the latest
+    /// sources, so that a thread delayed between computing and delivering a change cannot
+    /// hand the backend an older state after a newer one.
+    fn notify_backend(&self) {
+        let _order = self.notify.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(b) = self.backend.load_full() else {
+            return;
+        };
+        let now = self
+            .sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        crate::guard::catch("backend sources_changed", || b.sources_changed(&now));
     }
 
     fn backend_flush(&self, forced: bool) {
@@ -310,6 +326,7 @@ impl Tracer {
             cv: Condvar::new(),
             counter_requests: Mutex::new(Default::default()),
             sources: Mutex::new(Sources::default()),
+            notify: Mutex::new(()),
             api_cat,
             marker_cat,
             api: opts.api,
@@ -438,10 +455,7 @@ impl Tracer {
     /// Installs the backend hooks and tells it what is enabled now.
     pub fn set_backend(&self, b: Box<dyn Backend>) {
         self.inner.backend.store(Some(Arc::new(b)));
-        let s = self.sources();
-        if let Some(b) = self.inner.backend.load_full() {
-            crate::guard::catch("backend sources_changed", || b.sources_changed(&s));
-        }
+        self.inner.notify_backend();
     }
 
     /// What should be recorded now.
