@@ -319,13 +319,20 @@ mod tests {
     fn events_from_many_threads_are_drained_exactly_once() {
         let r = Recorder::new(Limits::default());
         std::thread::scope(|s| {
-            for t in 0..4 {
-                let r = r.clone();
-                s.spawn(move || {
-                    for i in 0..1000 {
-                        r.api(api(t * 1000 + i));
-                    }
-                });
+            let threads: Vec<_> = (0..4)
+                .map(|t| {
+                    let r = r.clone();
+                    s.spawn(move || {
+                        for i in 0..1000 {
+                            r.api(api(t * 1000 + i));
+                        }
+                    })
+                })
+                .collect();
+            // Join each: the scope alone may return before the threads' thread-locals (which
+            // hold their buffers) are destroyed.
+            for t in threads {
+                t.join().unwrap();
             }
         });
         let mut spare = Vec::new();
