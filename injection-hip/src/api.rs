@@ -221,11 +221,13 @@ impl StreamKey {
     }
 }
 
-/// The last submission to a stream: the device it was made on and its correlation id.
+/// The last submission to a stream: the device it was made on, its correlation id, and when
+/// the submitting call returned.
 #[derive(Debug, Clone, Copy)]
 struct Last {
     device: i32,
     correlation: u64,
+    returned: u64,
 }
 
 /// Upper bound on wait arrows from one device-wide synchronisation.
@@ -301,6 +303,9 @@ impl ApiState {
         let device = current_device();
         let submits = ok && op.class.submits();
         let mut waits: SmallVec<[u64; 2]> = SmallVec::new();
+        // A synchronisation (or event record) covers work whose submitting call had returned
+        // when it began; work another thread submitted meanwhile is not what it waited for.
+        let before = |l: &Last| l.returned <= start;
         match op.class {
             _ if submits => {
                 // A call whose stream argument is not bound here is not remembered.
@@ -311,22 +316,23 @@ impl ApiState {
                         Last {
                             device,
                             correlation: corr,
+                            returned: end,
                         },
                     );
                 }
             }
             Class::SyncStream => {
-                if let Some(last) = call
-                    .stream()
-                    .and_then(|s| self.last_on_stream.get(&StreamKey::new(device, s)))
-                {
-                    waits.push(last.correlation);
-                }
+                waits.extend(
+                    call.stream()
+                        .and_then(|s| self.last_on_stream.get(&StreamKey::new(device, s)))
+                        .filter(before)
+                        .map(|last| last.correlation),
+                );
             }
             Class::SyncDevice => {
                 let mut all: SmallVec<[u64; 8]> = SmallVec::new();
                 self.last_on_stream.collect(|_, v| {
-                    if v.device == device {
+                    if v.device == device && before(v) {
                         all.push(v.correlation);
                     }
                 });
@@ -335,8 +341,13 @@ impl ApiState {
             }
             Class::EventRecord if ok => {
                 if let Some((event, stream)) = call.event_record() {
-                    match self.last_on_stream.get(&StreamKey::new(device, stream)) {
-                        Some(last) => self.event_targets.set(event, last.correlation),
+                    match self
+                        .last_on_stream
+                        .get(&StreamKey::new(device, stream))
+                        .filter(before)
+                        .map(|last| last.correlation)
+                    {
+                        Some(c) => self.event_targets.set(event, c),
                         None => self.event_targets.remove(&event),
                     }
                 }

@@ -30,7 +30,7 @@ use rocprofiler::{
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long finalisation may wait for the trace to be written.
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
@@ -198,6 +198,34 @@ fn gpu_clock(rt: &Runtime) -> GpuClock {
     }
 }
 
+/// The standalone session's data sources and categories are switched on by Perfetto's own
+/// thread, shortly after the tracer started; a HIP program's first calls can follow the tool's
+/// initialize within microseconds. Wait (boundedly) until everything the session records is
+/// on, so that the start of the program is not lost.
+fn wait_until_recording(tracer: &Tracer, config: &Config) {
+    if !config.mode.file() {
+        return;
+    }
+    let want = config.recording;
+    let ready = |s: &Sources| {
+        (!want.gpu || s.gpu)
+            && (!want.api || s.api)
+            && (!want.markers || s.markers)
+            && (!want.counters || s.counters.is_some())
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !ready(&tracer.sources()) {
+        if Instant::now() >= deadline {
+            gpu_trace_core::verbose!(
+                "the trace session did not switch everything on within 2 s: {:?}",
+                tracer.sources()
+            );
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Our panics are caught and reported in one line by the guards; the default hook would add
 /// several more. This library carries its own copy of the standard library, so the hook is
 /// ours alone, not the application's.
@@ -350,6 +378,7 @@ impl Tool for HipTool {
                 return Ok(Session { services: None });
             }
         };
+        wait_until_recording(&tracer, &self.config);
         for d in agents.iter().filter_map(records::describe) {
             tracer.add_device(d);
         }

@@ -881,7 +881,7 @@ fn the_trace_is_complete_when_the_sdk_finalises_from_an_earlier_exit_handler() {
     );
     let path = dir.join("trace.pftrace");
     let t = Trace::open(&path).expect("trace file");
-    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    assert!(t.problems.is_empty(), "{:?}\n{}", t.problems, out.stderr);
     assert_eq!(t.kernels().count() as u64, expected.kernel_dispatches);
     assert_eq!(
         t.memory_ops().count() as u64,
@@ -892,7 +892,7 @@ fn the_trace_is_complete_when_the_sdk_finalises_from_an_earlier_exit_handler() {
         "the session was stopped"
     );
     assert_eq!(t.drop_counts(), Some(vec![]));
-    assert!(!t.counters.is_empty());
+    assert!(!t.counters.is_empty(), "{}", out.stderr);
     validate(&path);
     cleanup(&dir);
 }
