@@ -145,7 +145,7 @@ impl RecordState {
         ok
     }
 
-    fn driver(&self) -> Option<&Driver> {
+    pub(crate) fn driver(&self) -> Option<&Driver> {
         self.driver
             .get_or_init(|| Driver::from_process().ok())
             .as_ref()
