@@ -251,6 +251,10 @@ impl TrackEventSink for TeSink<'_> {
     fn track_seen(&mut self, uuid: u64) -> bool {
         self.0.track_seen(uuid)
     }
+
+    fn instance(&self) -> u32 {
+        self.0.instance_index()
+    }
 }
 
 /// The standalone session. The SDK's session handle cannot leave the thread

@@ -92,6 +92,7 @@ pub mod clock_snapshot {
     pub const CLOCKS: u32 = Cs::Clocks as u32;
     pub const CLOCK_ID: u32 = Clk::ClockId as u32;
     pub const TIMESTAMP: u32 = Clk::Timestamp as u32;
+    pub const IS_INCREMENTAL: u32 = Clk::IsIncremental as u32;
 }
 
 pub mod interned {
