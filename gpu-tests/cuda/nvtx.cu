@@ -4,6 +4,7 @@
 //   nvtx [R=10]
 //
 // main thread:
+//   mark "before_cuda" (A)             before any CUDA call
 //   push  "outer"                      (A)         depth 0
 //     kernel
 //     push "inner_w_é"                 (W)         depth 1
@@ -51,6 +52,8 @@ static nvtxEventAttributes_t attrs_ascii(const char *msg, uint32_t color) {
 
 int main(int argc, char **argv) {
     long long loops = arg_int(argc, argv, 1, 10);
+    // NVTX before CUDA is initialised: NVTX loads its injection now.
+    nvtxMarkA("before_cuda");
     CHECK(cudaMalloc(&g_out, sizeof(int)));
     CHECK(cudaMemset(g_out, 0, sizeof(int)));
 
@@ -130,14 +133,15 @@ int main(int argc, char **argv) {
         .kv("range.worker_inner", "1@1")
         .kv("startend.cross_thread", 1)
         .kv("startend.domain_startend", 1)
+        .kv("mark.before_cuda", 1)
         .kv("mark.mark_a", 1)
         .kv("mark.mark_ex", 1)
         .kv("mark.domain_mark", 1)
         .kv("domain.registered_range", "gpu_tests")
         .kv("domain.domain_mark", "gpu_tests")
         .kv("domain.domain_startend", "gpu_tests");
-    for (const char *n : {"outer", w, "inner_ex", "loop", "registered_range", "mark_a", "mark_ex",
-                          "domain_mark"})
+    for (const char *n : {"before_cuda", "outer", w, "inner_ex", "loop", "registered_range",
+                          "mark_a", "mark_ex", "domain_mark"})
         e.kv(key("thread", n).c_str(), "main");
     e.kv("thread.worker", "worker").kv("thread.worker_inner", "worker");
     e.kv("kernels_in.outer", loops + 4)

@@ -346,6 +346,7 @@ fn nvtx(app: &App) -> String {
     };
     let dom = Some("gpu_tests");
     let mut th = Thread::current();
+    app.mark(&mut th, "before_cuda", None);
     app.push(&mut th, "outer", None);
     launch(&mut th);
     app.push(&mut th, "inner_w_\u{e9}", None);
@@ -403,9 +404,9 @@ fn nvtx(app: &App) -> String {
         "EXPECT case=nvtx arg.r={r} kernels={kernels} kernel.nvtx_kernel={kernels} \
          submit_api.nvtx_kernel=cudaLaunchKernel range.outer=1@0 range.{w}=1@1 range.inner_ex=1@2 \
          range.loop={r}@1 range.registered_range=1@1 range.worker=1@0 range.worker_inner=1@1 \
-         startend.cross_thread=1 startend.domain_startend=1 mark.mark_a=1 mark.mark_ex=1 \
+         startend.cross_thread=1 startend.domain_startend=1 mark.before_cuda=1 mark.mark_a=1 mark.mark_ex=1 \
          mark.domain_mark=1 domain.registered_range=gpu_tests domain.domain_mark=gpu_tests \
-         domain.domain_startend=gpu_tests thread.outer=main thread.{w}=main thread.inner_ex=main \
+         domain.domain_startend=gpu_tests thread.before_cuda=main thread.outer=main thread.{w}=main thread.inner_ex=main \
          thread.loop=main thread.registered_range=main thread.mark_a=main thread.mark_ex=main \
          thread.domain_mark=main thread.worker=worker thread.worker_inner=worker \
          kernels_in.outer={} kernels_in.{w}=2 kernels_in.inner_ex=1 kernels_in.loop={r} \
