@@ -483,6 +483,7 @@ pub fn common(cx: &Ctx<'_>, o: &Options, r: &mut Report) {
             show_names(multi.iter().map(|(e, _)| e.name.as_str()))
         ));
     }
+    r.number("unsubmitted", orphans.len());
     if graph_followers > 0 {
         r.number("graph_nodes_without_arrow", graph_followers);
     }
