@@ -2707,6 +2707,13 @@ pub struct DriverApi {
     >,
     ///`cuCtxSynchronize`, or `None` when libcuda does not export it.
     pub cuCtxSynchronize: Option<unsafe extern "C" fn() -> CUresult>,
+    ///`cuStreamIsCapturing`, or `None` when libcuda does not export it.
+    pub cuStreamIsCapturing: Option<
+        unsafe extern "C" fn(
+            hStream: CUstream,
+            captureStatus: *mut CUstreamCaptureStatus,
+        ) -> CUresult,
+    >,
 }
 impl DriverApi {
     /// Every symbol name in this table, in declaration order.
@@ -2727,6 +2734,7 @@ impl DriverApi {
         "cuCtxPushCurrent_v2",
         "cuCtxPopCurrent_v2",
         "cuCtxSynchronize",
+        "cuStreamIsCapturing",
     ];
     /// Builds the table by asking `resolve` for each symbol; a null answer
     /// leaves that entry `None`, reported as [`MissingSymbol`] when called.
@@ -2896,6 +2904,17 @@ impl DriverApi {
                     *const c_void,
                     Option<unsafe extern "C" fn() -> CUresult>,
                 >(resolve(c"cuCtxSynchronize"))
+            },
+            cuStreamIsCapturing: unsafe {
+                core::mem::transmute::<
+                    *const c_void,
+                    Option<
+                        unsafe extern "C" fn(
+                            hStream: CUstream,
+                            captureStatus: *mut CUstreamCaptureStatus,
+                        ) -> CUresult,
+                    >,
+                >(resolve(c"cuStreamIsCapturing"))
             },
         }
     }
@@ -3229,6 +3248,26 @@ The contract of the C function `cuCtxSynchronize`.*/
         match self.cuCtxSynchronize {
             Some(f) => Ok(unsafe { f() }),
             None => Err(MissingSymbol("cuCtxSynchronize")),
+        }
+    }
+    /**Calls `cuStreamIsCapturing`.
+
+# Errors
+
+[`MissingSymbol`] when the symbol was not resolved.
+
+# Safety
+
+The contract of the C function `cuStreamIsCapturing`.*/
+    #[inline]
+    pub unsafe fn cuStreamIsCapturing(
+        &self,
+        hStream: CUstream,
+        captureStatus: *mut CUstreamCaptureStatus,
+    ) -> Result<CUresult, MissingSymbol> {
+        match self.cuStreamIsCapturing {
+            Some(f) => Ok(unsafe { f(hStream, captureStatus) }),
+            None => Err(MissingSymbol("cuStreamIsCapturing")),
         }
     }
 }
