@@ -258,6 +258,24 @@ impl Driver {
         let _ = unsafe { self.api.cuCtxPopCurrent_v2(&mut popped) };
         r
     }
+
+    /// Whether `stream` (an opaque handle from a callback) is being captured
+    /// into a graph: work "launched" there runs only when the graph does.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Driver`] (e.g. an invalid handle), [`Error::MissingSymbol`].
+    #[doc(alias = "cuStreamIsCapturing")]
+    pub fn stream_is_capturing(&self, stream: u64) -> Result<bool> {
+        let mut status = sys::CUstreamCaptureStatus_enum(0);
+        // SAFETY: the handle came from the application's own call; the
+        // driver validates it; valid out-pointer.
+        self.check(unsafe {
+            self.api
+                .cuStreamIsCapturing(stream as sys::CUstream, &mut status)
+        })?;
+        Ok(status != sys::CUstreamCaptureStatus_enum::CU_STREAM_CAPTURE_STATUS_NONE)
+    }
 }
 
 fn c_buf_to_string(buf: &[c_char]) -> String {
