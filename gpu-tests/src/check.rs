@@ -16,7 +16,7 @@ pub const GPU_API_CUDA: u64 = 4;
 
 /// Bit that marks a GPU event id from the second id space (events after
 /// the first of one correlation: graph nodes).
-pub const SECONDARY_ID_BIT: u64 = 1 << 32;
+pub use gpu_trace_core::SECONDARY_EVENT_ID_BIT as SECONDARY_ID_BIT;
 
 /// Cases and the keys each must state (`prefix.` = at least one key with
 /// that prefix).
@@ -1262,8 +1262,17 @@ fn occupancy(cx: &Ctx<'_>, recs: &[&Record], r: &mut Report) {
             )),
             Some(_) => {}
         }
+        // CUPTI reports registers as allocated: the compiled count rounded
+        // up to the allocation unit (at least 16), as ncu shows them.
+        if let Some(got) = u(k, "launch__registers_per_thread")
+            && !(got >= regs && got <= regs.div_ceil(8).max(2) * 8)
+        {
+            r.fail(format!(
+                "{name}: launch__registers_per_thread={got}, program says {regs} (allocated: up to {})",
+                regs.div_ceil(8).max(2) * 8
+            ));
+        }
         for (arg, want) in [
-            ("launch__registers_per_thread", regs),
             ("launch__shared_mem_per_block_static", static_smem),
             ("launch__shared_mem_per_block_dynamic", dyn_smem),
             ("launch__block_size", block),

@@ -318,16 +318,21 @@ mod tests {
     #[test]
     fn events_from_many_threads_are_drained_exactly_once() {
         let r = Recorder::new(Limits::default());
-        std::thread::scope(|s| {
-            for t in 0..4 {
+        // Plain join, not a scope: a scope returns before the threads'
+        // thread-local destructors (which release the buffers) have run.
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
                 let r = r.clone();
-                s.spawn(move || {
+                std::thread::spawn(move || {
                     for i in 0..1000 {
                         r.api(api(t * 1000 + i));
                     }
-                });
-            }
-        });
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
         let mut spare = Vec::new();
         let batches = r.drain(&mut spare);
         let mut ids: Vec<u64> = batches

@@ -58,14 +58,22 @@ const TE_CLOCK_SENTINEL: u64 = 0x6770_7472_6163_6501;
 /// correlation id. The first GPU event of a correlation gets the id that API
 /// slices point at; further events of the same correlation (graph nodes)
 /// get ids from a second, per-process space.
+///
+/// The correlation id sits above the pid (< 2^22 on Linux) so that the ids
+/// of a short run stay short varints.
 pub fn primary_event_id(pid: u32, correlation_id: u64) -> u64 {
-    ((pid as u64) << 33) | (correlation_id & 0xFFFF_FFFF)
+    ((correlation_id & ((1 << 41) - 1)) << 22) | (pid as u64 & PID_MASK)
 }
 
 /// See [`primary_event_id`].
 pub fn secondary_event_id(pid: u32, n: u64) -> u64 {
-    ((pid as u64) << 33) | (1 << 32) | (n & 0xFFFF_FFFF)
+    SECONDARY_EVENT_ID_BIT | ((n & ((1 << 41) - 1)) << 22) | (pid as u64 & PID_MASK)
 }
+
+/// Set in every id from the second space of [`secondary_event_id`].
+pub const SECONDARY_EVENT_ID_BIT: u64 = 1 << 63;
+
+const PID_MASK: u64 = (1 << 22) - 1;
 
 /// Track uuid of a thread's API/marker track.
 pub fn thread_track_uuid(pid: u32, tid: u32) -> u64 {
@@ -190,11 +198,16 @@ pub(crate) enum ClockSpec {
     Custom(u32),
 }
 
+/// Reads a simultaneous (custom GPU clock, BOOTTIME) pair.
+pub(crate) type ClockSampler = Arc<dyn Fn() -> Option<(u64, u64)> + Send + Sync>;
+
 /// The emitter's encoder: process-wide naming and ids, plus scratch buffers.
 pub(crate) struct Encoder {
     pid: u32,
     api: GpuApi,
     clock: ClockSpec,
+    /// Reads (custom GPU clock, BOOTTIME) for snapshots.
+    clock_sampler: Option<ClockSampler>,
     names: Arc<Names>,
     kernels: Arc<Kernels>,
     devices: Arc<Devices>,
@@ -215,8 +228,23 @@ pub(crate) struct Encoder {
     thread_names: HashMap<u32, String>,
     /// Last delta-clock timestamp per track-event instance.
     te_last: [Option<u64>; 8],
+    /// The default track of each track-event instance (the busiest thread),
+    /// whose events then omit their track uuid.
+    te_default: [Option<u64>; 8],
+    /// Open NVTX push depth per thread, and open start/end ranges: ends of
+    /// ranges that began before tracing did are dropped.
+    marker_depth: HashMap<u32, u32>,
+    open_ranges: HashSet<u64>,
     /// Scratch for time-sorting one pass.
     order: Vec<(u64, u32, u32, bool)>,
+}
+
+/// The tracer's tables the encoder reads.
+pub(crate) struct Tables {
+    pub(crate) names: Arc<Names>,
+    pub(crate) kernels: Arc<Kernels>,
+    pub(crate) devices: Arc<Devices>,
+    pub(crate) counters: Arc<Counters>,
 }
 
 impl Encoder {
@@ -224,11 +252,15 @@ impl Encoder {
         pid: u32,
         api: GpuApi,
         clock: ClockSpec,
-        names: Arc<Names>,
-        kernels: Arc<Kernels>,
-        devices: Arc<Devices>,
-        counters: Arc<Counters>,
+        clock_sampler: Option<ClockSampler>,
+        tables: Tables,
     ) -> Self {
+        let Tables {
+            names,
+            kernels,
+            devices,
+            counters,
+        } = tables;
         let args = ArgNames {
             device: names.intern("device"),
             stream: names.intern("stream"),
@@ -246,6 +278,7 @@ impl Encoder {
             pid,
             api,
             clock,
+            clock_sampler,
             memset_name: names.intern("Memset"),
             names,
             kernels,
@@ -263,6 +296,9 @@ impl Encoder {
             totals: Totals::default(),
             thread_names: HashMap::default(),
             te_last: [None; 8],
+            te_default: [None; 8],
+            marker_depth: HashMap::default(),
+            open_ranges: HashSet::default(),
             order: Vec::new(),
         }
     }
@@ -330,7 +366,8 @@ impl Encoder {
     }
 
     fn context_iid(&self, context: u32) -> u64 {
-        ((self.pid as u64) << 16) | (context as u64 & 0xFFFF)
+        // Unique per process and context; small for the usual few contexts.
+        ((context as u64) << 22) | (self.pid as u64 & PID_MASK)
     }
 
     fn copy_name(&mut self, kind: crate::model::CopyKind) -> NameId {
@@ -389,11 +426,14 @@ impl Encoder {
             wire::packet::SEQUENCE_FLAGS,
             wire::packet::SEQ_INCREMENTAL_STATE_CLEARED,
         );
+        let mut snapshot = None;
         match self.clock {
             ClockSpec::Custom(id) => {
                 p.nested(wire::packet::DEFAULTS, |d| {
                     d.varint(wire::packet::DEFAULTS_CLOCK_ID, id as u64);
                 });
+                // Every new sequence describes the clock it uses at once.
+                snapshot = self.clock_sampler.as_ref().and_then(|s| s());
             }
             ClockSpec::Boottime => {
                 p.varint(wire::packet::TIMESTAMP, t0);
@@ -423,6 +463,9 @@ impl Encoder {
             }
         });
         sink.packet(p.as_bytes());
+        if let Some((gpu, boot)) = snapshot {
+            self.write_clock_snapshot(gpu, boot, sink);
+        }
     }
 
     fn write_gpu_info_if_changed(&mut self, seq: &mut RsSeq, sink: &mut dyn PacketSink) {
@@ -779,11 +822,37 @@ impl Encoder {
         self.begin_te_pass(&order, batches, sink);
         for &(_, bi, ei, _) in &order {
             let b = &batches[bi as usize];
-            if let Event::Marker(m) = &b.events[ei as usize] {
+            if let Event::Marker(m) = &b.events[ei as usize]
+                && self.marker_is_balanced(m)
+            {
                 self.write_marker(m, b, sink);
             }
         }
         self.order = order;
+    }
+
+    /// Tracks push depth and open ranges; false for an end whose begin was
+    /// never recorded (it happened before tracing started).
+    fn marker_is_balanced(&mut self, m: &MarkerEvent) -> bool {
+        match m.marker {
+            Marker::Push { .. } => {
+                *self.marker_depth.entry(m.thread).or_default() += 1;
+                true
+            }
+            Marker::Pop { .. } => match self.marker_depth.get_mut(&m.thread) {
+                Some(d) if *d > 0 => {
+                    *d -= 1;
+                    true
+                }
+                _ => false,
+            },
+            Marker::Start { id, .. } => {
+                self.open_ranges.insert(id);
+                true
+            }
+            Marker::End { id } => self.open_ranges.remove(&id),
+            Marker::Mark { .. } => true,
+        }
     }
 
     /// Sets up the delta clock on a (new or reset) sequence, and describes
@@ -799,15 +868,31 @@ impl Encoder {
         };
         let inst = sink.instance() as usize % self.te_last.len();
         if !sink.track_seen(TE_CLOCK_SENTINEL) {
+            // The busiest thread of this pass becomes the default track.
+            let mut count: HashMap<u32, u32> = HashMap::default();
+            for &(_, bi, _, _) in order {
+                *count.entry(batches[bi as usize].thread).or_default() += 1;
+            }
+            let busiest = count
+                .into_iter()
+                .max_by_key(|&(t, n)| (n, t))
+                .map(|(t, _)| t);
+            let default_track = busiest.map(|t| thread_track_uuid(self.pid, t));
             let p = &mut self.pkt;
             p.clear();
             absolute_timestamp(p, t0);
             p.nested(wire::packet::DEFAULTS, |d| {
                 d.varint(wire::packet::DEFAULTS_CLOCK_ID, DELTA_CLOCK as u64);
+                if let Some(u) = default_track {
+                    d.nested(wire::packet::DEFAULTS_TRACK_EVENT, |t| {
+                        t.varint(wire::track_event::TRACK_UUID, u);
+                    });
+                }
             });
             write_delta_clock_snapshot(p, t0);
             sink.packet(p.as_bytes());
             self.te_last[inst] = Some(t0);
+            self.te_default[inst] = default_track;
         }
         let mut seen = rustc_hash::FxHashSet::default();
         for &(_, bi, _, _) in order {
@@ -865,13 +950,16 @@ impl Encoder {
         };
         let pid = self.pid;
         let stamp = self.te_stamp(a.start, sink.instance());
+        let uuid = self.explicit_track(uuid, sink.instance());
         let p = &mut self.pkt;
         p.clear();
         te_header(p, stamp, (!seen).then_some((iid, &*name)), true);
         p.nested(wire::packet::TRACK_EVENT, |t| {
-            t.varint(wire::track_event::TYPE, wire::track_event::TYPE_SLICE_BEGIN)
-                .varint(wire::track_event::TRACK_UUID, uuid)
-                .varint(wire::track_event::NAME_IID, iid);
+            t.varint(wire::track_event::TYPE, wire::track_event::TYPE_SLICE_BEGIN);
+            if let Some(u) = uuid {
+                t.varint(wire::track_event::TRACK_UUID, u);
+            }
+            t.varint(wire::track_event::NAME_IID, iid);
             let submits = a.submits && a.correlation_id != 0;
             if submits || !a.waits.is_empty() {
                 t.nested(wire::track_event::GPU_CORRELATION, |c| {
@@ -899,14 +987,22 @@ impl Encoder {
 
     fn write_end(&mut self, uuid: u64, ts: u64, sink: &mut dyn TrackEventSink) {
         let stamp = self.te_stamp(ts, sink.instance());
+        let uuid = self.explicit_track(uuid, sink.instance());
         let p = &mut self.pkt;
         p.clear();
         te_header(p, stamp, None, false);
         p.nested(wire::packet::TRACK_EVENT, |t| {
-            t.varint(wire::track_event::TYPE, wire::track_event::TYPE_SLICE_END)
-                .varint(wire::track_event::TRACK_UUID, uuid);
+            t.varint(wire::track_event::TYPE, wire::track_event::TYPE_SLICE_END);
+            if let Some(u) = uuid {
+                t.varint(wire::track_event::TRACK_UUID, u);
+            }
         });
         sink.packet(p.as_bytes());
+    }
+
+    /// `Some(uuid)` unless it is the sequence's default track.
+    fn explicit_track(&self, uuid: u64, inst: u32) -> Option<u64> {
+        (self.te_default[inst as usize % 8] != Some(uuid)).then_some(uuid)
     }
 
     fn write_marker(&mut self, m: &MarkerEvent, b: &Batch, sink: &mut dyn TrackEventSink) {
@@ -948,6 +1044,7 @@ impl Encoder {
         });
         let domain = domain.map(|d| self.names.get(d));
         let stamp = self.te_stamp(m.ts, sink.instance());
+        let uuid = self.explicit_track(uuid, sink.instance());
         let p = &mut self.pkt;
         p.clear();
         match (&interned, &text) {
@@ -955,8 +1052,10 @@ impl Encoder {
             _ => te_header(p, stamp, None, interned.is_some()),
         }
         p.nested(wire::packet::TRACK_EVENT, |t| {
-            t.varint(wire::track_event::TYPE, ty)
-                .varint(wire::track_event::TRACK_UUID, uuid);
+            t.varint(wire::track_event::TYPE, ty);
+            if let Some(u) = uuid {
+                t.varint(wire::track_event::TRACK_UUID, u);
+            }
             if let Some((iid, _)) = interned {
                 t.varint(wire::track_event::NAME_IID, iid);
             }

@@ -375,6 +375,11 @@ pub(crate) fn file_trace_config(
         // leaves everything up to the last write (AUTO flushes every 5 s).
         .varint(c::WRITE_FLUSH_MODE, c::WRITE_FLUSH_ENABLED)
         .varint(c::FLUSH_TIMEOUT_MS, 5000)
+        // After a loss the trace processor ignores a sequence until its
+        // interned data is described again: have it re-described regularly.
+        .nested(c::INCREMENTAL_STATE_CONFIG, |i| {
+            i.varint(c::INCREMENTAL_CLEAR_PERIOD_MS, 10_000);
+        })
         .varint(c::DATA_SOURCE_STOP_TIMEOUT_MS, 5000)
         .string(
             c::UNIQUE_SESSION_NAME,

@@ -560,14 +560,21 @@ fn emitter_loop(inner: Arc<Inner>) {
         GpuClock::Boottime => ClockSpec::Boottime,
         GpuClock::Custom { name, .. } => ClockSpec::Custom(GpuClock::clock_id(name)),
     };
+    let sampler = match &inner.clock {
+        GpuClock::Boottime => None,
+        GpuClock::Custom { sample, .. } => Some(sample.clone()),
+    };
     let mut enc = Encoder::new(
         std::process::id(),
         inner.api,
         clock,
-        inner.names.clone(),
-        inner.kernels.clone(),
-        inner.devices.clone(),
-        inner.counters.clone(),
+        sampler,
+        crate::emit::Tables {
+            names: inner.names.clone(),
+            kernels: inner.kernels.clone(),
+            devices: inner.devices.clone(),
+            counters: inner.counters.clone(),
+        },
     );
     let mut spare: Vec<Batch> = Vec::new();
     let mut last_backend_flush = Instant::now();
