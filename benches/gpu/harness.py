@@ -89,9 +89,11 @@ def run(cmd, env):
 
 
 def parse_result(text):
+    # Other output (the NVIDIA sample's records) may share the line.
     for line in text.splitlines():
-        if line.startswith("RESULT "):
-            return dict(kv.split("=", 1) for kv in line.split()[1:])
+        i = line.find("RESULT workload=")
+        if i >= 0:
+            return dict(kv.split("=", 1) for kv in line[i:].split()[1:] if "=" in kv)
     return None
 
 

@@ -155,7 +155,7 @@ impl RecordState {
         {
             return *d;
         }
-        let (entry, desc) = self.describe(ordinal);
+        let (entry, desc) = crate::api::internal(|| self.describe(ordinal));
         self.device_cache
             .lock()
             .unwrap_or_else(|e| e.into_inner())

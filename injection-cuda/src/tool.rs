@@ -34,7 +34,9 @@ impl Shared {
     fn on_callback(&self, cb: &Callback<'_>) {
         match cb {
             Callback::Api(a) if self.api_on.load(Ordering::Relaxed) => self.api.on_api(a),
-            Callback::Nvtx(n) if self.markers_on.load(Ordering::Relaxed) => self.api.on_nvtx(n),
+            Callback::Nvtx(n) if self.markers_on.load(Ordering::Relaxed) => {
+                self.api.on_nvtx(&n.event())
+            }
             Callback::Resource(r) => match (r.event(), r.context()) {
                 (ResourceEvent::ContextCreated, Some(c)) => {
                     self.contexts
@@ -85,6 +87,16 @@ impl CudaBackend {
 
     fn set_api(&self, on: bool) {
         self.shared.api_on.store(on, Ordering::Relaxed);
+        for (d, id) in self.shared.api.extra_ids() {
+            let r = if on {
+                self.subscriber.enable(d.into(), id)
+            } else {
+                self.subscriber.disable(d.into(), id)
+            };
+            if let Err(e) = r {
+                gpu_trace_core::verbose!("cannot switch callback {id}: {e}");
+            }
+        }
         for d in [ApiDomain::Runtime, ApiDomain::Driver] {
             for k in TRACED_KINDS {
                 let r = if on {
@@ -275,6 +287,13 @@ impl Tool {
         self.tracer.shutdown(Duration::from_secs(10));
     }
 
+    /// An NVTX call from our own NVTX injection.
+    pub(crate) fn on_nvtx(&self, ev: &cupti::nvtx::NvtxEvent<'_>) {
+        if self.shared.markers_on.load(Ordering::Relaxed) {
+            self.shared.api.on_nvtx(ev);
+        }
+    }
+
     fn drain_gpu(&self) {
         let contexts = self
             .shared
@@ -293,9 +312,11 @@ impl Tool {
         let spawned = std::thread::Builder::new()
             .name("gpu-trace-drain".into())
             .spawn(move || {
-                for c in contexts {
-                    let _ = driver.synchronize(c);
-                }
+                crate::api::internal(|| {
+                    for c in contexts {
+                        let _ = driver.synchronize(c);
+                    }
+                });
                 let _ = tx.send(());
             });
         if spawned.is_ok() && rx.recv_timeout(EXIT_DRAIN_LIMIT).is_err() {

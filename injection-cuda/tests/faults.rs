@@ -13,12 +13,16 @@ const CHILD: &str = "GPU_TRACE_FAULT_CHILD";
 const APP_EXIT_CODE: i32 = 42;
 
 fn library() -> PathBuf {
-    // target/<profile>/deps/faults-xxxx → target/<profile>/libgpu_trace_cuda.so
+    // The test binary is target/<profile>/deps/faults-xxxx. `cargo test`
+    // builds the cdylib next to it in deps/ and does not always copy it up
+    // to target/<profile>/, so the copy in deps/ is the fresh one.
     let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .and_then(|d| d.parent())
-        .unwrap()
-        .join("libgpu_trace_cuda.so")
+    let deps = exe.parent().unwrap();
+    let fresh = deps.join("libgpu_trace_cuda.so");
+    if fresh.exists() {
+        return fresh;
+    }
+    deps.parent().unwrap().join("libgpu_trace_cuda.so")
 }
 
 /// The "application": loads the library, calls the entry points, exits
