@@ -14,6 +14,10 @@ Modes:
   baseline        no injection
   floor           bare CUPTI: kernel + memcpy activity, records counted and dropped
   nvidia_sample   NVIDIA's cupti_trace_injection sample (stdout discarded)
+  cfg_idle        the floor library set up as gt_idle sets CUPTI up (subscriber,
+                  timestamp callback, no activity kinds): CUPTI's own idle cost
+  cfg_gpu         the floor library set up as gt_gpu sets CUPTI up (subscriber,
+                  timestamp callback, gpu-trace's four kinds)
   gt_idle         gpu-trace loaded, no session asks for anything (system mode, no traced)
   gt_gpu          gpu-trace, renderstages only (INJECTION_TRACE=gpu)
   gt_full         gpu-trace, renderstages + API slices + NVTX
@@ -104,7 +108,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT", "harness-results"))
     ap.add_argument("--workloads", default="launch_1t,launch_4t,mixed,torch")
-    ap.add_argument("--modes", default="baseline,floor,nvidia_sample,gt_idle,gt_gpu,gt_full,torch_cuda,torch_cpu_cuda")
+    ap.add_argument("--modes", default="baseline,floor,cfg_idle,cfg_gpu,nvidia_sample,gt_idle,gt_gpu,gt_full,torch_cuda,torch_cpu_cuda")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     lib = os.path.abspath(f"{a.bin}/libgpu_trace_cuda.so")
@@ -121,13 +125,18 @@ def main():
     }
     wanted_wl = [w for w in a.workloads.split(",") if w in workloads]
     modes = [m for m in a.modes.split(",")]
-    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("INJECTION_", "CUDA_INJECTION64", "NVTX_INJECTION64"))}
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("INJECTION_", "CUDA_INJECTION64", "NVTX_INJECTION64", "FLOOR_"))}
 
     def mode_env(mode, tracedir, tag):
         env = dict(base_env)
         out = f"{tracedir}/{tag}.pftrace"
         if mode == "floor":
             env["CUDA_INJECTION64_PATH"] = arts["floor"]
+        elif mode in ("cfg_idle", "cfg_gpu"):
+            env["CUDA_INJECTION64_PATH"] = arts["floor"]
+            env["FLOOR_SUBSCRIBE"] = "1"
+            env["FLOOR_TIMESTAMP"] = "1"
+            env["FLOOR_KINDS"] = "none" if mode == "cfg_idle" else "all"
         elif mode == "nvidia_sample":
             env["CUDA_INJECTION64_PATH"] = arts["nvidia_sample"]
         elif mode.startswith("gt_"):
