@@ -46,7 +46,7 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, shell=True, text=True, capture_output=True, **kw)
 
 
-def build(work):
+def build(work, want_sample=True):
     out = {}
     jobs = {
         "launch_loop": f"{NVCC} -arch=sm_90 -O2 -o {work}/launch_loop {HERE}/launch_loop.cu",
@@ -68,7 +68,7 @@ def build(work):
     # NVIDIA's sample, built from the installed CUPTI samples.
     src = f"{CUDA}/extras/CUPTI/samples"
     dst = f"{work}/cupti_samples"
-    if os.path.isdir(src):
+    if want_sample and os.path.isdir(src):
         shutil.copytree(src, dst, symlinks=True)
         r = sh(f"make -C {dst}/cupti_trace_injection CUDA_INSTALL_PATH={CUDA} -j8")
         libs = [f for f in os.listdir(f"{dst}/cupti_trace_injection") if f.endswith(".so")]
@@ -108,20 +108,21 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT", "harness-results"))
     ap.add_argument("--workloads", default="launch_1t,launch_4t,mixed,torch")
+    ap.add_argument("--torch-steps", type=int, default=0, help="steps of the PyTorch loop (default 300, 80 with --quick)")
     ap.add_argument("--modes", default="baseline,floor,cfg_idle,cfg_gpu,nvidia_sample,gt_idle,gt_gpu,gt_full,torch_cuda,torch_cpu_cuda")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     lib = os.path.abspath(f"{a.bin}/libgpu_trace_cuda.so")
     cli = os.path.abspath(f"{a.bin}/gpu-trace")
     work = tempfile.mkdtemp(prefix="gt-harness-")
-    arts = build(work)
+    arts = build(work, want_sample="nvidia_sample" in a.modes.split(","))
 
     n_launch = 20000 if a.quick else 200000
     workloads = {
         "launch_1t": ([arts["launch_loop"], str(n_launch), "1"], "ns_per_launch", "ns/launch"),
         "launch_4t": ([arts["launch_loop"], str(n_launch), "4"], "ns_per_launch", "ns/launch (aggregate)"),
         "mixed": ([arts["mixed"], "2000" if a.quick else "20000"], "ns_per_iter", "ns/iteration"),
-        "torch": ([sys.executable, f"{HERE}/torch_mlp.py", "--steps", "80" if a.quick else "300"], "ms_per_step", "ms/step"),
+        "torch": ([sys.executable, f"{HERE}/torch_mlp.py", "--steps", str(a.torch_steps or (80 if a.quick else 300))], "ms_per_step", "ms/step"),
     }
     wanted_wl = [w for w in a.workloads.split(",") if w in workloads]
     modes = [m for m in a.modes.split(",")]
@@ -172,7 +173,7 @@ def main():
                 # temporary file takes them along with our RESULT line.
                 rc, so, se, rss, wall = run(c, env)
                 res = parse_result(so)
-                row = {"rc": rc, "rss_kib": rss, "wall_s": wall}
+                row = {"rc": rc, "rss_kib": rss, "wall_s": wall, "rep": rep}
                 if res is None or rc != 0:
                     row["error"] = (se or "")[-500:]
                     print(f"[{tag}] FAILED rc={rc}: {row['error']}", flush=True)
@@ -207,8 +208,11 @@ def main():
         base = statistics.median(vals["baseline"])
         floor = statistics.median(vals["floor"]) if vals.get("floor") else None
         lines.append(f"\n### {wl} ({unit}; median of {a.reps} interleaved runs)\n")
-        lines.append("| mode | median | min | × baseline | added | added ÷ floor's | trace B/kernel | kernels in trace | peak RSS MB |")
-        lines.append("|---|---|---|---|---|---|---|---|---|")
+        lines.append("| mode | median | min | × baseline | paired × baseline (range) | added | added ÷ floor's | trace B/kernel | kernels in trace | peak RSS MB |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
+        # Per repetition, the mode against the baseline run next to it:
+        # drift between repetitions cancels out.
+        base_by_rep = {r["rep"]: r["value"] for r in results.get((wl, "baseline"), []) if "value" in r}
         for m in modes:
             v = vals.get(m)
             if not v:
@@ -220,15 +224,19 @@ def main():
             exp = [r["kernels_expected"] for r in rows if r.get("kernels_expected")]
             rss = statistics.median(r["rss_kib"] for r in rows) / 1024
             added = med - base
+            paired = sorted(r["value"] / base_by_rep[r["rep"]] for r in rows if "value" in r and r["rep"] in base_by_rep)
             ratio_floor = (added / (floor - base)) if floor is not None and floor > base and m != "baseline" else None
             summary[f"{wl}/{m}"] = {
                 "median": med, "min": mn, "ratio": med / base, "added": added,
                 "added_over_floor": ratio_floor,
+                "paired_ratio_median": statistics.median(paired) if paired else None,
+                "paired_ratios": paired,
                 "trace_bytes_per_kernel": statistics.median(tb) if tb else None,
                 "kernels_in_trace": tk, "kernels_expected": exp[:1], "rss_mb": rss,
             }
             lines.append(
-                f"| {m} | {med:.4g} | {mn:.4g} | {med / base:.3f} | {added:+.4g} | "
+                f"| {m} | {med:.4g} | {mn:.4g} | {med / base:.3f} | "
+                f"{'' if not paired else f'{statistics.median(paired):.3f} ({paired[0]:.2f}–{paired[-1]:.2f})'} | {added:+.4g} | "
                 f"{'' if ratio_floor is None else f'{ratio_floor:.2f}'} | "
                 f"{'' if not tb else f'{statistics.median(tb):.0f}'} | "
                 f"{'' if not tk else f'{min(tk)}–{max(tk)}' + (f' (expected {exp[0]})' if exp else '')} | {rss:.0f} |"

@@ -20,6 +20,10 @@ use gpu_trace_core::model::{
 use gpu_trace_core::names::{Kernels, Names};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// Longest wait for the emitter per activity buffer.
+const RECORDS_WAIT_LIMIT: Duration = Duration::from_secs(1);
 
 /// A device as the trace shows it.
 #[derive(Clone, Copy, Debug)]
@@ -108,6 +112,9 @@ impl RecordState {
 
     /// One completed buffer.
     pub(crate) fn on_records(&self, records: Records<'_>) {
+        // This is CUPTI's delivery thread, not the application's: when the
+        // emitter is behind, wait here so a burst is not dropped.
+        self.recorder.wait_for_room(RECORDS_WAIT_LIMIT);
         let dropped = records.dropped();
         if dropped > 0 {
             self.recorder.dropped(DropKind::VendorRecords, dropped);
