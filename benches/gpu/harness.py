@@ -21,8 +21,8 @@ Modes:
   gt_idle         gpu-trace loaded, no session asks for anything (system mode, no traced)
   gt_gpu          gpu-trace, renderstages only (INJECTION_TRACE=gpu)
   gt_full         gpu-trace, renderstages + API slices + NVTX
-  torch_cuda      torch.profiler, CUDA activity only (PyTorch workload only)
-  torch_cpu_cuda  torch.profiler, CPU + CUDA (PyTorch workload only)
+  torch_cuda      torch.profiler, CUDA activity only (PyTorch workloads only)
+  torch_cpu_cuda  torch.profiler, CPU + CUDA (PyTorch workloads only)
 """
 
 import argparse
@@ -123,6 +123,7 @@ def main():
         "launch_4t": ([arts["launch_loop"], str(n_launch), "4"], "ns_per_launch", "ns/launch (aggregate)"),
         "mixed": ([arts["mixed"], "2000" if a.quick else "20000"], "ns_per_iter", "ns/iteration"),
         "torch": ([sys.executable, f"{HERE}/torch_mlp.py", "--steps", str(a.torch_steps or (80 if a.quick else 300))], "ms_per_step", "ms/step"),
+        "torch_dense": ([sys.executable, f"{HERE}/torch_mlp.py", "--dense", "--steps", str(a.torch_steps or (80 if a.quick else 300))], "ms_per_step", "ms/step"),
     }
     wanted_wl = [w for w in a.workloads.split(",") if w in workloads]
     modes = [m for m in a.modes.split(",")]
@@ -162,7 +163,7 @@ def main():
             for mode in modes:
                 if mode == "nvidia_sample" and "nvidia_sample" not in arts:
                     continue
-                if mode.startswith("torch_") and wl != "torch":
+                if mode.startswith("torch_") and not wl.startswith("torch"):
                     continue
                 tag = f"{wl}-{mode}-{rep}"
                 env, trace = mode_env(mode, tracedir, tag)
