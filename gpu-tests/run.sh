@@ -189,8 +189,19 @@ if "$py" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     run_case torch_nvtx torch_nvtx 0 0 -- "$py" "$here/python/torch_nvtx.py" --steps "$torch_nvtx_steps"
     run_case torch_loop torch_loop 0 0 -- "$py" "$here/python/torch_loop.py" --steps "$torch_loop_steps"
     grep -h '^RESULT' "$work/torch_loop.out" 2>/dev/null | sed 's/^/   traced torch_loop: /'
+    # A second CUPTI client (torch.profiler) starts and stops mid-run. The
+    # same loop must give the same kernel count as torch_loop.
+    run_case torch_loop_kineto torch_loop 1 0 -- "$py" "$here/python/torch_loop.py" --steps "$torch_loop_steps" --torch-profiler
+    if want torch_loop_kineto; then
+        for c in torch_loop torch_loop_kineto; do
+            [ -s "$work/$c.pftrace" ] || continue
+            echo "   $c: kernels in our trace: $("$cli" stats --json "$work/$c.pftrace" 2>/dev/null | "$py" -c 'import json,sys; print(sum(k["count"] for k in json.load(sys.stdin)["kernels"]))' 2>&1)"
+        done
+        grep -h '^KINETO' "$work/torch_loop_kineto.out" 2>/dev/null | sed 's/^/   torch.profiler: /'
+        grep -h 'gpu-trace' "$work/torch_loop_kineto.err" 2>/dev/null | head -5 | sed 's/^/   stderr: /'
+    fi
 else
-    for c in torch_nvtx torch_loop; do
+    for c in torch_nvtx torch_loop torch_loop_kineto; do
         want "$c" && { failed=$((failed + 1)); results+=("$c|FAIL|-|-|0|$py has no torch with CUDA"); }
     done
 fi

@@ -8,6 +8,12 @@ Prints the wall time per step on stdout:
     RESULT steps=300 wall_s=1.234567 ms_per_step=4.1152
 
 and an EXPECT line for gpu-check (at least one kernel per step).
+
+--torch-profiler runs torch.profiler (CUDA activity) over the middle third of
+the steps: a second CUPTI client in the process, started after ours. It then
+prints how many kernels torch.profiler saw:
+
+    KINETO kernels=N
 """
 import argparse
 import sys
@@ -23,6 +29,7 @@ def main() -> int:
     p.add_argument("--width", type=int, default=64)
     p.add_argument("--depth", type=int, default=8)
     p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--torch-profiler", action="store_true")
     a = p.parse_args()
     if not torch.cuda.is_available():
         print("CUDA is not available", file=sys.stderr)
@@ -46,11 +53,22 @@ def main() -> int:
     for _ in range(a.warmup):
         step()
     torch.cuda.synchronize()
+    prof = None
+    lo, hi = (a.steps // 3, 2 * a.steps // 3) if a.torch_profiler else (-1, -1)
     t0 = time.perf_counter()
-    for _ in range(a.steps):
+    for i in range(a.steps):
+        if i == lo:
+            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+            prof.__enter__()
         step()
+        if i == hi - 1 and prof is not None:
+            torch.cuda.synchronize()
+            prof.__exit__(None, None, None)
     torch.cuda.synchronize()
     wall = time.perf_counter() - t0
+    if prof is not None:
+        kernels = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+        print(f"KINETO kernels={kernels}", flush=True)
     print(
         f"RESULT steps={a.steps} wall_s={wall:.6f} ms_per_step={1e3 * wall / max(a.steps, 1):.4f}",
         flush=True,
