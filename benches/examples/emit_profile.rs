@@ -15,11 +15,14 @@ fn main() {
     let api = tracer.names().intern("cudaLaunchKernel");
     let tid = gpu_trace_core::clock::thread_id();
     let rec = tracer.recorder().clone();
+    // Realistic timestamps: BOOTTIME, a launch every 5 µs.
+    let t0 = gpu_trace_core::clock::boottime_ns();
     for chunk in 0..n / 10_000 {
         for i in 0..10_000 {
             let corr = chunk * 10_000 + i;
-            rec.api(launch(api, tid, corr, corr * 10));
-            rec.kernel(kernel(ks[(i % 64) as usize], corr, corr * 10 + 5));
+            let t = t0 + corr * 5_000;
+            rec.api(launch(api, tid, corr, t));
+            rec.kernel(kernel(ks[(i % 64) as usize], corr, t + 2_000));
         }
         tracer.flush(Duration::from_secs(30));
     }
@@ -31,5 +34,9 @@ fn main() {
         "{n} launches, trace {size} bytes = {:.1} bytes per launch (kernel + API slice)",
         size as f64 / n as f64
     );
-    let _ = std::fs::remove_dir_all(dir);
+    if std::env::var_os("GPU_TRACE_KEEP").is_some() {
+        println!("kept {}", tracer.output_path().unwrap().display());
+    } else {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

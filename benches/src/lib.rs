@@ -26,6 +26,7 @@ pub fn file_tracer(tag: &str) -> (Tracer, PathBuf) {
         limits: Limits {
             events: 1 << 20,
             text: 1 << 20,
+            sealed: 64,
         },
     })
     .expect("tracer");

@@ -239,6 +239,45 @@ impl Driver {
     }
 }
 
+impl Driver {
+    /// Waits until all work queued in `ctx` has finished: makes it current on
+    /// the calling thread for the duration and restores the previous one.
+    /// Used at process exit so that work still running there is recorded.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Driver`] (e.g. the context was destroyed), [`Error::MissingSymbol`].
+    #[doc(alias = "cuCtxSynchronize")]
+    pub fn synchronize(&self, ctx: crate::Context) -> Result<()> {
+        // SAFETY: `ctx` came from CUPTI (type invariant of `Context`).
+        self.check(unsafe { self.api.cuCtxPushCurrent_v2(ctx.0) })?;
+        // SAFETY: plain call on the current context.
+        let r = self.check(unsafe { self.api.cuCtxSynchronize() });
+        let mut popped: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: pops what was pushed above; valid out-pointer.
+        let _ = unsafe { self.api.cuCtxPopCurrent_v2(&mut popped) };
+        r
+    }
+
+    /// Whether `stream` (an opaque handle from a callback) is being captured
+    /// into a graph: work "launched" there runs only when the graph does.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Driver`] (e.g. an invalid handle), [`Error::MissingSymbol`].
+    #[doc(alias = "cuStreamIsCapturing")]
+    pub fn stream_is_capturing(&self, stream: u64) -> Result<bool> {
+        let mut status = sys::CUstreamCaptureStatus_enum(0);
+        // SAFETY: the handle came from the application's own call; the
+        // driver validates it; valid out-pointer.
+        self.check(unsafe {
+            self.api
+                .cuStreamIsCapturing(stream as sys::CUstream, &mut status)
+        })?;
+        Ok(status != sys::CUstreamCaptureStatus_enum::CU_STREAM_CAPTURE_STATUS_NONE)
+    }
+}
+
 fn c_buf_to_string(buf: &[c_char]) -> String {
     let bytes: Vec<u8> = buf
         .iter()

@@ -39,6 +39,7 @@ pub mod driver;
 mod error;
 mod guard;
 pub mod nvtx;
+pub mod nvtx_injection;
 mod params;
 pub mod profiler;
 

@@ -44,6 +44,18 @@ pub struct WideStr<'a> {
 }
 
 impl WideStr<'_> {
+    /// Wraps a NUL-terminated `wchar_t` string.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is non-null, NUL-terminated and valid for the borrow.
+    pub(crate) unsafe fn from_ptr(ptr: *const u32) -> Self {
+        WideStr {
+            ptr,
+            _life: PhantomData,
+        }
+    }
+
     /// The code units, without the terminator.
     pub fn units(&self) -> &[u32] {
         let mut n = 0;
@@ -223,7 +235,9 @@ fn wide<'a>(p: *const u32) -> NvtxMessage<'a> {
 /// # Safety
 ///
 /// `a` is null or points to the caller's attributes, valid during the callback.
-unsafe fn attributes<'a>(a: *const sys::nvtxEventAttributes_t) -> (NvtxMessage<'a>, Attributes) {
+pub(crate) unsafe fn attributes<'a>(
+    a: *const sys::nvtxEventAttributes_t,
+) -> (NvtxMessage<'a>, Attributes) {
     // SAFETY: caller contract.
     let Some(a) = (unsafe { a.as_ref() }) else {
         return (NvtxMessage::None, Attributes::default());

@@ -1,11 +1,15 @@
 //! Per-thread event buffers between the backends and the emitter thread.
 //!
 //! The application's threads (API callbacks) and the vendor's buffer threads
-//! append to a buffer owned by the calling thread: one uncontended lock, a
-//! copy of the event, no allocation once the buffer has grown. The emitter
-//! swaps whole buffers out, so nothing on the recording side ever waits for
-//! Perfetto. Buffers are bounded; what does not fit is counted, and the
-//! counts are written into the trace.
+//! append to a batch owned by the calling thread: one uncontended lock, a
+//! copy of the event, no allocation once the batch has grown. A full batch
+//! is sealed (queued behind the thread's fresh one) and the emitter woken,
+//! so a burst (CUPTI hands over tens of thousands of records at once) is
+//! absorbed instead of dropped. The emitter swaps whole batches out, so
+//! nothing on the recording side ever waits for Perfetto, except a vendor
+//! thread that asks to ([`Recorder::wait_for_room`]). Memory is bounded:
+//! past [`Limits::sealed`] queued batches, events are counted as dropped,
+//! and the counts are written into the trace.
 
 use crate::model::{
     ApiCall, CounterSample, DropKind, Event, KernelCounters, KernelExec, Marker, MarkerEvent,
@@ -13,7 +17,8 @@ use crate::model::{
 };
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// Events recorded by one thread since the last drain, plus the text their
 /// markers refer to.
@@ -41,34 +46,58 @@ impl Batch {
     }
 }
 
+/// One thread's batch being filled, and its full batches waiting for the
+/// emitter (oldest first).
+#[derive(Debug, Default)]
+struct Slot {
+    current: Batch,
+    sealed: Vec<Batch>,
+}
+
 #[derive(Debug)]
 struct ThreadBuffer {
-    batch: Mutex<Batch>,
+    slot: Mutex<Slot>,
 }
 
 /// Limits of the per-thread buffers.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// Events per thread between two drains.
+    /// Events per batch.
     pub events: usize,
-    /// Marker text bytes per thread between two drains.
+    /// Marker text bytes per batch.
     pub text: usize,
+    /// Full batches (all threads together) that may wait for the emitter.
+    /// With the defaults, at most 64 × 32768 events of ≤128 bytes (256 MiB)
+    /// are ever queued, and only while the emitter is behind.
+    pub sealed: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            events: 1 << 16,
+            events: 1 << 15,
             text: 1 << 20,
+            sealed: 64,
         }
     }
 }
+
+/// Emptied batches kept for reuse.
+const POOL_LIMIT: usize = 16;
 
 static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
 
 thread_local! {
     // The collector this thread last recorded into, and its buffer there.
     static LOCAL: RefCell<Option<(usize, Arc<ThreadBuffer>)>> = const { RefCell::new(None) };
+    // Set on the emitter thread, which must never wait for itself (a
+    // vendor flush it starts delivers records on this thread).
+    static DRAINER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the calling thread as the one that drains (the emitter).
+pub(crate) fn mark_drainer_thread() {
+    DRAINER.with(|d| d.set(true));
 }
 
 #[derive(Debug)]
@@ -79,6 +108,14 @@ pub(crate) struct Shared {
     drops: [AtomicU64; DropKind::ALL.len()],
     enabled: AtomicBool,
     wake: Mutex<Option<Wake>>,
+    /// Sealed batches not yet drained, all threads together.
+    sealed: AtomicUsize,
+    /// Emptied batches, reused so that steady-state recording does not
+    /// allocate.
+    pool: Mutex<Vec<Batch>>,
+    /// Signalled after every drain, for [`Recorder::wait_for_room`].
+    drained: Condvar,
+    drained_lock: Mutex<()>,
 }
 
 struct Wake(Box<dyn Fn() + Send + Sync>);
@@ -105,6 +142,10 @@ impl Recorder {
                 drops: Default::default(),
                 enabled: AtomicBool::new(true),
                 wake: Mutex::new(None),
+                sealed: AtomicUsize::new(0),
+                pool: Mutex::new(Vec::new()),
+                drained: Condvar::new(),
+                drained_lock: Mutex::new(()),
             }),
         }
     }
@@ -156,10 +197,14 @@ impl Recorder {
         if !self.shared.enabled.load(Ordering::Relaxed) {
             return;
         }
+        let make = std::cell::Cell::new(Some(make));
         self.with_batch(|b, limits| {
             if b.events.len() >= limits.events || b.text.len() + text.len() > limits.text {
                 return false;
             }
+            let Some(make) = make.take() else {
+                return false;
+            };
             let r = TextRef {
                 offset: b.text.len() as u32,
                 len: text.len() as u32,
@@ -190,20 +235,21 @@ impl Recorder {
         if !self.shared.enabled.load(Ordering::Relaxed) {
             return;
         }
+        let ev = std::cell::Cell::new(Some(ev));
         self.with_batch(|b, limits| {
             if b.events.len() >= limits.events {
                 return false;
             }
-            b.events.push(ev);
+            b.events.extend(ev.take());
             true
         });
     }
 
     /// Runs `f` on this thread's batch. `f` returns false when the event did
-    /// not fit; it is then counted as dropped.
-    fn with_batch(&self, f: impl FnOnce(&mut Batch, &Limits) -> bool) {
+    /// not fit; the batch is then sealed and `f` retried on a fresh one, and
+    /// if that is not possible the event is counted as dropped.
+    fn with_batch(&self, f: impl Fn(&mut Batch, &Limits) -> bool) {
         let shared = &self.shared;
-        let mut f = Some(f);
         let outcome = LOCAL.try_with(|slot| {
             let mut slot = slot.borrow_mut();
             let buf = match &*slot {
@@ -215,27 +261,82 @@ impl Recorder {
                 }
             };
             drop(slot);
-            let mut b = buf.batch.lock().unwrap_or_else(|e| e.into_inner());
-            let ok = (f.take().unwrap())(&mut b, &shared.limits);
-            (ok, b.events.len())
+            self.fill(&buf, &f)
         });
-        let (ok, len) = match outcome {
+        let (ok, wake) = match outcome {
             Ok(r) => r,
             // The thread is exiting and its thread-locals are gone: record
             // into a buffer that is not cached.
-            Err(_) => {
-                let buf = self.register();
-                let mut b = buf.batch.lock().unwrap_or_else(|e| e.into_inner());
-                let ok = (f.take().unwrap())(&mut b, &shared.limits);
-                (ok, b.events.len())
-            }
+            Err(_) => self.fill(&self.register(), &f),
         };
-        if ok {
-            if len == shared.limits.events / 2 {
-                self.wake();
-            }
-        } else {
+        if !ok {
             shared.drops[DropKind::ThreadBuffer as usize].fetch_add(1, Ordering::Relaxed);
+        }
+        if wake {
+            self.wake();
+        }
+    }
+
+    /// Returns (recorded, wake the emitter).
+    fn fill(&self, buf: &ThreadBuffer, f: &impl Fn(&mut Batch, &Limits) -> bool) -> (bool, bool) {
+        let shared = &self.shared;
+        let limits = &shared.limits;
+        let mut slot = buf.slot.lock().unwrap_or_else(|e| e.into_inner());
+        if f(&mut slot.current, limits) {
+            return (true, slot.current.events.len() == limits.events / 2);
+        }
+        // Full: seal it if the queue has room, and retry on a fresh batch.
+        if slot.current.events.is_empty()
+            || shared.sealed.fetch_add(1, Ordering::AcqRel) >= limits.sealed
+        {
+            if !slot.current.events.is_empty() {
+                shared.sealed.fetch_sub(1, Ordering::AcqRel);
+            }
+            return (false, true);
+        }
+        let fresh = self.fresh_batch(slot.current.thread);
+        let full = std::mem::replace(&mut slot.current, fresh);
+        slot.sealed.push(full);
+        (f(&mut slot.current, limits), true)
+    }
+
+    fn fresh_batch(&self, thread: u32) -> Batch {
+        let mut b = self
+            .shared
+            .pool
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_default();
+        b.thread = thread;
+        b
+    }
+
+    /// For a vendor's buffer thread (never an application thread): waits,
+    /// at most `limit`, while half or more of the sealed-batch budget is in
+    /// use, so that a burst slows the vendor's delivery (which has its own
+    /// bounded, counted buffering) rather than being dropped here.
+    pub fn wait_for_room(&self, limit: Duration) {
+        let shared = &self.shared;
+        let busy = || shared.sealed.load(Ordering::Acquire) >= shared.limits.sealed / 2;
+        if !busy() || !shared.enabled.load(Ordering::Relaxed) || DRAINER.with(|d| d.get()) {
+            return;
+        }
+        self.wake();
+        let deadline = Instant::now() + limit;
+        let mut g = shared
+            .drained_lock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        while busy() && shared.enabled.load(Ordering::Relaxed) {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return;
+            };
+            g = shared
+                .drained
+                .wait_timeout(g, left.min(Duration::from_millis(10)))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
     }
 
@@ -248,9 +349,9 @@ impl Recorder {
     fn register(&self) -> Arc<ThreadBuffer> {
         let tid = crate::clock::thread_id();
         let buf = Arc::new(ThreadBuffer {
-            batch: Mutex::new(Batch {
-                thread: tid,
-                ..Batch::default()
+            slot: Mutex::new(Slot {
+                current: self.fresh_batch(tid),
+                sealed: Vec::new(),
             }),
         });
         let mut threads = self
@@ -262,28 +363,44 @@ impl Recorder {
         buf
     }
 
-    /// Takes every thread's events. `spare` batches (emptied) are swapped
-    /// in so that steady-state recording does not allocate.
-    pub(crate) fn drain(&self, spare: &mut Vec<Batch>) -> Vec<Batch> {
+    /// Takes every thread's events: per thread, its sealed batches in order,
+    /// then the batch being filled. Give the batches back with
+    /// [`Recorder::recycle`] once written.
+    pub(crate) fn drain(&self) -> Vec<Batch> {
+        let shared = &self.shared;
         let mut out = Vec::new();
-        let mut threads = self
-            .shared
-            .threads
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut threads = shared.threads.lock().unwrap_or_else(|e| e.into_inner());
         threads.retain(|(tid, buf)| {
-            let mut b = buf.batch.lock().unwrap_or_else(|e| e.into_inner());
-            if !b.events.is_empty() {
-                let mut fresh = spare.pop().unwrap_or_default();
-                fresh.clear();
-                fresh.thread = *tid;
-                out.push(std::mem::replace(&mut *b, fresh));
+            let mut slot = buf.slot.lock().unwrap_or_else(|e| e.into_inner());
+            let sealed = slot.sealed.len();
+            out.append(&mut slot.sealed);
+            shared.sealed.fetch_sub(sealed, Ordering::AcqRel);
+            if !slot.current.events.is_empty() {
+                let fresh = self.fresh_batch(*tid);
+                out.push(std::mem::replace(&mut slot.current, fresh));
             }
             // Only the registry holds a buffer whose thread has exited.
-            let alive = Arc::strong_count(buf) > 1;
-            alive || !b.events.is_empty()
+            Arc::strong_count(buf) > 1
         });
+        drop(threads);
+        let _g = shared
+            .drained_lock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        shared.drained.notify_all();
         out
+    }
+
+    /// Returns written batches for reuse.
+    pub(crate) fn recycle(&self, batches: impl IntoIterator<Item = Batch>) {
+        let mut pool = self.shared.pool.lock().unwrap_or_else(|e| e.into_inner());
+        for mut b in batches {
+            if pool.len() >= POOL_LIMIT {
+                break;
+            }
+            b.clear();
+            pool.push(b);
+        }
     }
 
     /// Number of thread buffers currently registered.
@@ -318,25 +435,22 @@ mod tests {
     #[test]
     fn events_from_many_threads_are_drained_exactly_once() {
         let r = Recorder::new(Limits::default());
-        std::thread::scope(|s| {
-            let threads: Vec<_> = (0..4)
-                .map(|t| {
-                    let r = r.clone();
-                    s.spawn(move || {
-                        for i in 0..1000 {
-                            r.api(api(t * 1000 + i));
-                        }
-                    })
+        // Plain join, not a scope: a scope returns before the threads'
+        // thread-local destructors (which release the buffers) have run.
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let r = r.clone();
+                std::thread::spawn(move || {
+                    for i in 0..1000 {
+                        r.api(api(t * 1000 + i));
+                    }
                 })
-                .collect();
-            // Join each: the scope alone may return before the threads' thread-locals (which
-            // hold their buffers) are destroyed.
-            for t in threads {
-                t.join().unwrap();
-            }
-        });
-        let mut spare = Vec::new();
-        let batches = r.drain(&mut spare);
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let batches = r.drain();
         let mut ids: Vec<u64> = batches
             .iter()
             .flat_map(|b| b.events.iter())
@@ -347,7 +461,7 @@ mod tests {
             .collect();
         ids.sort();
         assert_eq!(ids, (0..4000).collect::<Vec<_>>());
-        assert!(r.drain(&mut spare).is_empty(), "second drain is empty");
+        assert!(r.drain().is_empty(), "second drain is empty");
         // Exited threads' buffers are released once drained.
         assert_eq!(r.thread_count(), 0);
     }
@@ -357,6 +471,7 @@ mod tests {
         let r = Recorder::new(Limits {
             events: 10,
             text: 16,
+            sealed: 0,
         });
         for i in 0..15 {
             r.kernel(KernelExec {
@@ -375,7 +490,7 @@ mod tests {
         }
         let drops = r.drop_counts();
         assert_eq!(drops[DropKind::ThreadBuffer as usize].1, 5);
-        let b = r.drain(&mut Vec::new());
+        let b = r.drain();
         assert_eq!(b[0].events.len(), 10);
         // Text that does not fit is dropped too.
         r.marker(1, 0, "0123456789abcdefXYZ", |text| Marker::Mark {
@@ -386,11 +501,87 @@ mod tests {
     }
 
     #[test]
+    fn full_batches_are_sealed_in_order_up_to_the_limit() {
+        let r = Recorder::new(Limits {
+            events: 10,
+            text: 16,
+            sealed: 2,
+        });
+        for i in 0..40 {
+            r.api(api(i));
+        }
+        // 2 sealed batches + the current one hold 30; the last 10 are dropped.
+        assert_eq!(r.drop_counts()[DropKind::ThreadBuffer as usize].1, 10);
+        let ids: Vec<u64> = r
+            .drain()
+            .iter()
+            .flat_map(|b| b.events.iter())
+            .map(|e| match e {
+                Event::Api(a) => a.correlation_id,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(ids, (0..30).collect::<Vec<_>>());
+        // The budget is free again after the drain.
+        for i in 0..25 {
+            r.api(api(i));
+        }
+        assert_eq!(r.drop_counts()[DropKind::ThreadBuffer as usize].1, 10);
+        // Marker text that would overflow a batch seals it too.
+        let r = Recorder::new(Limits {
+            events: 10,
+            text: 16,
+            sealed: 1,
+        });
+        r.marker(1, 0, "0123456789", |text| Marker::Mark {
+            domain: None,
+            text,
+        });
+        r.marker(1, 1, "abcdefghij", |text| Marker::Mark {
+            domain: None,
+            text,
+        });
+        assert_eq!(r.drop_counts()[DropKind::ThreadBuffer as usize].1, 0);
+        let b = r.drain();
+        assert_eq!(b.len(), 2);
+        match b[1].events[0] {
+            Event::Marker(MarkerEvent {
+                marker: Marker::Mark { text, .. },
+                ..
+            }) => assert_eq!(b[1].text(text), "abcdefghij"),
+            ref e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn wait_for_room_returns_once_drained() {
+        let r = Recorder::new(Limits {
+            events: 4,
+            text: 16,
+            sealed: 2,
+        });
+        for i in 0..8 {
+            r.api(api(i));
+        }
+        let drainer = {
+            let r = r.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                r.drain().len()
+            })
+        };
+        // Without the drain this would wait the whole (long) limit.
+        r.wait_for_room(Duration::from_secs(600));
+        assert_eq!(drainer.join().unwrap(), 2);
+        assert_eq!(r.drop_counts()[DropKind::ThreadBuffer as usize].1, 0);
+    }
+
+    #[test]
     fn marker_text_is_stored_in_the_arena() {
         let r = Recorder::new(Limits::default());
         r.marker(5, 10, "step 1", |text| Marker::Push { domain: None, text });
         r.marker(5, 11, "", |_| Marker::Pop { domain: None });
-        let b = &r.drain(&mut Vec::new())[0];
+        let b = &r.drain()[0];
         match b.events[0] {
             Event::Marker(MarkerEvent {
                 marker: Marker::Push { text, .. },
@@ -405,6 +596,6 @@ mod tests {
         let r = Recorder::new(Limits::default());
         r.close();
         r.api(api(1));
-        assert!(r.drain(&mut Vec::new()).is_empty());
+        assert!(r.drain().is_empty());
     }
 }

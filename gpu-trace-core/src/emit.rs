@@ -33,6 +33,8 @@ pub(crate) trait TrackEventSink: PacketSink {
     fn intern_name(&mut self, name: &[u8]) -> (u64, bool);
     /// Whether a descriptor for `uuid` was already written on this sequence.
     fn track_seen(&mut self, uuid: u64) -> bool;
+    /// The data-source instance this sequence belongs to (0..8).
+    fn instance(&self) -> u32;
 }
 
 /// Render-stage stage iids; queues use iids from [`QUEUE_IID_BASE`].
@@ -41,24 +43,46 @@ pub(crate) const STAGE_MEMCPY: u64 = 2;
 pub(crate) const STAGE_MEMSET: u64 = 3;
 const QUEUE_IID_BASE: u64 = 16;
 
+/// Sequence-scoped incremental clock (ids 64–127 are per sequence; the SDK
+/// itself uses 64 and 65). Packets on our sequences carry the nanoseconds
+/// since the previous packet instead of an absolute BOOTTIME value: two or
+/// three bytes instead of eight, plus no clock id.
+const DELTA_CLOCK: u32 = 70;
+
+/// A track uuid we never draw on: whether the SDK's track-event sequence has
+/// "seen" it tells whether our clock is still set up there (the SDK clears
+/// its seen-tracks set when it resets the sequence).
+const TE_CLOCK_SENTINEL: u64 = 0x6770_7472_6163_6501;
+
 /// GPU event ids are unique across processes: the pid sits above the
 /// correlation id. The first GPU event of a correlation gets the id that API
 /// slices point at; further events of the same correlation (graph nodes)
 /// get ids from a second, per-process space.
+///
+/// The correlation id sits above the pid (< 2^22 on Linux) so that the ids
+/// of a short run stay short varints.
 pub fn primary_event_id(pid: u32, correlation_id: u64) -> u64 {
-    ((pid as u64) << 33) | (correlation_id & 0xFFFF_FFFF)
+    ((correlation_id & ((1 << 41) - 1)) << 22) | (pid as u64 & PID_MASK)
 }
 
 /// See [`primary_event_id`].
 pub fn secondary_event_id(pid: u32, n: u64) -> u64 {
-    ((pid as u64) << 33) | (1 << 32) | (n & 0xFFFF_FFFF)
+    SECONDARY_EVENT_ID_BIT | ((n & ((1 << 41) - 1)) << 22) | (pid as u64 & PID_MASK)
 }
+
+/// Set in every id from the second space of [`secondary_event_id`].
+pub const SECONDARY_EVENT_ID_BIT: u64 = 1 << 63;
+
+const PID_MASK: u64 = (1 << 22) - 1;
 
 /// Track uuid of a thread's API/marker track.
 pub fn thread_track_uuid(pid: u32, tid: u32) -> u64 {
-    // Small uuids keep every track event a few bytes shorter; the pid in
-    // the high bits keeps processes of one system trace apart.
-    ((pid as u64) << 24) ^ (tid as u64) ^ 0x4000_0000_0000
+    // Thread ids are unique across the processes of one system (they share
+    // the pid space), so the tid alone keeps tracks apart; a small uuid
+    // keeps every track event short. Bit 32 keeps clear of the small
+    // numbers other producers may use.
+    let _ = pid;
+    (1 << 32) | tid as u64
 }
 
 /// Track uuid of a process-wide (start/end) range.
@@ -70,6 +94,9 @@ pub fn range_track_uuid(pid: u32, id: u64) -> u64 {
 #[derive(Debug, Default)]
 pub(crate) struct RsSeq {
     started: bool,
+    /// Last timestamp on the delta clock (`None`: a custom GPU clock, whose
+    /// absolute values are the sequence default).
+    last_ts: Option<u64>,
     names: BitSet,
     arg_names: BitSet,
     kernels: BitSet,
@@ -171,11 +198,16 @@ pub(crate) enum ClockSpec {
     Custom(u32),
 }
 
+/// Reads a simultaneous (custom GPU clock, BOOTTIME) pair.
+pub(crate) type ClockSampler = Arc<dyn Fn() -> Option<(u64, u64)> + Send + Sync>;
+
 /// The emitter's encoder: process-wide naming and ids, plus scratch buffers.
 pub(crate) struct Encoder {
     pid: u32,
     api: GpuApi,
     clock: ClockSpec,
+    /// Reads (custom GPU clock, BOOTTIME) for snapshots.
+    clock_sampler: Option<ClockSampler>,
     names: Arc<Names>,
     kernels: Arc<Kernels>,
     devices: Arc<Devices>,
@@ -194,6 +226,25 @@ pub(crate) struct Encoder {
     interned: Writer,
     totals: Totals,
     thread_names: HashMap<u32, String>,
+    /// Last delta-clock timestamp per track-event instance.
+    te_last: [Option<u64>; 8],
+    /// The default track of each track-event instance (the busiest thread),
+    /// whose events then omit their track uuid.
+    te_default: [Option<u64>; 8],
+    /// Open NVTX push depth per thread, and open start/end ranges: ends of
+    /// ranges that began before tracing did are dropped.
+    marker_depth: HashMap<u32, u32>,
+    open_ranges: HashSet<u64>,
+    /// Scratch for time-sorting one pass.
+    order: Vec<(u64, u32, u32, bool)>,
+}
+
+/// The tracer's tables the encoder reads.
+pub(crate) struct Tables {
+    pub(crate) names: Arc<Names>,
+    pub(crate) kernels: Arc<Kernels>,
+    pub(crate) devices: Arc<Devices>,
+    pub(crate) counters: Arc<Counters>,
 }
 
 impl Encoder {
@@ -201,11 +252,15 @@ impl Encoder {
         pid: u32,
         api: GpuApi,
         clock: ClockSpec,
-        names: Arc<Names>,
-        kernels: Arc<Kernels>,
-        devices: Arc<Devices>,
-        counters: Arc<Counters>,
+        clock_sampler: Option<ClockSampler>,
+        tables: Tables,
     ) -> Self {
+        let Tables {
+            names,
+            kernels,
+            devices,
+            counters,
+        } = tables;
         let args = ArgNames {
             device: names.intern("device"),
             stream: names.intern("stream"),
@@ -223,6 +278,7 @@ impl Encoder {
             pid,
             api,
             clock,
+            clock_sampler,
             memset_name: names.intern("Memset"),
             names,
             kernels,
@@ -239,6 +295,11 @@ impl Encoder {
             interned: Writer::new(),
             totals: Totals::default(),
             thread_names: HashMap::default(),
+            te_last: [None; 8],
+            te_default: [None; 8],
+            marker_depth: HashMap::default(),
+            open_ranges: HashSet::default(),
+            order: Vec::new(),
         }
     }
 
@@ -305,7 +366,8 @@ impl Encoder {
     }
 
     fn context_iid(&self, context: u32) -> u64 {
-        ((self.pid as u64) << 16) | (context as u64 & 0xFFFF)
+        // Unique per process and context; small for the usual few contexts.
+        ((context as u64) << 22) | (self.pid as u64 & PID_MASK)
     }
 
     fn copy_name(&mut self, kind: crate::model::CopyKind) -> NameId {
@@ -326,20 +388,34 @@ impl Encoder {
         ids: &[Vec<u64>],
         sink: &mut dyn PacketSink,
     ) {
-        self.start_rs_sequence(seq, sink);
-        self.write_gpu_info_if_changed(seq, sink);
-        for (b, ids) in batches.iter().zip(ids) {
-            for (e, &id) in b.events.iter().zip(ids) {
-                match e {
-                    Event::Kernel(k) => self.write_kernel(seq, k, id, sink),
-                    Event::Memory(m) => self.write_memory(seq, m, id, sink),
-                    _ => {}
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        for (bi, b) in batches.iter().enumerate() {
+            for (ei, e) in b.events.iter().enumerate() {
+                if let Event::Kernel(_) | Event::Memory(_) = e {
+                    order.push((e.time(), bi as u32, ei as u32, false));
                 }
             }
         }
+        // Time order keeps deltas small and non-negative.
+        order.sort_by_key(|o| o.0);
+        let t0 = order
+            .first()
+            .map_or_else(crate::clock::boottime_ns, |o| o.0);
+        self.start_rs_sequence(seq, t0, sink);
+        self.write_gpu_info_if_changed(seq, sink);
+        for &(_, bi, ei, _) in &order {
+            let (b, id) = (bi as usize, ei as usize);
+            match &batches[b].events[id] {
+                Event::Kernel(k) => self.write_kernel(seq, k, ids[b][id], sink),
+                Event::Memory(m) => self.write_memory(seq, m, ids[b][id], sink),
+                _ => {}
+            }
+        }
+        self.order = order;
     }
 
-    fn start_rs_sequence(&mut self, seq: &mut RsSeq, sink: &mut dyn PacketSink) {
+    fn start_rs_sequence(&mut self, seq: &mut RsSeq, t0: u64, sink: &mut dyn PacketSink) {
         if seq.started {
             return;
         }
@@ -350,10 +426,27 @@ impl Encoder {
             wire::packet::SEQUENCE_FLAGS,
             wire::packet::SEQ_INCREMENTAL_STATE_CLEARED,
         );
-        if let ClockSpec::Custom(id) = self.clock {
-            p.nested(wire::packet::DEFAULTS, |d| {
-                d.varint(wire::packet::DEFAULTS_CLOCK_ID, id as u64);
-            });
+        let mut snapshot = None;
+        match self.clock {
+            ClockSpec::Custom(id) => {
+                p.nested(wire::packet::DEFAULTS, |d| {
+                    d.varint(wire::packet::DEFAULTS_CLOCK_ID, id as u64);
+                });
+                // Every new sequence describes the clock it uses at once.
+                snapshot = self.clock_sampler.as_ref().and_then(|s| s());
+            }
+            ClockSpec::Boottime => {
+                p.varint(wire::packet::TIMESTAMP, t0);
+                p.varint(
+                    wire::packet::TIMESTAMP_CLOCK_ID,
+                    wire::clock::BOOTTIME as u64,
+                );
+                p.nested(wire::packet::DEFAULTS, |d| {
+                    d.varint(wire::packet::DEFAULTS_CLOCK_ID, DELTA_CLOCK as u64);
+                });
+                write_delta_clock_snapshot(p, t0);
+                seq.last_ts = Some(t0);
+            }
         }
         p.nested(wire::packet::INTERNED_DATA, |i| {
             for (iid, name, desc) in [
@@ -370,6 +463,9 @@ impl Encoder {
             }
         });
         sink.packet(p.as_bytes());
+        if let Some((gpu, boot)) = snapshot {
+            self.write_clock_snapshot(gpu, boot, sink);
+        }
     }
 
     fn write_gpu_info_if_changed(&mut self, seq: &mut RsSeq, sink: &mut dyn PacketSink) {
@@ -381,7 +477,7 @@ impl Encoder {
         let devices = self.devices.snapshot();
         let p = &mut self.pkt;
         p.clear();
-        p.varint(wire::packet::TIMESTAMP, crate::clock::boottime_ns());
+        absolute_timestamp(p, crate::clock::boottime_ns());
         p.nested(wire::packet::GPU_INFO, |gi| {
             // The list index is the gpu_id: fill gaps so that ids line up.
             let max = devices.iter().map(|d| d.id).max().unwrap_or(0);
@@ -456,7 +552,7 @@ impl Encoder {
         let args = self.args;
         let p = &mut self.pkt;
         p.clear();
-        p.varint(wire::packet::TIMESTAMP, k.start);
+        rs_timestamp(p, seq, k.start);
         p.varint(
             wire::packet::SEQUENCE_FLAGS,
             wire::packet::SEQ_NEEDS_INCREMENTAL_STATE,
@@ -522,7 +618,7 @@ impl Encoder {
         }
         let p = &mut self.pkt;
         p.clear();
-        p.varint(wire::packet::TIMESTAMP, m.start);
+        rs_timestamp(p, seq, m.start);
         p.varint(
             wire::packet::SEQUENCE_FLAGS,
             wire::packet::SEQ_NEEDS_INCREMENTAL_STATE,
@@ -632,10 +728,11 @@ impl Encoder {
         message: &str,
         sink: &mut dyn PacketSink,
     ) {
-        self.start_rs_sequence(seq, sink);
+        let now = crate::clock::boottime_ns();
+        self.start_rs_sequence(seq, now, sink);
         let p = &mut self.pkt;
         p.clear();
-        p.varint(wire::packet::TIMESTAMP, crate::clock::boottime_ns());
+        absolute_timestamp(p, now);
         p.nested(wire::packet::GPU_LOG, |l| {
             l.varint(
                 wire::gpu_log::SEVERITY,
@@ -678,35 +775,144 @@ impl Encoder {
 
     // ----- API calls and markers ------------------------------------------
 
-    /// Writes the API calls of `batches` to a track-event sequence.
+    /// Writes the API calls of `batches` to a track-event sequence, in
+    /// time order.
     pub(crate) fn write_api_calls(&mut self, batches: &[Batch], sink: &mut dyn TrackEventSink) {
-        for b in batches {
-            let mut described = false;
-            for e in &b.events {
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        for (bi, b) in batches.iter().enumerate() {
+            for (ei, e) in b.events.iter().enumerate() {
                 if let Event::Api(a) = e {
-                    if !described {
-                        self.describe_thread(b.thread, sink);
-                        described = true;
-                    }
-                    self.write_api(a, sink);
+                    order.push((a.start, bi as u32, ei as u32, false));
+                    order.push((a.end.max(a.start), bi as u32, ei as u32, true));
                 }
+            }
+        }
+        // Stable: a call's end stays after its begin, and after the previous
+        // call's end when timestamps tie.
+        order.sort_by_key(|o| o.0);
+        self.begin_te_pass(&order, batches, sink);
+        for &(ts, bi, ei, end) in &order {
+            let Event::Api(a) = &batches[bi as usize].events[ei as usize] else {
+                continue;
+            };
+            if end {
+                let uuid = thread_track_uuid(self.pid, a.thread);
+                self.write_end(uuid, ts, sink);
+            } else {
+                self.write_api(a, sink);
+            }
+        }
+        self.order = order;
+    }
+
+    /// Writes the markers of `batches` to a track-event sequence, in time
+    /// order.
+    pub(crate) fn write_markers(&mut self, batches: &[Batch], sink: &mut dyn TrackEventSink) {
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        for (bi, b) in batches.iter().enumerate() {
+            for (ei, e) in b.events.iter().enumerate() {
+                if let Event::Marker(m) = e {
+                    order.push((m.ts, bi as u32, ei as u32, false));
+                }
+            }
+        }
+        order.sort_by_key(|o| o.0);
+        self.begin_te_pass(&order, batches, sink);
+        for &(_, bi, ei, _) in &order {
+            let b = &batches[bi as usize];
+            if let Event::Marker(m) = &b.events[ei as usize]
+                && self.marker_is_balanced(m)
+            {
+                self.write_marker(m, b, sink);
+            }
+        }
+        self.order = order;
+    }
+
+    /// Tracks push depth and open ranges; false for an end whose begin was
+    /// never recorded (it happened before tracing started).
+    fn marker_is_balanced(&mut self, m: &MarkerEvent) -> bool {
+        match m.marker {
+            Marker::Push { .. } => {
+                *self.marker_depth.entry(m.thread).or_default() += 1;
+                true
+            }
+            Marker::Pop { .. } => match self.marker_depth.get_mut(&m.thread) {
+                Some(d) if *d > 0 => {
+                    *d -= 1;
+                    true
+                }
+                _ => false,
+            },
+            Marker::Start { id, .. } => {
+                self.open_ranges.insert(id);
+                true
+            }
+            Marker::End { id } => self.open_ranges.remove(&id),
+            Marker::Mark { .. } => true,
+        }
+    }
+
+    /// Sets up the delta clock on a (new or reset) sequence, and describes
+    /// the threads of this pass.
+    fn begin_te_pass(
+        &mut self,
+        order: &[(u64, u32, u32, bool)],
+        batches: &[Batch],
+        sink: &mut dyn TrackEventSink,
+    ) {
+        let Some(&(t0, ..)) = order.first() else {
+            return;
+        };
+        let inst = sink.instance() as usize % self.te_last.len();
+        if !sink.track_seen(TE_CLOCK_SENTINEL) {
+            // The busiest thread of this pass becomes the default track.
+            let mut count: HashMap<u32, u32> = HashMap::default();
+            for &(_, bi, _, _) in order {
+                *count.entry(batches[bi as usize].thread).or_default() += 1;
+            }
+            let busiest = count
+                .into_iter()
+                .max_by_key(|&(t, n)| (n, t))
+                .map(|(t, _)| t);
+            let default_track = busiest.map(|t| thread_track_uuid(self.pid, t));
+            let p = &mut self.pkt;
+            p.clear();
+            absolute_timestamp(p, t0);
+            p.nested(wire::packet::DEFAULTS, |d| {
+                d.varint(wire::packet::DEFAULTS_CLOCK_ID, DELTA_CLOCK as u64);
+                if let Some(u) = default_track {
+                    d.nested(wire::packet::DEFAULTS_TRACK_EVENT, |t| {
+                        t.varint(wire::track_event::TRACK_UUID, u);
+                    });
+                }
+            });
+            write_delta_clock_snapshot(p, t0);
+            sink.packet(p.as_bytes());
+            self.te_last[inst] = Some(t0);
+            self.te_default[inst] = default_track;
+        }
+        let mut seen = rustc_hash::FxHashSet::default();
+        for &(_, bi, _, _) in order {
+            let tid = batches[bi as usize].thread;
+            if seen.insert(tid) {
+                self.describe_thread(tid, sink);
             }
         }
     }
 
-    /// Writes the markers of `batches` to a track-event sequence.
-    pub(crate) fn write_markers(&mut self, batches: &[Batch], sink: &mut dyn TrackEventSink) {
-        for b in batches {
-            let mut described = false;
-            for e in &b.events {
-                if let Event::Marker(m) = e {
-                    if !described {
-                        self.describe_thread(b.thread, sink);
-                        described = true;
-                    }
-                    self.write_marker(m, b, sink);
-                }
+    /// The timestamp of a track-event packet: a delta on our clock when in
+    /// order, else absolute BOOTTIME.
+    fn te_stamp(&mut self, ts: u64, inst: u32) -> Stamp {
+        let slot = &mut self.te_last[inst as usize % 8];
+        match *slot {
+            Some(last) if ts >= last => {
+                *slot = Some(ts);
+                Stamp::Delta(ts - last)
             }
+            _ => Stamp::Absolute(ts),
         }
     }
 
@@ -743,16 +949,21 @@ impl Encoder {
             GpuApi::Hip => wire::track_event::GPU_API_HIP,
         };
         let pid = self.pid;
+        let stamp = self.te_stamp(a.start, sink.instance());
+        let uuid = self.explicit_track(uuid, sink.instance());
         let p = &mut self.pkt;
         p.clear();
-        te_header(p, a.start, (!seen).then_some((iid, &*name)));
+        te_header(p, stamp, (!seen).then_some((iid, &*name)), true);
         p.nested(wire::packet::TRACK_EVENT, |t| {
-            t.varint(wire::track_event::TYPE, wire::track_event::TYPE_SLICE_BEGIN)
-                .varint(wire::track_event::TRACK_UUID, uuid)
-                .varint(wire::track_event::NAME_IID, iid);
-            if a.submits || !a.waits.is_empty() {
+            t.varint(wire::track_event::TYPE, wire::track_event::TYPE_SLICE_BEGIN);
+            if let Some(u) = uuid {
+                t.varint(wire::track_event::TRACK_UUID, u);
+            }
+            t.varint(wire::track_event::NAME_IID, iid);
+            let submits = a.submits && a.correlation_id != 0;
+            if submits || !a.waits.is_empty() {
                 t.nested(wire::track_event::GPU_CORRELATION, |c| {
-                    if a.submits {
+                    if submits {
                         c.varint(
                             wire::track_event::SUBMISSION_IDS,
                             primary_event_id(pid, a.correlation_id),
@@ -772,18 +983,26 @@ impl Encoder {
             }
         });
         sink.packet(p.as_bytes());
-        self.write_end(uuid, a.end.max(a.start), sink);
     }
 
     fn write_end(&mut self, uuid: u64, ts: u64, sink: &mut dyn TrackEventSink) {
+        let stamp = self.te_stamp(ts, sink.instance());
+        let uuid = self.explicit_track(uuid, sink.instance());
         let p = &mut self.pkt;
         p.clear();
-        te_header(p, ts, None);
+        te_header(p, stamp, None, false);
         p.nested(wire::packet::TRACK_EVENT, |t| {
-            t.varint(wire::track_event::TYPE, wire::track_event::TYPE_SLICE_END)
-                .varint(wire::track_event::TRACK_UUID, uuid);
+            t.varint(wire::track_event::TYPE, wire::track_event::TYPE_SLICE_END);
+            if let Some(u) = uuid {
+                t.varint(wire::track_event::TRACK_UUID, u);
+            }
         });
         sink.packet(p.as_bytes());
+    }
+
+    /// `Some(uuid)` unless it is the sequence's default track.
+    fn explicit_track(&self, uuid: u64, inst: u32) -> Option<u64> {
+        (self.te_default[inst as usize % 8] != Some(uuid)).then_some(uuid)
     }
 
     fn write_marker(&mut self, m: &MarkerEvent, b: &Batch, sink: &mut dyn TrackEventSink) {
@@ -824,15 +1043,19 @@ impl Encoder {
             (iid, seen)
         });
         let domain = domain.map(|d| self.names.get(d));
+        let stamp = self.te_stamp(m.ts, sink.instance());
+        let uuid = self.explicit_track(uuid, sink.instance());
         let p = &mut self.pkt;
         p.clear();
         match (&interned, &text) {
-            (Some((iid, false)), Some(s)) => te_header(p, m.ts, Some((*iid, s))),
-            _ => te_header(p, m.ts, None),
+            (Some((iid, false)), Some(s)) => te_header(p, stamp, Some((*iid, s)), true),
+            _ => te_header(p, stamp, None, interned.is_some()),
         }
         p.nested(wire::packet::TRACK_EVENT, |t| {
-            t.varint(wire::track_event::TYPE, ty)
-                .varint(wire::track_event::TRACK_UUID, uuid);
+            t.varint(wire::track_event::TYPE, ty);
+            if let Some(u) = uuid {
+                t.varint(wire::track_event::TRACK_UUID, u);
+            }
             if let Some((iid, _)) = interned {
                 t.varint(wire::track_event::NAME_IID, iid);
             }
@@ -981,19 +1204,68 @@ struct CounterPoint<'a> {
     zero: bool,
 }
 
-/// Packet header of a track event: BOOTTIME timestamp, which the SDK's
-/// sequence defaults (incremental clock) would otherwise reinterpret, and
-/// an event name to intern.
-fn te_header(p: &mut Writer, ts: u64, new_name: Option<(u64, &str)>) {
+/// A packet timestamp on a sequence with the delta clock as default.
+#[derive(Debug, Clone, Copy)]
+enum Stamp {
+    Delta(u64),
+    Absolute(u64),
+}
+
+/// An absolute BOOTTIME timestamp, explicit because our sequences default
+/// to the delta clock.
+fn absolute_timestamp(p: &mut Writer, ts: u64) {
     p.varint(wire::packet::TIMESTAMP, ts);
     p.varint(
         wire::packet::TIMESTAMP_CLOCK_ID,
         wire::clock::BOOTTIME as u64,
     );
-    p.varint(
-        wire::packet::SEQUENCE_FLAGS,
-        wire::packet::SEQ_NEEDS_INCREMENTAL_STATE,
-    );
+}
+
+/// Declares the delta clock at `t0` (BOOTTIME).
+fn write_delta_clock_snapshot(p: &mut Writer, t0: u64) {
+    p.nested(wire::packet::CLOCK_SNAPSHOT, |cs| {
+        cs.nested(wire::clock_snapshot::CLOCKS, |c| {
+            c.varint(wire::clock_snapshot::CLOCK_ID, DELTA_CLOCK as u64)
+                .varint(wire::clock_snapshot::TIMESTAMP, t0)
+                .bool(wire::clock_snapshot::IS_INCREMENTAL, true);
+        });
+        cs.nested(wire::clock_snapshot::CLOCKS, |c| {
+            c.varint(wire::clock_snapshot::CLOCK_ID, wire::clock::BOOTTIME as u64)
+                .varint(wire::clock_snapshot::TIMESTAMP, t0);
+        });
+    });
+}
+
+/// The timestamp of a render-stage packet.
+fn rs_timestamp(p: &mut Writer, seq: &mut RsSeq, ts: u64) {
+    match seq.last_ts {
+        Some(last) if ts >= last => {
+            p.varint(wire::packet::TIMESTAMP, ts - last);
+            seq.last_ts = Some(ts);
+        }
+        Some(_) => absolute_timestamp(p, ts),
+        // Custom GPU clock: its absolute values are the sequence default.
+        None => {
+            p.varint(wire::packet::TIMESTAMP, ts);
+        }
+    }
+}
+
+/// Packet header of a track event: its timestamp, the event name to intern,
+/// and whether the packet refers to interned data (slice ends do not).
+fn te_header(p: &mut Writer, stamp: Stamp, new_name: Option<(u64, &str)>, needs_state: bool) {
+    match stamp {
+        Stamp::Delta(d) => {
+            p.varint(wire::packet::TIMESTAMP, d);
+        }
+        Stamp::Absolute(ts) => absolute_timestamp(p, ts),
+    }
+    if needs_state {
+        p.varint(
+            wire::packet::SEQUENCE_FLAGS,
+            wire::packet::SEQ_NEEDS_INCREMENTAL_STATE,
+        );
+    }
     if let Some((iid, name)) = new_name {
         p.nested(wire::packet::INTERNED_DATA, |i| {
             i.nested(wire::interned::EVENT_NAMES, |e| {

@@ -27,7 +27,10 @@ pub mod wire;
 
 pub use collector::{Batch, Limits, Recorder};
 pub use config::Config;
-pub use emit::{Totals, primary_event_id, range_track_uuid, secondary_event_id, thread_track_uuid};
+pub use emit::{
+    SECONDARY_EVENT_ID_BIT, Totals, primary_event_id, range_track_uuid, secondary_event_id,
+    thread_track_uuid,
+};
 pub use sink::{
     CounterRequest, RegisterError, SessionError, data_source_names, parse_counter_config,
 };

@@ -9,7 +9,9 @@
 use crate::emit::{CtrSeq, PacketSink, RsSeq, TrackEventSink};
 use crate::tracer::Inner;
 use arc_swap::ArcSwapOption;
-use perfetto_sdk::data_source::{DataSource, DataSourceArgsBuilder, TraceContext};
+use perfetto_sdk::data_source::{
+    DataSource, DataSourceArgsBuilder, DataSourceBufferExhaustedPolicy, TraceContext,
+};
 use perfetto_sdk::producer::{Backends, Producer, ProducerInitArgsBuilder};
 use perfetto_sdk::protos::trace::interned_data::interned_data::InternedDataFieldNumber;
 use perfetto_sdk::tracing_session::TracingSession;
@@ -105,6 +107,11 @@ pub(crate) fn register(
     rs.register(
         &rs_name,
         DataSourceArgsBuilder::new()
+            // Only the emitter thread writes, so a stall never reaches the
+            // application; it turns into back-pressure on the collector,
+            // whose drops are counted (Perfetto's default drops silently).
+            .buffer_exhausted_policy(DataSourceBufferExhaustedPolicy::StallAndDrop)
+            .buffer_exhausted_policy_configurable(true)
             .will_notify_on_stop(true)
             .handles_incremental_state_clear(true)
             .on_start(|_inst, _args| {
@@ -132,6 +139,11 @@ pub(crate) fn register(
     ctr.register(
         &ctr_name,
         DataSourceArgsBuilder::new()
+            // Only the emitter thread writes, so a stall never reaches the
+            // application; it turns into back-pressure on the collector,
+            // whose drops are counted (Perfetto's default drops silently).
+            .buffer_exhausted_policy(DataSourceBufferExhaustedPolicy::StallAndDrop)
+            .buffer_exhausted_policy_configurable(true)
             .will_notify_on_stop(true)
             .handles_incremental_state_clear(true)
             .on_setup(|inst, cfg, _args| {
@@ -250,6 +262,10 @@ impl TrackEventSink for TeSink<'_> {
 
     fn track_seen(&mut self, uuid: u64) -> bool {
         self.0.track_seen(uuid)
+    }
+
+    fn instance(&self) -> u32 {
+        self.0.instance_index()
     }
 }
 
@@ -371,6 +387,11 @@ pub(crate) fn file_trace_config(
         // leaves everything up to the last write (AUTO flushes every 5 s).
         .varint(c::WRITE_FLUSH_MODE, c::WRITE_FLUSH_ENABLED)
         .varint(c::FLUSH_TIMEOUT_MS, 5000)
+        // After a loss the trace processor ignores a sequence until its
+        // interned data is described again: have it re-described regularly.
+        .nested(c::INCREMENTAL_STATE_CONFIG, |i| {
+            i.varint(c::INCREMENTAL_CLEAR_PERIOD_MS, 10_000);
+        })
         .varint(c::DATA_SOURCE_STOP_TIMEOUT_MS, 5000)
         .string(
             c::UNIQUE_SESSION_NAME,

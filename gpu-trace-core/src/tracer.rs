@@ -1,6 +1,6 @@
 //! The tracer: the one root object a backend cdylib creates and keeps.
 
-use crate::collector::{Batch, Limits, Recorder};
+use crate::collector::{Limits, Recorder};
 use crate::config::{Config, Mode};
 use crate::emit::{ClockSpec, Encoder, Totals};
 use crate::model::{CounterId, CounterSpec, Device, DropKind, GpuApi};
@@ -576,20 +576,27 @@ const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
 const SNAPSHOT_INTERVAL: Duration = Duration::from_secs(1);
 
 fn emitter_loop(inner: Arc<Inner>) {
+    crate::collector::mark_drainer_thread();
     let clock = match &inner.clock {
         GpuClock::Boottime => ClockSpec::Boottime,
         GpuClock::Custom { name, .. } => ClockSpec::Custom(GpuClock::clock_id(name)),
+    };
+    let sampler = match &inner.clock {
+        GpuClock::Boottime => None,
+        GpuClock::Custom { sample, .. } => Some(sample.clone()),
     };
     let mut enc = Encoder::new(
         std::process::id(),
         inner.api,
         clock,
-        inner.names.clone(),
-        inner.kernels.clone(),
-        inner.devices.clone(),
-        inner.counters.clone(),
+        sampler,
+        crate::emit::Tables {
+            names: inner.names.clone(),
+            kernels: inner.kernels.clone(),
+            devices: inner.devices.clone(),
+            counters: inner.counters.clone(),
+        },
     );
-    let mut spare: Vec<Batch> = Vec::new();
     let mut last_backend_flush = Instant::now();
     let mut last_snapshot: Option<Instant> = None;
     loop {
@@ -625,7 +632,7 @@ fn emitter_loop(inner: Arc<Inner>) {
                     );
                 }
             }
-            cycle(&inner, &mut enc, &mut spare);
+            cycle(&inner, &mut enc);
             if stop {
                 write_summary(&inner, &mut enc);
             }
@@ -662,9 +669,9 @@ fn write_rs(f: &mut RsWrite<'_>, enc: &mut Encoder) {
     });
 }
 
-fn cycle(inner: &Inner, enc: &mut Encoder, spare: &mut Vec<Batch>) {
+fn cycle(inner: &Inner, enc: &mut Encoder) {
     let Some(reg) = sink::registry() else { return };
-    let batches = inner.recorder.drain(spare);
+    let batches = inner.recorder.drain();
     let ids = enc.prepare(&batches);
     write_rs(
         &mut |enc: &mut Encoder, seq, sink| enc.write_render_stages(seq, &batches, &ids, sink),
@@ -693,7 +700,7 @@ fn cycle(inner: &Inner, enc: &mut Encoder, spare: &mut Vec<Batch>) {
             });
         });
     }
-    spare.extend(batches);
+    inner.recorder.recycle(batches);
 }
 
 fn write_summary(inner: &Inner, enc: &mut Encoder) {

@@ -8,7 +8,7 @@
 use perfetto_sdk::protos::config::data_source_config::DataSourceConfigFieldNumber as Dsc;
 use perfetto_sdk::protos::config::trace_config::{
     TraceConfigBufferConfigFieldNumber as Buf, TraceConfigDataSourceFieldNumber as TcDs,
-    TraceConfigFieldNumber as Tc,
+    TraceConfigFieldNumber as Tc, TraceConfigIncrementalStateConfigFieldNumber as Isc,
 };
 use perfetto_sdk::protos::config::track_event::track_event_config::TrackEventConfigFieldNumber as Tec;
 use perfetto_sdk::protos::trace::clock_snapshot::{
@@ -80,6 +80,7 @@ pub mod packet {
     pub const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
     pub const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
     pub const DEFAULTS_CLOCK_ID: u32 = Tpd::TimestampClockId as u32;
+    pub const DEFAULTS_TRACK_EVENT: u32 = Tpd::TrackEventDefaults as u32;
 }
 
 /// `BuiltinClock` values.
@@ -92,6 +93,7 @@ pub mod clock_snapshot {
     pub const CLOCKS: u32 = Cs::Clocks as u32;
     pub const CLOCK_ID: u32 = Clk::ClockId as u32;
     pub const TIMESTAMP: u32 = Clk::Timestamp as u32;
+    pub const IS_INCREMENTAL: u32 = Clk::IsIncremental as u32;
 }
 
 pub mod interned {
@@ -275,6 +277,8 @@ pub mod config {
     pub const FLUSH_TIMEOUT_MS: u32 = Tc::FlushTimeoutMs as u32;
     pub const DATA_SOURCE_STOP_TIMEOUT_MS: u32 = Tc::DataSourceStopTimeoutMs as u32;
     pub const UNIQUE_SESSION_NAME: u32 = Tc::UniqueSessionName as u32;
+    pub const INCREMENTAL_STATE_CONFIG: u32 = Tc::IncrementalStateConfig as u32;
+    pub const INCREMENTAL_CLEAR_PERIOD_MS: u32 = Isc::ClearPeriodMs as u32;
     pub const BUFFER_SIZE_KB: u32 = Buf::SizeKb as u32;
     pub const BUFFER_FILL_POLICY: u32 = Buf::FillPolicy as u32;
     pub const FILL_POLICY_DISCARD: u64 = 2;

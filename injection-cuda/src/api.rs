@@ -10,7 +10,8 @@
 
 use cupti::callback::{ApiCallback, Site};
 use cupti::cbid::{ApiDomain, CallKind, SyncKind};
-use cupti::nvtx::{NvtxCallback, NvtxEvent, NvtxMessage};
+use cupti::driver::Driver;
+use cupti::nvtx::{NvtxEvent, NvtxMessage};
 use gpu_trace_core::Recorder;
 use gpu_trace_core::clock::boottime_ns;
 use gpu_trace_core::model::{ApiCall, Marker, NameId};
@@ -21,13 +22,25 @@ use std::cell::Cell;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 
 thread_local! {
+    // Set on threads doing the tool's own CUDA calls: those never appear.
+    static INTERNAL: Cell<bool> = const { Cell::new(false) };
     static TID: Cell<u32> = const { Cell::new(0) };
     // Runtime calls in progress on this thread: driver calls inside them are
     // the runtime's implementation, not the application's.
     static RUNTIME_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Runs `f` with API recording suppressed on this thread, for the tool's
+/// own CUDA calls.
+pub(crate) fn internal<R>(f: impl FnOnce() -> R) -> R {
+    let prev = INTERNAL.try_with(|i| i.replace(true)).unwrap_or(false);
+    let r = f();
+    let _ = INTERNAL.try_with(|i| i.set(prev));
+    r
 }
 
 /// The calling thread's OS id, cached.
@@ -116,6 +129,26 @@ pub(crate) struct ApiState {
     event_targets: Sharded<u64, u64>,
     nvtx_domains: Mutex<FxHashMap<u64, NameId>>,
     nvtx_strings: Mutex<FxHashMap<u64, String>>,
+    /// Stream-capture begin/end callback ids: launches into a capture
+    /// submit nothing until the graph runs.
+    capture_begin: Vec<(ApiDomain, u32)>,
+    capture_end: Vec<(ApiDomain, u32)>,
+    captures_active: AtomicI64,
+    driver: OnceLock<Option<Driver>>,
+}
+
+fn ids_named(prefixes: &[&str]) -> Vec<(ApiDomain, u32)> {
+    let mut out = Vec::new();
+    for d in [ApiDomain::Runtime, ApiDomain::Driver] {
+        for id in cupti::cbid::ids_of(d, CallKind::Other) {
+            if let Some(n) = cupti::cbid::name(d, id)
+                && prefixes.contains(&cupti::cbid::base_name(n))
+            {
+                out.push((d, id));
+            }
+        }
+    }
+    out
 }
 
 /// Upper bound on wait arrows from one device-wide synchronisation.
@@ -140,7 +173,32 @@ impl ApiState {
             event_targets: Sharded::new(),
             nvtx_domains: Mutex::new(FxHashMap::default()),
             nvtx_strings: Mutex::new(FxHashMap::default()),
+            capture_begin: ids_named(&[
+                "cudaStreamBeginCapture",
+                "cudaStreamBeginCaptureToGraph",
+                "cuStreamBeginCapture",
+                "cuStreamBeginCaptureToGraph",
+            ]),
+            capture_end: ids_named(&["cudaStreamEndCapture", "cuStreamEndCapture"]),
+            captures_active: AtomicI64::new(0),
+            driver: OnceLock::new(),
         }
+    }
+
+    /// Callback ids to enable besides the traced kinds.
+    pub(crate) fn extra_ids(&self) -> impl Iterator<Item = (ApiDomain, u32)> + '_ {
+        self.capture_begin.iter().chain(&self.capture_end).copied()
+    }
+
+    fn is_capturing(&self, stream: u64) -> bool {
+        let Some(drv) = self
+            .driver
+            .get_or_init(|| Driver::from_process().ok())
+            .as_ref()
+        else {
+            return false;
+        };
+        internal(|| drv.stream_is_capturing(stream)).unwrap_or(false)
     }
 
     fn api_name(&self, cb: &ApiCallback<'_>) -> NameId {
@@ -166,6 +224,9 @@ impl ApiState {
 
     /// An API entry or exit.
     pub(crate) fn on_api(&self, cb: &ApiCallback<'_>) {
+        if INTERNAL.try_with(Cell::get).unwrap_or(true) {
+            return;
+        }
         let domain = cb.domain();
         match cb.site() {
             Site::Enter => {
@@ -199,7 +260,17 @@ impl ApiState {
         let corr = cb.correlation_id() as u64;
         let ctx = cb.context_handle();
         let mut waits: SmallVec<[u64; 2]> = SmallVec::new();
-        let submits = ok
+        let id = (cb.domain(), cb.cbid());
+        if ok && self.capture_begin.contains(&id) {
+            self.captures_active.fetch_add(1, Ordering::Relaxed);
+        } else if self.capture_end.contains(&id) {
+            let _ = self
+                .captures_active
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                    Some((v - 1).max(0))
+                });
+        }
+        let mut submits = ok
             && matches!(
                 kind,
                 CallKind::KernelLaunch
@@ -207,6 +278,14 @@ impl ApiState {
                     | CallKind::Memcpy
                     | CallKind::Memset
             );
+        // Only while some stream captures does a launch need the (driver)
+        // question whether it ran at all.
+        if submits
+            && self.captures_active.load(Ordering::Relaxed) > 0
+            && self.is_capturing(cb.stream().unwrap_or(0))
+        {
+            submits = false;
+        }
         match kind {
             _ if submits => {
                 self.last_on_stream
@@ -260,11 +339,12 @@ impl ApiState {
         self.last_on_stream.remove_if(|k| k.0 == ctx);
     }
 
-    /// An NVTX call.
-    pub(crate) fn on_nvtx(&self, cb: &NvtxCallback<'_>) {
+    /// An NVTX call (from our NVTX injection, or CUPTI's NVTX callbacks
+    /// when NVTX was pointed at libcupti).
+    pub(crate) fn on_nvtx(&self, ev: &NvtxEvent<'_>) {
         let ts = boottime_ns();
         let thread = tid();
-        match cb.event() {
+        match *ev {
             NvtxEvent::Push {
                 domain, message, ..
             } => {

@@ -1,7 +1,7 @@
 //! The exported entry points: the only `unsafe` of this library.
 #![allow(unreachable_pub)] // exported to C, not to Rust
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 use std::sync::Once;
 
 /// Called by the CUDA driver during `cuInit` when `CUDA_INJECTION64_PATH`
@@ -38,46 +38,28 @@ unsafe extern "C" {
     fn atexit(f: extern "C" fn()) -> c_int;
 }
 
-/// `NvtxGetExportTableFunc_t`.
-type GetExportTable = Option<unsafe extern "C" fn(u32) -> *const c_void>;
-type InitNvtx = unsafe extern "C" fn(GetExportTable) -> c_int;
-
-/// Called by NVTX when `NVTX_INJECTION64_PATH` names this library: hands
-/// NVTX to CUPTI, whose NVTX callbacks then reach us. Returns 0 (NVTX stays
-/// a no-op) if CUPTI cannot be found.
+/// Called by NVTX when `NVTX_INJECTION64_PATH` names this library, at the
+/// application's first NVTX call (which may come before CUDA starts): starts
+/// the tool and fills NVTX's function tables with our handlers. Returns 0
+/// (NVTX stays a no-op) if that fails.
 #[unsafe(no_mangle)]
-pub extern "C" fn InitializeInjectionNvtx2(get: GetExportTable) -> c_int {
+pub extern "C" fn InitializeInjectionNvtx2(get: cupti_sys::NvtxGetExportTableFunc_t) -> c_int {
     gpu_trace_core::guard::catch("InitializeInjectionNvtx2", || {
-        let path = match cupti::Cupti::load() {
-            Ok(c) => c.path().to_owned(),
+        let running = crate::init();
+        register_exit_handler();
+        if !running {
+            // The tool already said why it is off; NVTX stays a no-op.
+            return 0;
+        }
+        // SAFETY: `get` is NVTX's own export-table getter, and we are inside
+        // the NVTX initialisation that passed it.
+        match unsafe { cupti::nvtx_injection::install(get, crate::on_nvtx) } {
+            Ok(()) => 1,
             Err(e) => {
-                gpu_trace_core::warn!("NVTX ranges are not recorded: CUPTI is not usable ({e})");
-                return 0;
+                gpu_trace_core::warn!("NVTX ranges are not recorded: {e}");
+                0
             }
-        };
-        // SAFETY: opening CUPTI runs no foreign initialisers beyond the
-        // library's own; it is kept loaded for the life of the process.
-        let lib = match unsafe { libloading::Library::new(&path) } {
-            Ok(l) => l,
-            Err(e) => {
-                gpu_trace_core::warn!("NVTX ranges are not recorded: cannot open {path}: {e}");
-                return 0;
-            }
-        };
-        // SAFETY: CUPTI exports `InitializeInjectionNvtx2` with this signature
-        // (the NVTX injection ABI).
-        let init: InitNvtx = match unsafe { lib.get::<InitNvtx>(b"InitializeInjectionNvtx2\0") } {
-            Ok(f) => *f,
-            Err(e) => {
-                gpu_trace_core::warn!(
-                    "NVTX ranges are not recorded: {path} lacks the NVTX hook: {e}"
-                );
-                return 0;
-            }
-        };
-        std::mem::forget(lib);
-        // SAFETY: forwarding NVTX's own argument to CUPTI's implementation.
-        unsafe { init(get) }
+        }
     })
     .unwrap_or(0)
 }

@@ -7,8 +7,9 @@
 //!   enabled only while a session records GPU work;
 //! - API calls come from callbacks on the few runtime/driver functions that
 //!   launch, copy, set, allocate, free, synchronise or record events;
-//! - NVTX comes from CUPTI's NVTX domain: NVTX must load an injection too
-//!   (`NVTX_INJECTION64_PATH`), and this library forwards that to CUPTI.
+//! - NVTX comes from our own NVTX injection: when `NVTX_INJECTION64_PATH`
+//!   names this library, NVTX calls `InitializeInjectionNvtx2` and we fill
+//!   its function tables with handlers that record ranges and marks.
 //!
 //! Nothing here can take the application down: every entry point runs inside
 //! a panic guard, a failure prints one line and leaves the application
@@ -26,9 +27,17 @@ use std::sync::OnceLock;
 
 static TOOL: OnceLock<Option<tool::Tool>> = OnceLock::new();
 
-/// Starts the tool once per process (later calls do nothing).
-fn init() {
-    TOOL.get_or_init(tool::Tool::start);
+/// Starts the tool once per process (later calls do nothing). Returns
+/// whether it is running.
+fn init() -> bool {
+    TOOL.get_or_init(tool::Tool::start).is_some()
+}
+
+/// An NVTX call through our NVTX injection.
+fn on_nvtx(ev: &cupti::nvtx::NvtxEvent<'_>) {
+    if let Some(Some(t)) = TOOL.get() {
+        t.on_nvtx(ev);
+    }
 }
 
 /// Flushes and finalises the trace at exit.

@@ -20,6 +20,10 @@ use gpu_trace_core::model::{
 use gpu_trace_core::names::{Kernels, Names};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// Longest wait for the emitter per activity buffer.
+const RECORDS_WAIT_LIMIT: Duration = Duration::from_secs(1);
 
 /// A device as the trace shows it.
 #[derive(Clone, Copy, Debug)]
@@ -40,12 +44,6 @@ struct ClassKey {
     block: [i32; 3],
     smem_config: u32,
     local_mem: u32,
-}
-
-#[derive(Clone, Copy)]
-struct Class {
-    id: KernelId,
-    active_blocks: u32,
 }
 
 struct ArgNames {
@@ -69,7 +67,7 @@ pub(crate) struct RecordState {
     names: Arc<Names>,
     kernels: Arc<Kernels>,
     devices: Arc<DevicesSink>,
-    classes: Mutex<FxHashMap<ClassKey, Class>>,
+    classes: Mutex<FxHashMap<ClassKey, KernelId>>,
     device_cache: Mutex<FxHashMap<u32, DeviceEntry>>,
     driver: OnceLock<Option<Driver>>,
     args: ArgNames,
@@ -114,6 +112,9 @@ impl RecordState {
 
     /// One completed buffer.
     pub(crate) fn on_records(&self, records: Records<'_>) {
+        // This is CUPTI's delivery thread, not the application's: when the
+        // emitter is behind, wait here so a burst is not dropped.
+        self.recorder.wait_for_room(RECORDS_WAIT_LIMIT);
         let dropped = records.dropped();
         if dropped > 0 {
             self.recorder.dropped(DropKind::VendorRecords, dropped);
@@ -145,7 +146,7 @@ impl RecordState {
         ok
     }
 
-    fn driver(&self) -> Option<&Driver> {
+    pub(crate) fn driver(&self) -> Option<&Driver> {
         self.driver
             .get_or_init(|| Driver::from_process().ok())
             .as_ref()
@@ -161,7 +162,7 @@ impl RecordState {
         {
             return *d;
         }
-        let (entry, desc) = self.describe(ordinal);
+        let (entry, desc) = crate::api::internal(|| self.describe(ordinal));
         self.device_cache
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -274,7 +275,6 @@ impl RecordState {
         let [gx, gy, gz] = k.grid().map(|v| v.max(0) as u32);
         let [bx, by, bz] = k.block().map(|v| v.max(0) as u32);
         let grid = Dim3::new(gx, gy, gz);
-        let per_wave = class.active_blocks as u64 * dev.limits.sm_count as u64;
         self.recorder.kernel(KernelExec {
             device: dev.gpu_id,
             context: k.context_id(),
@@ -282,15 +282,17 @@ impl RecordState {
             correlation_id: k.correlation_id() as u64,
             start: k.start(),
             end: k.end(),
-            kernel: class.id,
+            kernel: class,
             grid,
             block: Dim3::new(bx, by, bz),
-            waves_per_sm: (per_wave > 0).then(|| (grid.volume() as f64 / per_wave as f64) as f32),
+            // Waves cost 13 bytes per kernel; `gpu-trace stats` can derive
+            // them from the grid and the class's occupancy instead.
+            waves_per_sm: None,
             graph_node: k.graph_node_id(),
         });
     }
 
-    fn new_class(&self, k: &KernelRecord<'_>, key: &ClassKey, dev: &DeviceEntry) -> Class {
+    fn new_class(&self, k: &KernelRecord<'_>, key: &ClassKey, dev: &DeviceEntry) -> KernelId {
         let name = k
             .name()
             .map(|n| n.to_string_lossy())
@@ -329,17 +331,13 @@ impl RecordState {
                 (a.occupancy_warps, ArgValue::Double(occ.active_warps as f64)),
             ]);
         }
-        let id = self.kernels.register(KernelDesc {
+        self.kernels.register(KernelDesc {
             mangled: kn.mangled,
             demangled: kn.demangled,
             display: kn.display,
             arch: dev.arch,
             args,
-        });
-        Class {
-            id,
-            active_blocks: occ.active_blocks,
-        }
+        })
     }
 
     fn memcpy(&self, m: &MemcpyRecord<'_>) {

@@ -15,23 +15,46 @@ use std::time::Duration;
 /// The tool, once started in a process.
 pub(crate) struct Tool {
     pub(crate) tracer: Tracer,
+    shared: Arc<Shared>,
 }
+
+/// How long exit waits for work still running on the GPU.
+const EXIT_DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
 struct Shared {
     api: ApiState,
     records: RecordState,
     api_on: AtomicBool,
     markers_on: AtomicBool,
+    /// Live contexts, drained at exit so that work still running is recorded.
+    contexts: Mutex<Vec<cupti::Context>>,
 }
 
 impl Shared {
     fn on_callback(&self, cb: &Callback<'_>) {
         match cb {
             Callback::Api(a) if self.api_on.load(Ordering::Relaxed) => self.api.on_api(a),
-            Callback::Nvtx(n) if self.markers_on.load(Ordering::Relaxed) => self.api.on_nvtx(n),
-            Callback::Resource(r) if r.event() == ResourceEvent::ContextDestroyStarting => {
-                self.api.forget_context(r.context_handle());
+            Callback::Nvtx(n) if self.markers_on.load(Ordering::Relaxed) => {
+                self.api.on_nvtx(&n.event())
             }
+            Callback::Resource(r) => match (r.event(), r.context()) {
+                (ResourceEvent::ContextCreated, Some(c)) => {
+                    self.contexts
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(c);
+                }
+                (ResourceEvent::ContextDestroyStarting, c) => {
+                    self.api.forget_context(r.context_handle());
+                    if let Some(c) = c {
+                        self.contexts
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .retain(|x| *x != c);
+                    }
+                }
+                _ => {}
+            },
             _ => {}
         }
     }
@@ -64,6 +87,16 @@ impl CudaBackend {
 
     fn set_api(&self, on: bool) {
         self.shared.api_on.store(on, Ordering::Relaxed);
+        for (d, id) in self.shared.api.extra_ids() {
+            let r = if on {
+                self.subscriber.enable(d.into(), id)
+            } else {
+                self.subscriber.disable(d.into(), id)
+            };
+            if let Err(e) = r {
+                gpu_trace_core::verbose!("cannot switch callback {id}: {e}");
+            }
+        }
         for d in [ApiDomain::Runtime, ApiDomain::Driver] {
             for k in TRACED_KINDS {
                 let r = if on {
@@ -214,6 +247,7 @@ impl Tool {
             ),
             api_on: AtomicBool::new(false),
             markers_on: AtomicBool::new(false),
+            contexts: Mutex::new(Vec::new()),
         });
         let _ = gate.set(shared.clone());
 
@@ -235,17 +269,61 @@ impl Tool {
             gpu_trace_core::verbose!("resource callbacks unavailable: {e}");
         }
         tracer.set_backend(Box::new(CudaBackend {
-            shared,
+            shared: shared.clone(),
             subscriber,
             activity,
             current: Mutex::new(Sources::default()),
         }));
-        Some(Tool { tracer })
+        Some(Tool { tracer, shared })
     }
 
-    /// Final flush and file finalisation at process exit.
+    /// Final flush and file finalisation at process exit. Work the
+    /// application queued but never waited for is waited for first (at most
+    /// [`EXIT_DRAIN_LIMIT`]), so that it is in the trace.
     pub(crate) fn shutdown(&self) {
+        if self.tracer.gpu_enabled() {
+            self.drain_gpu();
+        }
         self.tracer.shutdown(Duration::from_secs(10));
+    }
+
+    /// An NVTX call from our own NVTX injection.
+    pub(crate) fn on_nvtx(&self, ev: &cupti::nvtx::NvtxEvent<'_>) {
+        if self.shared.markers_on.load(Ordering::Relaxed) {
+            self.shared.api.on_nvtx(ev);
+        }
+    }
+
+    fn drain_gpu(&self) {
+        let contexts = self
+            .shared
+            .contexts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let Some(driver) = self.shared.records.driver().cloned() else {
+            return;
+        };
+        if contexts.is_empty() {
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        // A separate thread, so that a kernel that never ends cannot hang exit.
+        let spawned = std::thread::Builder::new()
+            .name("gpu-trace-drain".into())
+            .spawn(move || {
+                crate::api::internal(|| {
+                    for c in contexts {
+                        let _ = driver.synchronize(c);
+                    }
+                });
+                let _ = tx.send(());
+            });
+        if spawned.is_ok() && rx.recv_timeout(EXIT_DRAIN_LIMIT).is_err() {
+            gpu_trace_core::warn!(
+                "GPU work still running after {EXIT_DRAIN_LIMIT:?} at exit; it is missing from the trace"
+            );
+        }
     }
 }
 

@@ -2699,6 +2699,21 @@ pub struct DriverApi {
             dynamicSMemSize: usize,
         ) -> CUresult,
     >,
+    ///`cuCtxPushCurrent_v2`, or `None` when libcuda does not export it.
+    pub cuCtxPushCurrent_v2: Option<unsafe extern "C" fn(ctx: CUcontext) -> CUresult>,
+    ///`cuCtxPopCurrent_v2`, or `None` when libcuda does not export it.
+    pub cuCtxPopCurrent_v2: Option<
+        unsafe extern "C" fn(pctx: *mut CUcontext) -> CUresult,
+    >,
+    ///`cuCtxSynchronize`, or `None` when libcuda does not export it.
+    pub cuCtxSynchronize: Option<unsafe extern "C" fn() -> CUresult>,
+    ///`cuStreamIsCapturing`, or `None` when libcuda does not export it.
+    pub cuStreamIsCapturing: Option<
+        unsafe extern "C" fn(
+            hStream: CUstream,
+            captureStatus: *mut CUstreamCaptureStatus,
+        ) -> CUresult,
+    >,
 }
 impl DriverApi {
     /// Every symbol name in this table, in declaration order.
@@ -2716,6 +2731,10 @@ impl DriverApi {
         "cuFuncGetName",
         "cuCtxGetDevice",
         "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+        "cuCtxPushCurrent_v2",
+        "cuCtxPopCurrent_v2",
+        "cuCtxSynchronize",
+        "cuStreamIsCapturing",
     ];
     /// Builds the table by asking `resolve` for each symbol; a null answer
     /// leaves that entry `None`, reported as [`MissingSymbol`] when called.
@@ -2867,6 +2886,35 @@ impl DriverApi {
                         ) -> CUresult,
                     >,
                 >(resolve(c"cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+            },
+            cuCtxPushCurrent_v2: unsafe {
+                core::mem::transmute::<
+                    *const c_void,
+                    Option<unsafe extern "C" fn(ctx: CUcontext) -> CUresult>,
+                >(resolve(c"cuCtxPushCurrent_v2"))
+            },
+            cuCtxPopCurrent_v2: unsafe {
+                core::mem::transmute::<
+                    *const c_void,
+                    Option<unsafe extern "C" fn(pctx: *mut CUcontext) -> CUresult>,
+                >(resolve(c"cuCtxPopCurrent_v2"))
+            },
+            cuCtxSynchronize: unsafe {
+                core::mem::transmute::<
+                    *const c_void,
+                    Option<unsafe extern "C" fn() -> CUresult>,
+                >(resolve(c"cuCtxSynchronize"))
+            },
+            cuStreamIsCapturing: unsafe {
+                core::mem::transmute::<
+                    *const c_void,
+                    Option<
+                        unsafe extern "C" fn(
+                            hStream: CUstream,
+                            captureStatus: *mut CUstreamCaptureStatus,
+                        ) -> CUresult,
+                    >,
+                >(resolve(c"cuStreamIsCapturing"))
             },
         }
     }
@@ -3146,6 +3194,80 @@ The contract of the C function `cuOccupancyMaxActiveBlocksPerMultiprocessor`.*/
         match self.cuOccupancyMaxActiveBlocksPerMultiprocessor {
             Some(f) => Ok(unsafe { f(numBlocks, func, blockSize, dynamicSMemSize) }),
             None => Err(MissingSymbol("cuOccupancyMaxActiveBlocksPerMultiprocessor")),
+        }
+    }
+    /**Calls `cuCtxPushCurrent_v2`.
+
+# Errors
+
+[`MissingSymbol`] when the symbol was not resolved.
+
+# Safety
+
+The contract of the C function `cuCtxPushCurrent_v2`.*/
+    #[inline]
+    pub unsafe fn cuCtxPushCurrent_v2(
+        &self,
+        ctx: CUcontext,
+    ) -> Result<CUresult, MissingSymbol> {
+        match self.cuCtxPushCurrent_v2 {
+            Some(f) => Ok(unsafe { f(ctx) }),
+            None => Err(MissingSymbol("cuCtxPushCurrent_v2")),
+        }
+    }
+    /**Calls `cuCtxPopCurrent_v2`.
+
+# Errors
+
+[`MissingSymbol`] when the symbol was not resolved.
+
+# Safety
+
+The contract of the C function `cuCtxPopCurrent_v2`.*/
+    #[inline]
+    pub unsafe fn cuCtxPopCurrent_v2(
+        &self,
+        pctx: *mut CUcontext,
+    ) -> Result<CUresult, MissingSymbol> {
+        match self.cuCtxPopCurrent_v2 {
+            Some(f) => Ok(unsafe { f(pctx) }),
+            None => Err(MissingSymbol("cuCtxPopCurrent_v2")),
+        }
+    }
+    /**Calls `cuCtxSynchronize`.
+
+# Errors
+
+[`MissingSymbol`] when the symbol was not resolved.
+
+# Safety
+
+The contract of the C function `cuCtxSynchronize`.*/
+    #[inline]
+    pub unsafe fn cuCtxSynchronize(&self) -> Result<CUresult, MissingSymbol> {
+        match self.cuCtxSynchronize {
+            Some(f) => Ok(unsafe { f() }),
+            None => Err(MissingSymbol("cuCtxSynchronize")),
+        }
+    }
+    /**Calls `cuStreamIsCapturing`.
+
+# Errors
+
+[`MissingSymbol`] when the symbol was not resolved.
+
+# Safety
+
+The contract of the C function `cuStreamIsCapturing`.*/
+    #[inline]
+    pub unsafe fn cuStreamIsCapturing(
+        &self,
+        hStream: CUstream,
+        captureStatus: *mut CUstreamCaptureStatus,
+    ) -> Result<CUresult, MissingSymbol> {
+        match self.cuStreamIsCapturing {
+            Some(f) => Ok(unsafe { f(hStream, captureStatus) }),
+            None => Err(MissingSymbol("cuStreamIsCapturing")),
         }
     }
 }

@@ -1282,6 +1282,21 @@ impl Default for CUlaunchConfig_st {
     }
 }
 pub type CUlaunchConfig = CUlaunchConfig_st;
+impl CUstreamCaptureStatus_enum {
+    pub const CU_STREAM_CAPTURE_STATUS_NONE: CUstreamCaptureStatus_enum = CUstreamCaptureStatus_enum(
+        0,
+    );
+    pub const CU_STREAM_CAPTURE_STATUS_ACTIVE: CUstreamCaptureStatus_enum = CUstreamCaptureStatus_enum(
+        1,
+    );
+    pub const CU_STREAM_CAPTURE_STATUS_INVALIDATED: CUstreamCaptureStatus_enum = CUstreamCaptureStatus_enum(
+        2,
+    );
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUstreamCaptureStatus_enum(pub ::std::os::raw::c_uint);
+pub use self::CUstreamCaptureStatus_enum as CUstreamCaptureStatus;
 impl cudaError_enum {
     pub const CUDA_SUCCESS: cudaError_enum = cudaError_enum(0);
     pub const CUDA_ERROR_INVALID_VALUE: cudaError_enum = cudaError_enum(1);
@@ -12941,6 +12956,141 @@ impl Default for nvtxEventAttributes_v2 {
     }
 }
 pub type nvtxEventAttributes_t = nvtxEventAttributes_v2;
+pub type NvtxGetExportTableFunc_t = ::std::option::Option<
+    unsafe extern "C" fn(exportTableId: u32) -> *const ::std::os::raw::c_void,
+>;
+impl NvtxCallbackModule {
+    pub const NVTX_CB_MODULE_INVALID: NvtxCallbackModule = NvtxCallbackModule(0);
+    pub const NVTX_CB_MODULE_CORE: NvtxCallbackModule = NvtxCallbackModule(1);
+    pub const NVTX_CB_MODULE_CUDA: NvtxCallbackModule = NvtxCallbackModule(2);
+    pub const NVTX_CB_MODULE_OPENCL: NvtxCallbackModule = NvtxCallbackModule(3);
+    pub const NVTX_CB_MODULE_CUDART: NvtxCallbackModule = NvtxCallbackModule(4);
+    pub const NVTX_CB_MODULE_CORE2: NvtxCallbackModule = NvtxCallbackModule(5);
+    pub const NVTX_CB_MODULE_SYNC: NvtxCallbackModule = NvtxCallbackModule(6);
+    pub const NVTX_CB_MODULE_SIZE: NvtxCallbackModule = NvtxCallbackModule(7);
+    pub const NVTX_CB_MODULE_FORCE_INT: NvtxCallbackModule = NvtxCallbackModule(
+        2147483647,
+    );
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct NvtxCallbackModule(pub ::std::os::raw::c_uint);
+impl NvtxCallbackIdCore {
+    pub const NVTX_CBID_CORE_INVALID: NvtxCallbackIdCore = NvtxCallbackIdCore(0);
+    pub const NVTX_CBID_CORE_MarkEx: NvtxCallbackIdCore = NvtxCallbackIdCore(1);
+    pub const NVTX_CBID_CORE_MarkA: NvtxCallbackIdCore = NvtxCallbackIdCore(2);
+    pub const NVTX_CBID_CORE_MarkW: NvtxCallbackIdCore = NvtxCallbackIdCore(3);
+    pub const NVTX_CBID_CORE_RangeStartEx: NvtxCallbackIdCore = NvtxCallbackIdCore(4);
+    pub const NVTX_CBID_CORE_RangeStartA: NvtxCallbackIdCore = NvtxCallbackIdCore(5);
+    pub const NVTX_CBID_CORE_RangeStartW: NvtxCallbackIdCore = NvtxCallbackIdCore(6);
+    pub const NVTX_CBID_CORE_RangeEnd: NvtxCallbackIdCore = NvtxCallbackIdCore(7);
+    pub const NVTX_CBID_CORE_RangePushEx: NvtxCallbackIdCore = NvtxCallbackIdCore(8);
+    pub const NVTX_CBID_CORE_RangePushA: NvtxCallbackIdCore = NvtxCallbackIdCore(9);
+    pub const NVTX_CBID_CORE_RangePushW: NvtxCallbackIdCore = NvtxCallbackIdCore(10);
+    pub const NVTX_CBID_CORE_RangePop: NvtxCallbackIdCore = NvtxCallbackIdCore(11);
+    pub const NVTX_CBID_CORE_NameCategoryA: NvtxCallbackIdCore = NvtxCallbackIdCore(12);
+    pub const NVTX_CBID_CORE_NameCategoryW: NvtxCallbackIdCore = NvtxCallbackIdCore(13);
+    pub const NVTX_CBID_CORE_NameOsThreadA: NvtxCallbackIdCore = NvtxCallbackIdCore(14);
+    pub const NVTX_CBID_CORE_NameOsThreadW: NvtxCallbackIdCore = NvtxCallbackIdCore(15);
+    pub const NVTX_CBID_CORE_SIZE: NvtxCallbackIdCore = NvtxCallbackIdCore(16);
+    pub const NVTX_CBID_CORE_FORCE_INT: NvtxCallbackIdCore = NvtxCallbackIdCore(
+        2147483647,
+    );
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct NvtxCallbackIdCore(pub ::std::os::raw::c_uint);
+impl NvtxCallbackIdCore2 {
+    pub const NVTX_CBID_CORE2_INVALID: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(0);
+    pub const NVTX_CBID_CORE2_DomainMarkEx: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(1);
+    pub const NVTX_CBID_CORE2_DomainRangeStartEx: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(
+        2,
+    );
+    pub const NVTX_CBID_CORE2_DomainRangeEnd: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(
+        3,
+    );
+    pub const NVTX_CBID_CORE2_DomainRangePushEx: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(
+        4,
+    );
+    pub const NVTX_CBID_CORE2_DomainRangePop: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(
+        5,
+    );
+    pub const NVTX_CBID_CORE2_DomainResourceCreate: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(
+        6,
+    );
+    pub const NVTX_CBID_CORE2_DomainResourceDestroy: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(
+        7,
+    );
+    pub const NVTX_CBID_CORE2_DomainNameCategoryA: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(
+        8,
+    );
+    pub const NVTX_CBID_CORE2_DomainNameCategoryW: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(
+        9,
+    );
+    pub const NVTX_CBID_CORE2_DomainRegisterStringA: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(
+        10,
+    );
+    pub const NVTX_CBID_CORE2_DomainRegisterStringW: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(
+        11,
+    );
+    pub const NVTX_CBID_CORE2_DomainCreateA: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(
+        12,
+    );
+    pub const NVTX_CBID_CORE2_DomainCreateW: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(
+        13,
+    );
+    pub const NVTX_CBID_CORE2_DomainDestroy: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(
+        14,
+    );
+    pub const NVTX_CBID_CORE2_Initialize: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(15);
+    pub const NVTX_CBID_CORE2_SIZE: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(16);
+    pub const NVTX_CBID_CORE2_FORCE_INT: NvtxCallbackIdCore2 = NvtxCallbackIdCore2(
+        2147483647,
+    );
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct NvtxCallbackIdCore2(pub ::std::os::raw::c_uint);
+impl NvtxExportTableID {
+    pub const NVTX_ETID_INVALID: NvtxExportTableID = NvtxExportTableID(0);
+    pub const NVTX_ETID_CALLBACKS: NvtxExportTableID = NvtxExportTableID(1);
+    pub const NVTX_ETID_RESERVED0: NvtxExportTableID = NvtxExportTableID(2);
+    pub const NVTX_ETID_VERSIONINFO: NvtxExportTableID = NvtxExportTableID(3);
+    pub const NVTX_ETID_SIZE: NvtxExportTableID = NvtxExportTableID(4);
+    pub const NVTX_ETID_FORCE_INT: NvtxExportTableID = NvtxExportTableID(2147483647);
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct NvtxExportTableID(pub ::std::os::raw::c_uint);
+pub type NvtxFunctionPointer = ::std::option::Option<unsafe extern "C" fn()>;
+pub type NvtxFunctionTable = *mut *mut NvtxFunctionPointer;
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct NvtxExportTableCallbacks {
+    pub struct_size: usize,
+    pub GetModuleFunctionTable: ::std::option::Option<
+        unsafe extern "C" fn(
+            callback_module: NvtxCallbackModule,
+            out_table: *mut NvtxFunctionTable,
+            out_size: *mut ::std::os::raw::c_uint,
+        ) -> ::std::os::raw::c_int,
+    >,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of NvtxExportTableCallbacks",
+    ][::std::mem::size_of::<NvtxExportTableCallbacks>() - 16usize];
+    [
+        "Alignment of NvtxExportTableCallbacks",
+    ][::std::mem::align_of::<NvtxExportTableCallbacks>() - 8usize];
+    [
+        "Offset of field: NvtxExportTableCallbacks::struct_size",
+    ][::std::mem::offset_of!(NvtxExportTableCallbacks, struct_size) - 0usize];
+    [
+        "Offset of field: NvtxExportTableCallbacks::GetModuleFunctionTable",
+    ][::std::mem::offset_of!(NvtxExportTableCallbacks, GetModuleFunctionTable) - 8usize];
+};
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct nvtxMarkEx_params_st {

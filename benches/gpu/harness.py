@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""GPU overhead harness: gpu-trace against the baselines, interleaved.
+
+Runs on a machine with an NVIDIA GPU, nvcc and CUPTI (no Rust needed): the
+gpu-trace artifacts are built elsewhere and passed with --bin. For every
+repetition it runs every workload under every mode in turn, so that drift
+(clocks, other tenants) hits all modes alike, then reports per workload and
+mode the median and minimum, the ratio to the untraced baseline, the added
+cost relative to the bare-CUPTI floor, trace bytes per kernel and peak RSS.
+
+    python3 benches/gpu/harness.py --bin target/release --reps 5 --out results/
+
+Modes:
+  baseline        no injection
+  floor           bare CUPTI: kernel + memcpy activity, records counted and dropped
+  nvidia_sample   NVIDIA's cupti_trace_injection sample (stdout discarded)
+  cfg_idle        the floor library set up as gt_idle sets CUPTI up (subscriber,
+                  timestamp callback, no activity kinds): CUPTI's own idle cost
+  cfg_gpu         the floor library set up as gt_gpu sets CUPTI up (subscriber,
+                  timestamp callback, gpu-trace's four kinds)
+  gt_idle         gpu-trace loaded, no session asks for anything (system mode, no traced)
+  gt_gpu          gpu-trace, renderstages only (INJECTION_TRACE=gpu)
+  gt_full         gpu-trace, renderstages + API slices + NVTX
+  torch_cuda      torch.profiler, CUDA activity only (PyTorch workloads only)
+  torch_cpu_cuda  torch.profiler, CPU + CUDA (PyTorch workloads only)
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CUDA = os.environ.get("CUDA_ROOT", "/usr/local/cuda")
+CUPTI_INC = f"{CUDA}/extras/CUPTI/include"
+CUPTI_LIBS = [f"{CUDA}/extras/CUPTI/lib64", f"{CUDA}/targets/x86_64-linux/lib"]
+NVCC = shutil.which("nvcc") or f"{CUDA}/bin/nvcc"
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, shell=True, text=True, capture_output=True, **kw)
+
+
+def build(work, want_sample=True):
+    out = {}
+    jobs = {
+        "launch_loop": f"{NVCC} -arch=sm_90 -O2 -o {work}/launch_loop {HERE}/launch_loop.cu",
+        "mixed": f"{NVCC} -arch=sm_90 -O2 -o {work}/mixed {HERE}/mixed.cu",
+        "floor": (
+            f"{NVCC} -O2 -shared -Xcompiler -fPIC -o {work}/libfloor.so {HERE}/floor_injection.cpp "
+            f"-I{CUPTI_INC} " + " ".join(f"-L{d} -Xlinker -rpath,{d}" for d in CUPTI_LIBS) + " -lcupti"
+        ),
+    }
+    procs = {k: subprocess.Popen(v, shell=True, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for k, v in jobs.items()}
+    for k, p in procs.items():
+        log = p.communicate()[0]
+        if p.returncode != 0:
+            print(f"build {k} failed:\n{log[-3000:]}")
+            sys.exit(1)
+    out["launch_loop"] = f"{work}/launch_loop"
+    out["mixed"] = f"{work}/mixed"
+    out["floor"] = f"{work}/libfloor.so"
+    # NVIDIA's sample, built from the installed CUPTI samples.
+    src = f"{CUDA}/extras/CUPTI/samples"
+    dst = f"{work}/cupti_samples"
+    if want_sample and os.path.isdir(src):
+        shutil.copytree(src, dst, symlinks=True)
+        r = sh(f"make -C {dst}/cupti_trace_injection CUDA_INSTALL_PATH={CUDA} -j8")
+        libs = [f for f in os.listdir(f"{dst}/cupti_trace_injection") if f.endswith(".so")]
+        if r.returncode == 0 and libs:
+            out["nvidia_sample"] = f"{dst}/cupti_trace_injection/{libs[0]}"
+        else:
+            print(f"NVIDIA sample not built (mode skipped):\n{(r.stdout + r.stderr)[-2000:]}")
+    return out
+
+
+def run(cmd, env):
+    """Runs cmd; returns (returncode, stdout text, stderr text, maxrss KiB, wall s)."""
+    with tempfile.TemporaryFile("w+") as o, tempfile.TemporaryFile("w+") as e:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, env=env, stdout=o, stderr=e, text=True)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        o.seek(0)
+        e.seek(0)
+        return p.returncode, o.read(), e.read(), ru.ru_maxrss, wall
+
+
+def parse_result(text):
+    # Other output (the NVIDIA sample's records) may share the line.
+    for line in text.splitlines():
+        i = line.find("RESULT workload=")
+        if i >= 0:
+            return dict(kv.split("=", 1) for kv in line[i:].split()[1:] if "=" in kv)
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="target/release", help="directory with libgpu_trace_cuda.so and gpu-trace")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=os.environ.get("OUT", "harness-results"))
+    ap.add_argument("--workloads", default="launch_1t,launch_4t,mixed,torch")
+    ap.add_argument("--torch-steps", type=int, default=0, help="steps of the PyTorch loop (default 300, 80 with --quick)")
+    ap.add_argument("--modes", default="baseline,floor,cfg_idle,cfg_gpu,nvidia_sample,gt_idle,gt_gpu,gt_full,torch_cuda,torch_cpu_cuda")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    lib = os.path.abspath(f"{a.bin}/libgpu_trace_cuda.so")
+    cli = os.path.abspath(f"{a.bin}/gpu-trace")
+    work = tempfile.mkdtemp(prefix="gt-harness-")
+    arts = build(work, want_sample="nvidia_sample" in a.modes.split(","))
+
+    n_launch = 20000 if a.quick else 200000
+    workloads = {
+        "launch_1t": ([arts["launch_loop"], str(n_launch), "1"], "ns_per_launch", "ns/launch"),
+        "launch_4t": ([arts["launch_loop"], str(n_launch), "4"], "ns_per_launch", "ns/launch (aggregate)"),
+        "mixed": ([arts["mixed"], "2000" if a.quick else "20000"], "ns_per_iter", "ns/iteration"),
+        "torch": ([sys.executable, f"{HERE}/torch_mlp.py", "--steps", str(a.torch_steps or (80 if a.quick else 300))], "ms_per_step", "ms/step"),
+        "torch_dense": ([sys.executable, f"{HERE}/torch_mlp.py", "--dense", "--steps", str(a.torch_steps or (80 if a.quick else 300))], "ms_per_step", "ms/step"),
+    }
+    wanted_wl = [w for w in a.workloads.split(",") if w in workloads]
+    modes = [m for m in a.modes.split(",")]
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("INJECTION_", "CUDA_INJECTION64", "NVTX_INJECTION64", "FLOOR_"))}
+
+    def mode_env(mode, tracedir, tag):
+        env = dict(base_env)
+        out = f"{tracedir}/{tag}.pftrace"
+        if mode == "floor":
+            env["CUDA_INJECTION64_PATH"] = arts["floor"]
+        elif mode in ("cfg_idle", "cfg_gpu"):
+            env["CUDA_INJECTION64_PATH"] = arts["floor"]
+            env["FLOOR_SUBSCRIBE"] = "1"
+            env["FLOOR_TIMESTAMP"] = "1"
+            env["FLOOR_KINDS"] = "none" if mode == "cfg_idle" else "all"
+        elif mode == "nvidia_sample":
+            env["CUDA_INJECTION64_PATH"] = arts["nvidia_sample"]
+        elif mode.startswith("gt_"):
+            env["CUDA_INJECTION64_PATH"] = lib
+            env["INJECTION_OUTPUT"] = out
+            if mode == "gt_idle":
+                env["INJECTION_MODE"] = "system"
+                env["PERFETTO_PRODUCER_SOCK_NAME"] = f"{tracedir}/no-traced.sock"
+            elif mode == "gt_gpu":
+                env["INJECTION_TRACE"] = "gpu"
+            elif mode == "gt_full":
+                env["INJECTION_TRACE"] = "gpu,api,nvtx"
+                env["NVTX_INJECTION64_PATH"] = lib
+        return env, out
+
+    results = {}  # (wl, mode) -> list of dicts
+    tracedir = f"{work}/traces"
+    os.makedirs(tracedir)
+    for rep in range(a.reps):
+        for wl in wanted_wl:
+            cmd, key, _ = workloads[wl]
+            for mode in modes:
+                if mode == "nvidia_sample" and "nvidia_sample" not in arts:
+                    continue
+                if mode.startswith("torch_") and not wl.startswith("torch"):
+                    continue
+                tag = f"{wl}-{mode}-{rep}"
+                env, trace = mode_env(mode, tracedir, tag)
+                c = list(cmd)
+                if mode.startswith("torch_"):
+                    c += ["--profiler", mode[len("torch_"):], "--profiler-out", f"{tracedir}/{tag}.json"]
+                # The NVIDIA sample prints every record to stdout; the
+                # temporary file takes them along with our RESULT line.
+                rc, so, se, rss, wall = run(c, env)
+                res = parse_result(so)
+                row = {"rc": rc, "rss_kib": rss, "wall_s": wall, "rep": rep}
+                if res is None or rc != 0:
+                    row["error"] = (se or "")[-500:]
+                    print(f"[{tag}] FAILED rc={rc}: {row['error']}", flush=True)
+                else:
+                    row["value"] = float(res[key])
+                    row["kernels_expected"] = int(res["kernels"]) if "kernels" in res else None
+                    if "profiler_bytes" in res:
+                        row["trace_bytes"] = int(res["profiler_bytes"])
+                        row["trace_kernels"] = int(res["profiler_kernels"])
+                if mode.startswith("gt_") and os.path.exists(trace):
+                    row["trace_bytes"] = os.path.getsize(trace)
+                    st = sh(f"{cli} stats --json {trace}")
+                    try:
+                        j = json.loads(st.stdout)
+                        row["trace_kernels"] = sum(k["count"] for k in j["kernels"])
+                        row["trace_api_calls"] = sum(k["count"] for k in j["api"])
+                        row["dropped"] = j["dropped"]
+                    except Exception as ex:  # noqa: BLE001
+                        row["stats_error"] = f"{ex}: {st.stderr[-300:]}"
+                    os.unlink(trace)
+                results.setdefault((wl, mode), []).append(row)
+                print(f"[{tag}] {row.get('value')} rss={rss // 1024}MB trace={row.get('trace_bytes')} kernels={row.get('trace_kernels')}", flush=True)
+
+    # Summary.
+    lines = []
+    summary = {}
+    for wl in wanted_wl:
+        _, key, unit = workloads[wl]
+        vals = {m: [r["value"] for r in results.get((wl, m), []) if "value" in r] for m in modes}
+        if not vals.get("baseline"):
+            continue
+        base = statistics.median(vals["baseline"])
+        floor = statistics.median(vals["floor"]) if vals.get("floor") else None
+        lines.append(f"\n### {wl} ({unit}; median of {a.reps} interleaved runs)\n")
+        lines.append("| mode | median | min | × baseline | paired × baseline (range) | added | added ÷ floor's | trace B/kernel | kernels in trace | peak RSS MB |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
+        # Per repetition, the mode against the baseline run next to it:
+        # drift between repetitions cancels out.
+        base_by_rep = {r["rep"]: r["value"] for r in results.get((wl, "baseline"), []) if "value" in r}
+        for m in modes:
+            v = vals.get(m)
+            if not v:
+                continue
+            med, mn = statistics.median(v), min(v)
+            rows = results[(wl, m)]
+            tb = [r["trace_bytes"] / r["trace_kernels"] for r in rows if r.get("trace_bytes") and r.get("trace_kernels")]
+            tk = [r["trace_kernels"] for r in rows if "trace_kernels" in r]
+            exp = [r["kernels_expected"] for r in rows if r.get("kernels_expected")]
+            rss = statistics.median(r["rss_kib"] for r in rows) / 1024
+            added = med - base
+            paired = sorted(r["value"] / base_by_rep[r["rep"]] for r in rows if "value" in r and r["rep"] in base_by_rep)
+            ratio_floor = (added / (floor - base)) if floor is not None and floor > base and m != "baseline" else None
+            summary[f"{wl}/{m}"] = {
+                "median": med, "min": mn, "ratio": med / base, "added": added,
+                "added_over_floor": ratio_floor,
+                "paired_ratio_median": statistics.median(paired) if paired else None,
+                "paired_ratios": paired,
+                "trace_bytes_per_kernel": statistics.median(tb) if tb else None,
+                "kernels_in_trace": tk, "kernels_expected": exp[:1], "rss_mb": rss,
+            }
+            lines.append(
+                f"| {m} | {med:.4g} | {mn:.4g} | {med / base:.3f} | "
+                f"{'' if not paired else f'{statistics.median(paired):.3f} ({paired[0]:.2f}–{paired[-1]:.2f})'} | {added:+.4g} | "
+                f"{'' if ratio_floor is None else f'{ratio_floor:.2f}'} | "
+                f"{'' if not tb else f'{statistics.median(tb):.0f}'} | "
+                f"{'' if not tk else f'{min(tk)}–{max(tk)}' + (f' (expected {exp[0]})' if exp else '')} | {rss:.0f} |"
+            )
+    gpu = sh("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader").stdout.strip()
+    header = f"GPU: {gpu}; date: {time.strftime('%Y-%m-%d')}; command: {' '.join(sys.argv)}"
+    text = header + "\n" + "\n".join(lines)
+    print(text)
+    with open(f"{a.out}/results.md", "w") as f:
+        f.write(text + "\n")
+    with open(f"{a.out}/results.json", "w") as f:
+        json.dump({"header": header, "summary": summary,
+                   "raw": {f"{k[0]}/{k[1]}": v for k, v in results.items()}}, f, indent=1)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

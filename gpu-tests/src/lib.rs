@@ -1,0 +1,41 @@
+//! The GPU test suite's checker.
+//!
+//! Each test program in `cuda/` and `python/` prints `EXPECT key=value ...`
+//! lines stating exactly what it did; `gpu-check` decodes the program's
+//! trace with [`gpu_trace_core::reader`] and compares. The key grammar is in
+//! this crate's README; [`check::CASES`] lists the cases.
+
+pub mod check;
+pub mod expect;
+pub mod names;
+
+pub use check::{CASES, Options, Report, check};
+pub use expect::Expect;
+
+/// Checks the trace at `trace` against the program output in `expect_text`.
+/// A trace that cannot be read or an output without `EXPECT` lines is a
+/// failed report, not an error.
+pub fn check_files(
+    case: &str,
+    label: &str,
+    trace: &std::path::Path,
+    expect_text: &str,
+    o: &Options,
+) -> Report {
+    let exp = match Expect::parse(expect_text) {
+        Ok(e) => e,
+        Err(e) => {
+            let mut r = Report::new(label);
+            r.fail(format!("program output: {e}"));
+            return r;
+        }
+    };
+    match gpu_trace_core::reader::Trace::open(trace) {
+        Ok(t) => check(case, label, &t, &exp, o),
+        Err(e) => {
+            let mut r = Report::new(label);
+            r.fail(format!("cannot decode the trace: {e}"));
+            r
+        }
+    }
+}

@@ -1,0 +1,995 @@
+//! The checker on synthetic traces, without a GPU.
+//!
+//! A child process plays the injected application: it records events the
+//! way the CUDA injection does (API calls on the calling thread, GPU work
+//! with the call's correlation id, NVTX markers) through a real
+//! `gpu_trace_core::Tracer` into a file, and prints the `EXPECT` lines the
+//! matching test program would print. The parent runs the checker on both,
+//! then on altered expectations and on a trace with known defects, and
+//! checks that each difference is named.
+
+use gpu_tests::{Expect, Options, check_files};
+use gpu_trace_core::model::*;
+use gpu_trace_core::{Config, GpuClock, Limits, Recorder, Tracer, TracerOptions};
+use smallvec::{SmallVec, smallvec};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const CHILD: &str = "GPU_TESTS_SYNTHETIC_CHILD";
+
+// ---------------------------------------------------------------- child side
+
+/// The traced "application". Does nothing unless run as a child.
+#[test]
+fn child() {
+    let Ok(scenario) = std::env::var(CHILD) else {
+        return;
+    };
+    let (config, _) = Config::from_env();
+    let tracer = Tracer::start(TracerOptions {
+        api: GpuApi::Cuda,
+        default_suffix: "nv",
+        config,
+        clock: GpuClock::Boottime,
+        limits: Limits::default(),
+    })
+    .expect("tracer");
+    tracer.add_device(Device {
+        id: 0,
+        name: "NVIDIA H200".into(),
+        vendor: Some(Vendor::Nvidia),
+        uuid: Some([7; 16]),
+        pci_bdf: Some("0000:19:00.0".into()),
+        architecture: "Hopper".into(),
+        arch_id: "sm_90".into(),
+        sm_count: 132,
+        total_memory: Some(141 << 30),
+        extra: vec![],
+    });
+    let app = App::new(&tracer);
+    let expect = match scenario.as_str() {
+        "empty_kernels" => empty_kernels(&app),
+        "graph" => graph(&app),
+        "memops" => memops(&app),
+        "nvtx" => nvtx(&app),
+        "sync" => sync(&app),
+        "occupancy" => occupancy(&app),
+        "broken" => broken(&app),
+        "big" => big(&app),
+        other => panic!("unknown scenario {other}"),
+    };
+    tracer.shutdown(std::time::Duration::from_secs(20));
+    // The test harness has printed "test child ... " without a newline.
+    println!("\nOUTPUT={}", tracer.output_path().unwrap().display());
+    println!("{expect}");
+}
+
+/// Records like the injection: ids, names, a virtual clock per thread.
+struct App {
+    rec: Recorder,
+    names: Arc<gpu_trace_core::names::Names>,
+    kernels: Arc<gpu_trace_core::names::Kernels>,
+    corr: AtomicU64,
+}
+
+/// One application thread: its id and its virtual clock.
+struct Thread {
+    tid: u32,
+    clock: u64,
+}
+
+impl Thread {
+    fn current() -> Thread {
+        Thread {
+            tid: gpu_trace_core::clock::thread_id(),
+            clock: gpu_trace_core::clock::boottime_ns(),
+        }
+    }
+
+    fn tick(&mut self) -> u64 {
+        self.clock += 50_000;
+        self.clock
+    }
+}
+
+/// A kernel launch to record.
+#[derive(Clone, Copy)]
+struct Launch {
+    kernel: KernelId,
+    stream: u64,
+    context: u32,
+    block: u32,
+    graph_node: u64,
+    dur: u64,
+}
+
+impl App {
+    fn new(t: &Tracer) -> App {
+        App {
+            rec: t.recorder().clone(),
+            names: t.names().clone(),
+            kernels: t.kernels().clone(),
+            corr: AtomicU64::new(1),
+        }
+    }
+
+    fn kernel(&self, mangled: &str, args: &[(&str, ArgValue)]) -> KernelId {
+        let n = self.kernels.names(&self.names, mangled);
+        self.kernels.register(KernelDesc {
+            mangled: n.mangled,
+            demangled: n.demangled,
+            display: n.display,
+            arch: self.names.intern("sm_90"),
+            args: args
+                .iter()
+                .map(|(k, v)| (self.names.intern(k), *v))
+                .collect(),
+        })
+    }
+
+    fn next_corr(&self) -> u64 {
+        self.corr.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn api(&self, th: &mut Thread, name: &str, submits: bool, waits: SmallVec<[u64; 2]>) -> u64 {
+        let corr = self.next_corr();
+        let start = th.tick();
+        self.rec.api(ApiCall {
+            name: self.names.intern(name),
+            thread: th.tid,
+            start,
+            end: start + 2_000,
+            correlation_id: corr,
+            submits,
+            waits,
+            status: 0,
+        });
+        corr
+    }
+
+    fn exec(&self, corr: u64, start: u64, l: Launch) {
+        self.rec.kernel(KernelExec {
+            device: 0,
+            context: l.context,
+            stream: l.stream,
+            correlation_id: corr,
+            start,
+            end: start + l.dur,
+            kernel: l.kernel,
+            grid: Dim3::new(1, 1, 1),
+            block: Dim3::new(l.block, 1, 1),
+            waves_per_sm: None,
+            graph_node: l.graph_node,
+        });
+    }
+
+    /// An API call that launched `l`; returns its correlation id.
+    fn launch(&self, th: &mut Thread, api: &str, l: Launch) -> u64 {
+        let corr = self.api(th, api, true, smallvec![]);
+        self.exec(corr, th.clock + 5_000, l);
+        corr
+    }
+
+    fn copy(
+        &self,
+        th: &mut Thread,
+        api: &str,
+        bytes: u64,
+        kind: CopyKind,
+        src: MemoryKind,
+        dst: MemoryKind,
+    ) {
+        let corr = self.api(th, api, true, smallvec![]);
+        self.rec.memory(MemoryOp {
+            device: 0,
+            context: 1,
+            stream: 7,
+            correlation_id: corr,
+            start: th.clock + 5_000,
+            end: th.clock + 6_000,
+            bytes,
+            kind: MemoryOpKind::Copy {
+                kind,
+                src,
+                dst,
+                peer: None,
+            },
+        });
+    }
+
+    fn memset(&self, th: &mut Thread, bytes: u64, value: u32) {
+        let corr = self.api(th, "cudaMemset_v3020", true, smallvec![]);
+        self.rec.memory(MemoryOp {
+            device: 0,
+            context: 1,
+            stream: 7,
+            correlation_id: corr,
+            start: th.clock + 5_000,
+            end: th.clock + 6_000,
+            bytes,
+            kind: MemoryOpKind::Set {
+                value,
+                memory: MemoryKind::Device,
+            },
+        });
+    }
+
+    fn push(&self, th: &mut Thread, text: &str, domain: Option<&str>) {
+        let domain = domain.map(|d| self.names.intern(d));
+        let ts = th.tick();
+        self.rec
+            .marker(th.tid, ts, text, |text| Marker::Push { domain, text });
+    }
+
+    fn pop(&self, th: &mut Thread) {
+        let ts = th.tick();
+        self.rec
+            .marker(th.tid, ts, "", |_| Marker::Pop { domain: None });
+    }
+
+    fn mark(&self, th: &mut Thread, text: &str, domain: Option<&str>) {
+        let domain = domain.map(|d| self.names.intern(d));
+        let ts = th.tick();
+        self.rec
+            .marker(th.tid, ts, text, |text| Marker::Mark { domain, text });
+    }
+}
+
+fn plain(kernel: KernelId, stream: u64) -> Launch {
+    Launch {
+        kernel,
+        stream,
+        context: 1,
+        block: 32,
+        graph_node: 0,
+        dur: 3_000,
+    }
+}
+
+/// Three threads, each on its own stream, then a stream sync per thread.
+fn empty_kernels(app: &App) -> String {
+    let k = app.kernel("_Z5emptyv", &[]);
+    let per = [4u64, 3, 3];
+    std::thread::scope(|s| {
+        for (i, n) in per.iter().enumerate() {
+            s.spawn(move || {
+                let mut th = Thread::current();
+                let mut last = 0;
+                for _ in 0..*n {
+                    last = app.launch(&mut th, "cudaLaunchKernel_v7000", plain(k, 10 + i as u64));
+                }
+                app.api(
+                    &mut th,
+                    "cudaStreamSynchronize_v3020",
+                    false,
+                    smallvec![last],
+                );
+            });
+        }
+    });
+    "EXPECT case=empty_kernels arg.n=10 arg.t=3 kernels=10 kernel.empty=10 grid.empty=1,1,1 \
+     block.empty=32,1,1 submit_api.empty=cudaLaunchKernel threads=3 per_thread=4,3,3 \
+     stream_per_thread=1 streams=3 memcpy=0 memset=0 api.cudaStreamSynchronize=3 \
+     waits.cudaStreamSynchronize=empty"
+        .into()
+}
+
+/// N-node graphs (explicit and captured) launched M times, P plain kernels.
+fn graph(app: &App) -> String {
+    let (n, m, p) = (3u64, 4u64, 2u64);
+    let ex = app.kernel("_Z19graph_explicit_nodeiPi", &[]);
+    let cap = app.kernel("_Z18graph_capture_nodeiPi", &[]);
+    let pl = app.kernel("_Z12plain_kerneliPi", &[]);
+    let mut th = Thread::current();
+    app.memset(&mut th, 64, 0);
+    // Launches during capture run nothing and submit nothing.
+    for _ in 0..n {
+        app.api(&mut th, "cudaLaunchKernel_v7000", false, smallvec![]);
+    }
+    for _ in 0..p {
+        app.launch(&mut th, "cudaLaunchKernel_v7000", plain(pl, 5));
+    }
+    for _ in 0..m {
+        for (kernel, base) in [(ex, 100u64), (cap, 200)] {
+            let corr = app.api(&mut th, "cudaGraphLaunch_v10000", true, smallvec![]);
+            for i in 0..n {
+                let l = Launch {
+                    graph_node: base + i,
+                    ..plain(kernel, 5)
+                };
+                app.exec(corr, th.clock + 5_000 + i * 4_000, l);
+            }
+        }
+    }
+    let nm = n * m;
+    format!(
+        "EXPECT case=graph arg.n={n} arg.m={m} arg.p={p} kernels={} graph_kernels={} \
+         kernel.graph_explicit_node={nm} kernel.graph_capture_node={nm} kernel.plain_kernel={p} \
+         graph_nodes.graph_explicit_node={n} graph_nodes.graph_capture_node={n} \
+         submit_api.plain_kernel=cudaLaunchKernel graph_launches={} api.cudaGraphLaunch={} \
+         memset=1 memcpy=0",
+        2 * nm + p,
+        2 * nm,
+        2 * m,
+        2 * m
+    )
+}
+
+fn memops(app: &App) -> String {
+    let mut th = Thread::current();
+    use CopyKind::*;
+    use MemoryKind::*;
+    app.copy(&mut th, "cudaMemcpy_v3020", 1000, HtoD, Pageable, Device);
+    app.copy(&mut th, "cudaMemcpyAsync_v3020", 2000, HtoD, Pinned, Device);
+    app.copy(&mut th, "cudaMemcpy2D_v3020", 256 * 5, HtoD, Pinned, Device);
+    app.copy(&mut th, "cudaMemcpy_v3020", 3000, DtoH, Device, Pageable);
+    app.copy(&mut th, "cudaMemcpyAsync_v3020", 4000, DtoD, Device, Device);
+    app.memset(&mut th, 100, 0x5a);
+    app.memset(&mut th, 200, 0);
+    "EXPECT case=memops kernels=0 memcpy=5 memset=2 copy.HtoD=3 copy.DtoH=1 copy.DtoD=1 \
+     copy_bytes.HtoD=4280 copy_bytes.DtoH=3000 copy_bytes.DtoD=4000 \
+     copy_kinds=HtoD:pageable:device:1,HtoD:pinned:device:2,DtoH:device:pageable:1,DtoD:device:device:1 \
+     memset_bytes=300 memset_values=90:1,0:1 api.cudaMemcpy=2 api.cudaMemcpyAsync=2 \
+     api.cudaMemcpy2D=1 api.cudaMemset=2"
+        .into()
+}
+
+/// The layout of cuda/nvtx.cu with R loops.
+fn nvtx(app: &App) -> String {
+    let r = 2u64;
+    let k = app.kernel("_Z11nvtx_kernelPi", &[]);
+    let l = plain(k, 0);
+    let launch = |th: &mut Thread| {
+        app.launch(th, "cudaLaunchKernel_v7000", l);
+    };
+    let dom = Some("gpu_tests");
+    let mut th = Thread::current();
+    app.mark(&mut th, "before_cuda", None);
+    app.push(&mut th, "outer", None);
+    launch(&mut th);
+    app.push(&mut th, "inner_w_\u{e9}", None);
+    launch(&mut th);
+    app.push(&mut th, "inner_ex", None);
+    launch(&mut th);
+    app.pop(&mut th);
+    app.pop(&mut th);
+    app.mark(&mut th, "mark_a", None);
+    app.mark(&mut th, "mark_ex", None);
+    for _ in 0..r {
+        app.push(&mut th, "loop", None);
+        launch(&mut th);
+        app.pop(&mut th);
+    }
+    app.push(&mut th, "registered_range", dom);
+    launch(&mut th);
+    app.pop(&mut th);
+    app.mark(&mut th, "domain_mark", dom);
+    app.pop(&mut th);
+    let start = th.tick();
+    app.rec
+        .marker(th.tid, start, "cross_thread", |text| Marker::Start {
+            id: 1,
+            domain: None,
+            text,
+        });
+    let clock = th.clock;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut w = Thread::current();
+            w.clock = clock;
+            app.push(&mut w, "worker", None);
+            app.push(&mut w, "worker_inner", None);
+            launch(&mut w);
+            app.pop(&mut w);
+            app.pop(&mut w);
+            let end = w.tick();
+            app.rec.marker(w.tid, end, "", |_| Marker::End { id: 1 });
+            let ds = w.tick();
+            let d = app.names.intern("gpu_tests");
+            app.rec
+                .marker(w.tid, ds, "domain_startend", |text| Marker::Start {
+                    id: 2,
+                    domain: Some(d),
+                    text,
+                });
+        });
+    });
+    let end = th.clock + 10_000_000;
+    app.rec.marker(th.tid, end, "", |_| Marker::End { id: 2 });
+    let kernels = r + 5;
+    let w = "inner_w_\u{e9}";
+    format!(
+        "EXPECT case=nvtx arg.r={r} kernels={kernels} kernel.nvtx_kernel={kernels} \
+         submit_api.nvtx_kernel=cudaLaunchKernel range.outer=1@0 range.{w}=1@1 range.inner_ex=1@2 \
+         range.loop={r}@1 range.registered_range=1@1 range.worker=1@0 range.worker_inner=1@1 \
+         startend.cross_thread=1 startend.domain_startend=1 mark.before_cuda=1 mark.mark_a=1 mark.mark_ex=1 \
+         mark.domain_mark=1 domain.registered_range=gpu_tests domain.domain_mark=gpu_tests \
+         domain.domain_startend=gpu_tests thread.before_cuda=main thread.outer=main thread.{w}=main thread.inner_ex=main \
+         thread.loop=main thread.registered_range=main thread.mark_a=main thread.mark_ex=main \
+         thread.domain_mark=main thread.worker=worker thread.worker_inner=worker \
+         kernels_in.outer={} kernels_in.{w}=2 kernels_in.inner_ex=1 kernels_in.loop={r} \
+         kernels_in.registered_range=1 kernels_in.worker=1 kernels_in.worker_inner=1 \
+         memset=0 memcpy=0",
+        r + 4
+    )
+}
+
+/// Streams with stream, event and device synchronisation (one round).
+fn sync(app: &App) -> String {
+    let a = app.kernel("_Z6work_ay", &[]);
+    let b = app.kernel("_Z6work_by", &[]);
+    let c = app.kernel("_Z6work_cy", &[]);
+    let mut th = Thread::current();
+    let mut last = [0u64; 3];
+    for (i, k) in [a, b, c].into_iter().enumerate() {
+        for _ in 0..2 {
+            last[i] = app.launch(&mut th, "cudaLaunchKernel_v7000", plain(k, 20 + i as u64));
+        }
+    }
+    app.api(&mut th, "cudaEventRecord_v3020", false, smallvec![]);
+    app.api(&mut th, "cudaEventRecord_v3020", false, smallvec![]);
+    app.api(
+        &mut th,
+        "cudaStreamSynchronize_v3020",
+        false,
+        smallvec![last[0]],
+    );
+    app.api(
+        &mut th,
+        "cudaEventSynchronize_v3020",
+        false,
+        smallvec![last[1]],
+    );
+    app.api(
+        &mut th,
+        "cudaDeviceSynchronize_v3020",
+        false,
+        SmallVec::from_slice(&last),
+    );
+    "EXPECT case=multi_stream_sync kernels=6 kernel.work_a=2 kernel.work_b=2 kernel.work_c=2 \
+     streams=3 api.cudaStreamSynchronize=1 api.cudaEventSynchronize=1 api.cudaDeviceSynchronize=1 \
+     api_opt.cudaEventRecord=2 api_opt.cudaStreamWaitEvent=1 waits.cudaStreamSynchronize=work_a \
+     waits.cudaEventSynchronize=work_b waits.cudaDeviceSynchronize=any memcpy=0 memset=0"
+        .into()
+}
+
+fn occupancy(app: &App) -> String {
+    let mk = |mangled: &str, regs: u64, limits: [u64; 4], pct: f64, warps: f64| {
+        app.kernel(
+            mangled,
+            &[
+                ("launch__registers_per_thread", ArgValue::Uint(regs)),
+                ("launch__shared_mem_per_block_static", ArgValue::Uint(0)),
+                ("launch__shared_mem_per_block_dynamic", ArgValue::Uint(0)),
+                ("launch__occupancy_limit_blocks", ArgValue::Uint(limits[0])),
+                ("launch__occupancy_limit_warps", ArgValue::Uint(limits[1])),
+                (
+                    "launch__occupancy_limit_registers",
+                    ArgValue::Uint(limits[2]),
+                ),
+                (
+                    "launch__occupancy_limit_shared_mem",
+                    ArgValue::Uint(limits[3]),
+                ),
+                (
+                    "sm__maximum_warps_per_active_cycle_pct",
+                    ArgValue::Double(pct),
+                ),
+                (
+                    "sm__maximum_warps_avg_per_active_cycle",
+                    ArgValue::Double(warps),
+                ),
+            ],
+        )
+    };
+    let regs = mk("_Z13occ_many_regsPf", 120, [32, 8, 2, 32], 25.0, 16.0);
+    let b32 = mk("_Z12occ_block_32Pf", 10, [32, 64, 64, 32], 50.0, 32.0);
+    let mut th = Thread::current();
+    app.launch(
+        &mut th,
+        "cudaLaunchKernel_v7000",
+        Launch {
+            block: 256,
+            ..plain(regs, 0)
+        },
+    );
+    app.launch(&mut th, "cudaLaunchKernel_v7000", plain(b32, 0));
+    "EXPECT case=occupancy kernels=2 kernel.occ_many_regs=1 kernel.occ_block_32=1 records=2\n\
+     EXPECT record=occ kernel=occ_many_regs block=256 dyn_smem=0 regs=120 static_smem=0 blocks_per_sm=2 active_warps=16 max_warps=64 occupancy_pct=25.0000\n\
+     EXPECT record=occ kernel=occ_block_32 block=32 dyn_smem=0 regs=10 static_smem=0 blocks_per_sm=32 active_warps=32 max_warps=64 occupancy_pct=50.0000"
+        .into()
+}
+
+/// Known defects: a launch whose kernel never arrives, a kernel nobody
+/// launched, a kernel written twice, a late wait target, dropped records.
+fn broken(app: &App) -> String {
+    let k = app.kernel("_Z5emptyv", &[]);
+    let mut th = Thread::current();
+    app.launch(&mut th, "cudaLaunchKernel_v7000", plain(k, 1));
+    app.api(&mut th, "cudaLaunchKernel_v7000", true, smallvec![]); // never runs
+    let orphan = app.next_corr();
+    app.exec(orphan, th.clock + 9_000, plain(k, 1));
+    let twice = app.launch(&mut th, "cudaLaunchKernel_v7000", plain(k, 1));
+    app.exec(twice, th.clock + 5_000, plain(k, 1));
+    let long = app.launch(
+        &mut th,
+        "cudaLaunchKernel_v7000",
+        Launch {
+            dur: 10_000_000,
+            ..plain(k, 1)
+        },
+    );
+    app.api(
+        &mut th,
+        "cudaStreamSynchronize_v3020",
+        false,
+        smallvec![long],
+    );
+    app.rec.dropped(DropKind::VendorRecords, 2);
+    "EXPECT case=empty_kernels kernels=4 threads=1 per_thread=3 stream_per_thread=1 kernel.empty=4 \
+     waits.cudaStreamSynchronize=empty"
+        .into()
+}
+
+/// 100,000 launches from 8 threads, like the full-size empty_kernels case.
+fn big(app: &App) -> String {
+    let k = app.kernel("_Z5emptyv", &[]);
+    std::thread::scope(|s| {
+        for i in 0..8u64 {
+            s.spawn(move || {
+                let mut th = Thread::current();
+                for j in 0..12_500u64 {
+                    app.launch(&mut th, "cudaLaunchKernel_v7000", plain(k, 10 + i));
+                    if j % 1000 == 999 {
+                        // Let the emitter drain, as a real launch loop does.
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                }
+            });
+        }
+    });
+    "EXPECT case=empty_kernels kernels=100000 kernel.empty=100000 threads=8 \
+     per_thread=12500,12500,12500,12500,12500,12500,12500,12500 stream_per_thread=1 streams=8 \
+     submit_api.empty=cudaLaunchKernel grid.empty=1,1,1 block.empty=32,1,1"
+        .into()
+}
+
+// --------------------------------------------------------------- parent side
+
+struct Run {
+    dir: PathBuf,
+    trace: PathBuf,
+    stdout: String,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn run(scenario: &str) -> Run {
+    let dir = std::env::temp_dir().join(format!(
+        "gpu-tests-synthetic-{}-{scenario}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .env(CHILD, scenario);
+    for v in gpu_trace_core::config::vars::ALL {
+        cmd.env_remove(v);
+    }
+    cmd.env("INJECTION_OUTPUT", dir.join(format!("{scenario}.pftrace")));
+    let out = cmd.output().expect("run child");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "child {scenario}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = stdout
+        .lines()
+        .find_map(|l| l.split("OUTPUT=").nth(1))
+        .map(PathBuf::from)
+        .expect("OUTPUT line");
+    Run { dir, trace, stdout }
+}
+
+fn report(case: &str, trace: &Path, expect: &str) -> gpu_tests::Report {
+    check_files(case, case, trace, expect, &Options::default())
+}
+
+fn assert_pass(case: &str, r: &Run) {
+    let rep = report(case, &r.trace, &r.stdout);
+    assert!(rep.passed(), "{}", rep.render());
+    assert!(rep.render().contains(&format!("PASS {case}: ")));
+}
+
+/// Checks that replacing `from` with `to` in the output makes the check
+/// fail with a message containing `needle`.
+fn assert_fails(case: &str, r: &Run, from: &str, to: &str, needle: &str) {
+    assert!(r.stdout.contains(from), "{from} not in the output");
+    let altered = r.stdout.replacen(from, to, 1);
+    let rep = report(case, &r.trace, &altered);
+    assert!(!rep.passed(), "{from} -> {to} passed:\n{}", rep.render());
+    assert!(
+        rep.failures.iter().any(|f| f.contains(needle)),
+        "{from} -> {to}: no failure mentions {needle:?}:\n{}",
+        rep.render()
+    );
+}
+
+#[test]
+fn empty_kernels_per_thread_and_streams() {
+    let r = run("empty_kernels");
+    assert_pass("empty_kernels", &r);
+    assert_fails(
+        "empty_kernels",
+        &r,
+        "per_thread=4,3,3",
+        "per_thread=5,3,2",
+        "kernels per launching thread",
+    );
+    assert_fails(
+        "empty_kernels",
+        &r,
+        "threads=3",
+        "threads=4",
+        "threads that launched kernels",
+    );
+    assert_fails(
+        "empty_kernels",
+        &r,
+        "kernels=10",
+        "kernels=11",
+        "kernels: trace has 10",
+    );
+    assert_fails(
+        "empty_kernels",
+        &r,
+        "block.empty=32,1,1",
+        "block.empty=64,1,1",
+        "block other than",
+    );
+    assert_fails(
+        "empty_kernels",
+        &r,
+        "submit_api.empty=cudaLaunchKernel",
+        "submit_api.empty=cuLaunchKernel",
+        "was launched with cuLaunchKernel",
+    );
+    assert_fails(
+        "empty_kernels",
+        &r,
+        "waits.cudaStreamSynchronize=empty",
+        "waits.cudaStreamSynchronize=other",
+        "expected kernels other",
+    );
+    assert_fails(
+        "empty_kernels",
+        &r,
+        "memset=0",
+        "memset=0 bogus.key=1",
+        "unknown EXPECT key bogus.key",
+    );
+    assert_fails(
+        "empty_kernels",
+        &r,
+        "case=empty_kernels",
+        "case=graph",
+        "not \"empty_kernels\"",
+    );
+    assert_fails(
+        "empty_kernels",
+        &r,
+        "per_thread=4,3,3 ",
+        "",
+        "did not state per_thread",
+    );
+    // Another device name is named.
+    let rep = check_files(
+        "empty_kernels",
+        "x",
+        &r.trace,
+        &r.stdout,
+        &Options {
+            device_name: "B200".into(),
+            ..Options::default()
+        },
+    );
+    assert!(
+        rep.failures.iter().any(|f| f.contains("\"NVIDIA H200\"")),
+        "{}",
+        rep.render()
+    );
+}
+
+#[test]
+fn graph_nodes_share_their_launch_arrow() {
+    let r = run("graph");
+    assert_pass("graph", &r);
+    assert!(
+        report("graph", &r.trace, &r.stdout)
+            .render()
+            .contains("graph_nodes_without_arrow=16")
+    );
+    assert_fails(
+        "graph",
+        &r,
+        "graph_launches=8",
+        "graph_launches=9",
+        "slices that launched graph kernels",
+    );
+    assert_fails(
+        "graph",
+        &r,
+        "graph_nodes.graph_explicit_node=3",
+        "graph_nodes.graph_explicit_node=12",
+        "distinct graph nodes",
+    );
+}
+
+#[test]
+fn memops_by_direction_kind_and_value() {
+    let r = run("memops");
+    assert_pass("memops", &r);
+    assert_fails(
+        "memops",
+        &r,
+        "copy_bytes.HtoD=4280",
+        "copy_bytes.HtoD=4281",
+        "bytes copied HtoD",
+    );
+    assert_fails(
+        "memops",
+        &r,
+        "HtoD:pageable:device:1,",
+        "HtoD:pinned:device:1,",
+        "copies by direction",
+    );
+    assert_fails(
+        "memops",
+        &r,
+        "memset_values=90:1,0:1",
+        "memset_values=90:2",
+        "memsets by value",
+    );
+    assert_fails(
+        "memops",
+        &r,
+        "api.cudaMemcpy=2",
+        "api.cudaMemcpy=3",
+        "cudaMemcpy calls",
+    );
+}
+
+#[test]
+fn nvtx_names_depths_domains_and_threads() {
+    let r = run("nvtx");
+    assert_pass("nvtx", &r);
+    assert_fails(
+        "nvtx",
+        &r,
+        "range.inner_ex=1@2",
+        "range.inner_ex=1@1",
+        "sit at depths",
+    );
+    assert_fails(
+        "nvtx",
+        &r,
+        "thread.worker=worker",
+        "thread.worker=main",
+        "should differ",
+    );
+    assert_fails(
+        "nvtx",
+        &r,
+        "domain.domain_mark=gpu_tests",
+        "domain.domain_mark=other",
+        "has domain",
+    );
+    assert_fails(
+        "nvtx",
+        &r,
+        "kernels_in.outer=6",
+        "kernels_in.outer=7",
+        "launches inside outer",
+    );
+    assert_fails(
+        "nvtx",
+        &r,
+        "startend.cross_thread=1",
+        "startend.cross_thread=2",
+        "start/end ranges",
+    );
+    assert_fails("nvtx", &r, "mark.mark_a=1", "mark.mark_a=0", "marks mark_a");
+}
+
+#[test]
+fn sync_calls_and_their_wait_targets() {
+    let r = run("sync");
+    assert_pass("multi_stream_sync", &r);
+    let rep = report("multi_stream_sync", &r.trace, &r.stdout);
+    assert!(
+        rep.notes.iter().any(|n| n.contains("cudaStreamWaitEvent")),
+        "{}",
+        rep.render()
+    );
+    assert_fails(
+        "multi_stream_sync",
+        &r,
+        "waits.cudaEventSynchronize=work_b",
+        "waits.cudaEventSynchronize=work_a",
+        "cudaEventSynchronize waits for",
+    );
+    assert_fails(
+        "multi_stream_sync",
+        &r,
+        "api_opt.cudaEventRecord=2",
+        "api_opt.cudaEventRecord=3",
+        "cudaEventRecord calls",
+    );
+}
+
+#[test]
+fn occupancy_matches_the_driver_records() {
+    let r = run("occupancy");
+    assert_pass("occupancy", &r);
+    let rep = report("occupancy", &r.trace, &r.stdout);
+    assert!(
+        rep.render().contains("occ_many_regs"),
+        "table: {}",
+        rep.render()
+    );
+    assert_fails(
+        "occupancy",
+        &r,
+        "blocks_per_sm=2 ",
+        "blocks_per_sm=3 ",
+        "the driver says 3",
+    );
+    assert_fails(
+        "occupancy",
+        &r,
+        "occupancy_pct=50.0000",
+        "occupancy_pct=50.5",
+        "theoretical occupancy",
+    );
+    assert_fails(
+        "occupancy",
+        &r,
+        "regs=120",
+        "regs=121",
+        "launch__registers_per_thread=120",
+    );
+    assert_fails(
+        "occupancy",
+        &r,
+        "records=2",
+        "records=3",
+        "EXPECT record lines",
+    );
+}
+
+#[test]
+fn defects_in_a_trace_are_each_named() {
+    let r = run("broken");
+    let rep = report("empty_kernels", &r.trace, &r.stdout);
+    assert!(!rep.passed());
+    let text = rep.render();
+    for needle in [
+        "1 submission arrows point at no GPU event (from cudaLaunchKernel_v7000",
+        "2 GPU events have no submitting API slice (1 with a second-space id",
+        "written twice",
+        "events were dropped: vendor_records=2",
+        "wait targets end after the call returned",
+    ] {
+        assert!(
+            rep.failures.iter().any(|f| f.contains(needle)),
+            "missing {needle:?} in\n{text}"
+        );
+    }
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .starts_with("FAIL empty_kernels: "),
+        "{text}"
+    );
+}
+
+/// The full-size case's trace is checked in a few seconds (run with
+/// `cargo test --release -p gpu-tests -- --ignored`).
+#[test]
+#[ignore = "large; a timing check"]
+fn a_full_size_trace_checks_quickly() {
+    let r = run("big");
+    let t0 = std::time::Instant::now();
+    let rep = report("empty_kernels", &r.trace, &r.stdout);
+    eprintln!(
+        "checked {} bytes in {:?}",
+        std::fs::metadata(&r.trace).unwrap().len(),
+        t0.elapsed()
+    );
+    assert!(rep.passed(), "{}", rep.render());
+}
+
+#[test]
+fn unreadable_inputs_fail_cleanly() {
+    let rep = check_files(
+        "nvtx",
+        "nvtx",
+        Path::new("/nonexistent.pftrace"),
+        "EXPECT case=nvtx",
+        &Options::default(),
+    );
+    assert!(
+        rep.failures[0].contains("cannot decode the trace"),
+        "{}",
+        rep.render()
+    );
+    let rep = check_files(
+        "nvtx",
+        "nvtx",
+        Path::new("/nonexistent.pftrace"),
+        "no lines",
+        &Options::default(),
+    );
+    assert!(rep.failures[0].contains("no EXPECT line"));
+    assert!(Expect::parse("EXPECT case=x").is_ok());
+}
+
+#[test]
+fn the_binary_reports_and_exits_by_verdict() {
+    let r = run("empty_kernels");
+    let dir = r.trace.parent().unwrap();
+    let good = dir.join("good.out");
+    let bad = dir.join("bad.out");
+    std::fs::write(&good, &r.stdout).unwrap();
+    std::fs::write(&bad, r.stdout.replace("kernels=10", "kernels=12")).unwrap();
+    let bin = env!("CARGO_BIN_EXE_gpu-check");
+    let run_bin = |args: &[&std::ffi::OsStr]| Command::new(bin).args(args).output().unwrap();
+    let o = run_bin(&[
+        "--label".as_ref(),
+        "ek_cli".as_ref(),
+        "empty_kernels".as_ref(),
+        r.trace.as_os_str(),
+        good.as_os_str(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.lines().last().unwrap().starts_with("PASS ek_cli: "),
+        "{out}"
+    );
+    let o = run_bin(&[
+        "empty_kernels".as_ref(),
+        r.trace.as_os_str(),
+        bad.as_os_str(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("FAIL empty_kernels: kernels: trace has 10, program says 12"),
+        "{out}"
+    );
+    let o = run_bin(&["nonsense".as_ref(), r.trace.as_os_str(), good.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run_bin(&["empty_kernels".as_ref()]);
+    assert_eq!(o.status.code(), Some(2));
+    // A python without the perfetto wheel skips validation with a note.
+    let o = run_bin(&[
+        "--validate".as_ref(),
+        "/nonexistent/python".as_ref(),
+        "empty_kernels".as_ref(),
+        r.trace.as_os_str(),
+        good.as_os_str(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("schema validation skipped"), "{out}");
+}
