@@ -18,6 +18,10 @@ use rocprofiler::{
 };
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+/// Longest wait for the emitter per buffer delivery.
+const RECORDS_WAIT_LIMIT: Duration = Duration::from_secs(1);
 
 /// rocprofiler reports no queue for a copy: copies of a device share this stream number, and
 /// kernels' hardware queues are numbered from 1.
@@ -180,9 +184,15 @@ impl GpuRecords {
         }
     }
 
-    /// One buffer delivery.
-    pub(crate) fn on_batch(&self, batch: &BufferBatch<'_>) {
+    /// One buffer delivery, on an SDK thread. `emitter_waits`: the emitter asked for it and
+    /// is blocked until it is done, so waiting for the emitter here would only stall both.
+    pub(crate) fn on_batch(&self, batch: &BufferBatch<'_>, emitter_waits: bool) {
         crate::failpoint::maybe_panic("buffer", true);
+        if !emitter_waits {
+            // When the emitter is behind, slow the SDK's delivery (its buffer is lossless and
+            // bounded) rather than drop here.
+            self.recorder.wait_for_room(RECORDS_WAIT_LIMIT);
+        }
         self.recorder
             .dropped(DropKind::VendorRecords, batch.drop_count());
         for r in batch.records() {

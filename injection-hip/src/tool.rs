@@ -49,6 +49,8 @@ pub(crate) struct HipTool {
 /// What callbacks need; set once the tracer runs.
 struct State {
     gpu: GpuRecords,
+    /// The emitter is flushing the buffer and waits for the delivery.
+    emitter_flushing: AtomicBool,
     api: Option<ApiState>,
     recorder: gpu_trace_core::Recorder,
     counting: Counting,
@@ -146,7 +148,10 @@ impl Backend for HipBackend {
         // finalisation began, the finalising thread has flushed and the contexts are stopped:
         // no other thread calls into an SDK that is shutting down.
         if !self.0.closing.load(Ordering::Acquire) {
+            let flushing = &self.0.state.emitter_flushing;
+            flushing.store(true, Ordering::Release);
             self.0.flush();
+            flushing.store(false, Ordering::Release);
         }
     }
 
@@ -297,7 +302,10 @@ impl Tool for HipTool {
                 },
                 move |batch| {
                     if let Some(s) = g.get() {
-                        catch("buffer callback", || s.gpu.on_batch(batch));
+                        catch("buffer callback", || {
+                            s.gpu
+                                .on_batch(batch, s.emitter_flushing.load(Ordering::Acquire))
+                        });
                     }
                 },
             )?
@@ -394,6 +402,7 @@ impl Tool for HipTool {
                 tracer.kernels().clone(),
                 &agents,
             ),
+            emitter_flushing: AtomicBool::new(false),
             api: ops.map(|o| ApiState::new(recorder.clone(), tracer.names().clone(), o)),
             counting: Counting::new(
                 rt.clone(),
