@@ -9,6 +9,8 @@
 //! resulting `.pftrace` files back into the model.
 #![forbid(unsafe_code)]
 
+#[doc(hidden)]
+pub mod bench;
 pub mod clock;
 pub mod collector;
 pub mod config;

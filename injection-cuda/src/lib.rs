@@ -17,6 +17,8 @@
 #![deny(unsafe_code)]
 
 mod api;
+#[doc(hidden)]
+pub mod bench;
 #[allow(unsafe_code)]
 mod ffi;
 pub mod occupancy;

@@ -21,7 +21,7 @@ pub(crate) struct Tool {
 /// How long exit waits for work still running on the GPU.
 const EXIT_DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
-struct Shared {
+pub(crate) struct Shared {
     api: ApiState,
     records: RecordState,
     api_on: AtomicBool,
@@ -31,7 +31,33 @@ struct Shared {
 }
 
 impl Shared {
-    fn on_callback(&self, cb: &Callback<'_>) {
+    pub(crate) fn new(tracer: &Tracer) -> Self {
+        Shared {
+            api: ApiState::new(tracer.recorder().clone(), tracer.names().clone()),
+            records: RecordState::new(
+                tracer.recorder().clone(),
+                tracer.names().clone(),
+                tracer.kernels().clone(),
+                // Device descriptions go to the tracer's table; the tracer
+                // outlives every record handler (it lives in the process-wide
+                // tool slot).
+                DevicesSink(Box::new(tracer_devices(tracer))),
+            ),
+            api_on: AtomicBool::new(false),
+            markers_on: AtomicBool::new(false),
+            contexts: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn set_api_on(&self, on: bool) {
+        self.api_on.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn on_records(&self, records: cupti::activity::Records<'_>) {
+        self.records.on_records(records);
+    }
+
+    pub(crate) fn on_callback(&self, cb: &Callback<'_>) {
         match cb {
             Callback::Api(a) if self.api_on.load(Ordering::Relaxed) => self.api.on_api(a),
             Callback::Nvtx(n) if self.markers_on.load(Ordering::Relaxed) => {
@@ -86,7 +112,7 @@ impl CudaBackend {
     }
 
     fn set_api(&self, on: bool) {
-        self.shared.api_on.store(on, Ordering::Relaxed);
+        self.shared.set_api_on(on);
         for (d, id) in self.shared.api.extra_ids() {
             let r = if on {
                 self.subscriber.enable(d.into(), id)
@@ -231,30 +257,13 @@ impl Tool {
             }
         };
 
-        let shared = Arc::new(Shared {
-            api: ApiState::new(tracer.recorder().clone(), tracer.names().clone()),
-            records: RecordState::new(
-                tracer.recorder().clone(),
-                tracer.names().clone(),
-                tracer.kernels().clone(),
-                {
-                    // Device descriptions go to the tracer's table; the
-                    // tracer outlives every record handler (it lives in the
-                    // process-wide tool slot).
-                    let devices = tracer_devices(&tracer);
-                    DevicesSink(Box::new(devices))
-                },
-            ),
-            api_on: AtomicBool::new(false),
-            markers_on: AtomicBool::new(false),
-            contexts: Mutex::new(Vec::new()),
-        });
+        let shared = Arc::new(Shared::new(&tracer));
         let _ = gate.set(shared.clone());
 
         let activity = {
             let shared = shared.clone();
             match activity::register(&cupti, ActivityConfig::default(), move |records| {
-                shared.records.on_records(records)
+                shared.on_records(records)
             }) {
                 Ok(a) => Some(a),
                 Err(e) => {
