@@ -7,12 +7,20 @@
 //                          memcpy, peer memcpy, memset); default kernel+memcpy
 //   FLOOR_TIMESTAMP=1      CUPTI timestamps from a CLOCK_BOOTTIME callback
 //   FLOOR_SUBSCRIBE=1      a callback subscriber with the resource domain on
+//   FLOOR_CALLBACKS=runtime|driver|both
+//                          an empty callback on the kernel-launch functions of
+//                          the runtime (cudaLaunchKernel), the driver
+//                          (cuLaunchKernel[Ex][_ptsz]) or both; with
+//                          FLOOR_VERBOSE=1 the exit line counts the callbacks
+//                          of each domain (do driver callbacks fire inside
+//                          runtime launches?)
 #include <cupti.h>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <initializer_list>
 
 static std::atomic<unsigned long long> g_records{0};
 static const size_t kBufSize = 8 << 20;
@@ -31,9 +39,13 @@ static void CUPTIAPI completed(CUcontext, uint32_t, uint8_t* buf, size_t, size_t
     free(buf);
 }
 
+static std::atomic<unsigned long long> g_cb_runtime{0}, g_cb_driver{0};
+
 static void at_exit() {
     cuptiActivityFlushAll(1);
-    if (getenv("FLOOR_VERBOSE")) fprintf(stderr, "floor: %llu records\n", g_records.load());
+    if (getenv("FLOOR_VERBOSE"))
+        fprintf(stderr, "floor: %llu records, callbacks runtime=%llu driver=%llu\n", g_records.load(),
+                g_cb_runtime.load(), g_cb_driver.load());
 }
 
 static uint64_t CUPTIAPI boottime() {
@@ -42,7 +54,10 @@ static uint64_t CUPTIAPI boottime() {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void CUPTIAPI on_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+static void CUPTIAPI on_callback(void*, CUpti_CallbackDomain d, CUpti_CallbackId, const void*) {
+    if (d == CUPTI_CB_DOMAIN_RUNTIME_API) g_cb_runtime.fetch_add(1, std::memory_order_relaxed);
+    if (d == CUPTI_CB_DOMAIN_DRIVER_API) g_cb_driver.fetch_add(1, std::memory_order_relaxed);
+}
 
 static bool flag(const char* name) {
     const char* v = getenv(name);
@@ -50,10 +65,22 @@ static bool flag(const char* name) {
 }
 
 extern "C" int InitializeInjection() {
-    if (flag("FLOOR_SUBSCRIBE")) {
+    const char* cbs = getenv("FLOOR_CALLBACKS");
+    if (flag("FLOOR_SUBSCRIBE") || cbs) {
         CUpti_SubscriberHandle sub;
-        if (cuptiSubscribe(&sub, on_callback, nullptr) == CUPTI_SUCCESS)
-            cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RESOURCE);
+        if (cuptiSubscribe(&sub, on_callback, nullptr) == CUPTI_SUCCESS) {
+            if (flag("FLOOR_SUBSCRIBE")) cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RESOURCE);
+            bool rt = cbs && (!strcmp(cbs, "runtime") || !strcmp(cbs, "both"));
+            bool drv = cbs && (!strcmp(cbs, "driver") || !strcmp(cbs, "both"));
+            if (rt)
+                cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+            if (drv)
+                for (CUpti_CallbackId id :
+                     {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+                      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz})
+                    cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+        }
     }
     if (flag("FLOOR_TIMESTAMP")) cuptiActivityRegisterTimestampCallback(boottime);
     cuptiActivityRegisterCallbacks(requested, completed);

@@ -18,6 +18,9 @@ Modes:
                   timestamp callback, no activity kinds): CUPTI's own idle cost
   cfg_gpu         the floor library set up as gt_gpu sets CUPTI up (subscriber,
                   timestamp callback, gpu-trace's four kinds)
+  cfg_cb_runtime  cfg_gpu plus an empty callback on cudaLaunchKernel
+  cfg_cb_driver   cfg_gpu plus an empty callback on cuLaunchKernel[Ex][_ptsz]
+  cfg_cb_both     both: what CUPTI's callback dispatch alone costs gt_full
   gt_idle         gpu-trace loaded, no session asks for anything (system mode, no traced)
   gt_gpu          gpu-trace, renderstages only (INJECTION_TRACE=gpu)
   gt_full         gpu-trace, renderstages + API slices + NVTX
@@ -134,11 +137,13 @@ def main():
         out = f"{tracedir}/{tag}.pftrace"
         if mode == "floor":
             env["CUDA_INJECTION64_PATH"] = arts["floor"]
-        elif mode in ("cfg_idle", "cfg_gpu"):
+        elif mode.startswith("cfg_"):
             env["CUDA_INJECTION64_PATH"] = arts["floor"]
             env["FLOOR_SUBSCRIBE"] = "1"
             env["FLOOR_TIMESTAMP"] = "1"
             env["FLOOR_KINDS"] = "none" if mode == "cfg_idle" else "all"
+            if mode.startswith("cfg_cb_"):
+                env["FLOOR_CALLBACKS"] = mode[len("cfg_cb_"):]
         elif mode == "nvidia_sample":
             env["CUDA_INJECTION64_PATH"] = arts["nvidia_sample"]
         elif mode.startswith("gt_"):
