@@ -23,6 +23,7 @@ pub mod output;
 pub mod pb;
 pub mod reader;
 pub mod registry;
+pub mod sharded;
 mod sink;
 mod tracer;
 pub mod wire;

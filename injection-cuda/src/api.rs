@@ -16,10 +16,10 @@ use gpu_trace_core::Recorder;
 use gpu_trace_core::clock::boottime_ns;
 use gpu_trace_core::model::{ApiCall, Marker, NameId};
 use gpu_trace_core::names::Names;
+use gpu_trace_core::sharded::Sharded;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::cell::Cell;
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::OnceLock;
@@ -55,65 +55,6 @@ pub(crate) fn tid() -> u32 {
         v
     })
     .unwrap_or_else(|_| gpu_trace_core::clock::thread_id())
-}
-
-const SHARDS: usize = 16;
-
-/// A small map split into independently locked shards.
-struct Sharded<K, V> {
-    shards: [Mutex<FxHashMap<K, V>>; SHARDS],
-}
-
-impl<K: Hash + Eq + Copy, V: Copy> Sharded<K, V> {
-    fn new() -> Self {
-        Self {
-            shards: std::array::from_fn(|_| Mutex::new(FxHashMap::default())),
-        }
-    }
-
-    fn shard(&self, k: &K) -> &Mutex<FxHashMap<K, V>> {
-        let mut h = rustc_hash::FxHasher::default();
-        k.hash(&mut h);
-        &self.shards[(h.finish() as usize >> 7) % SHARDS]
-    }
-
-    fn set(&self, k: K, v: V) {
-        self.shard(&k)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(k, v);
-    }
-
-    fn get(&self, k: &K) -> Option<V> {
-        self.shard(k)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(k)
-            .copied()
-    }
-
-    fn remove(&self, k: &K) {
-        self.shard(k)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(k);
-    }
-
-    fn remove_if(&self, mut f: impl FnMut(&K) -> bool) {
-        for s in &self.shards {
-            s.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .retain(|k, _| !f(k));
-        }
-    }
-
-    fn collect(&self, mut f: impl FnMut(&K, &V)) {
-        for s in &self.shards {
-            for (k, v) in s.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-                f(k, v);
-            }
-        }
-    }
 }
 
 /// Everything the API and NVTX callbacks share.

@@ -10,12 +10,11 @@ use gpu_trace_core::Recorder;
 use gpu_trace_core::clock::boottime_ns;
 use gpu_trace_core::model::{ApiCall, Marker, NameId};
 use gpu_trace_core::names::Names;
+use gpu_trace_core::sharded::Sharded;
 use rocprofiler::{CallbackEvent, HipCall, MarkerOp, Payload, Phase};
-use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::cell::Cell;
-use std::hash::{Hash, Hasher};
-use std::sync::Mutex;
+use std::hash::Hash;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 thread_local! {
@@ -147,57 +146,6 @@ impl OpTable {
             .ok()
             .and_then(|i| self.ops.get(i))
             .and_then(Option::as_ref)
-    }
-}
-
-const SHARDS: usize = 16;
-
-/// A small map split into independently locked shards.
-struct Sharded<K, V> {
-    shards: [Mutex<FxHashMap<K, V>>; SHARDS],
-}
-
-impl<K: Hash + Eq + Copy, V: Copy> Sharded<K, V> {
-    fn new() -> Self {
-        Self {
-            shards: std::array::from_fn(|_| Mutex::new(FxHashMap::default())),
-        }
-    }
-
-    fn shard(&self, k: &K) -> &Mutex<FxHashMap<K, V>> {
-        let mut h = rustc_hash::FxHasher::default();
-        k.hash(&mut h);
-        &self.shards[(h.finish() as usize >> 7) % SHARDS]
-    }
-
-    fn set(&self, k: K, v: V) {
-        self.shard(&k)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(k, v);
-    }
-
-    fn get(&self, k: &K) -> Option<V> {
-        self.shard(k)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(k)
-            .copied()
-    }
-
-    fn remove(&self, k: &K) {
-        self.shard(k)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(k);
-    }
-
-    fn collect(&self, mut f: impl FnMut(&K, &V)) {
-        for s in &self.shards {
-            for (k, v) in s.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-                f(k, v);
-            }
-        }
     }
 }
 
