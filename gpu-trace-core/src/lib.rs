@@ -25,6 +25,8 @@ pub mod reader;
 pub mod registry;
 pub mod sharded;
 mod sink;
+#[doc(hidden)]
+pub mod testing;
 mod tracer;
 pub mod wire;
 

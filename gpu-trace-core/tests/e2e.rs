@@ -367,25 +367,7 @@ fn output_of(out: &Output) -> PathBuf {
     PathBuf::from(line)
 }
 
-/// Runs the official-schema validator when a Python with `perfetto==0.59.1`
-/// is named by `GPU_TRACE_PYTHON` (CI sets it).
-fn validate(path: &Path) {
-    let Ok(py) = std::env::var("GPU_TRACE_PYTHON") else {
-        eprintln!(
-            "schema validation skipped: set GPU_TRACE_PYTHON to a python with perfetto==0.59.1"
-        );
-        return;
-    };
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/validate_pftrace.py");
-    let out = Command::new(py).arg(script).arg(path).output().unwrap();
-    assert!(
-        out.status.success(),
-        "validator rejected {}:\n{}{}",
-        path.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use gpu_trace_core::testing::validate;
 
 fn pid_of(out: &Output) -> i64 {
     let stdout = String::from_utf8_lossy(&out.stdout);

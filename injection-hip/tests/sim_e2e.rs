@@ -7,7 +7,6 @@ use rocprofiler_sim::scenario::{AgentKind, CopyKind, Op};
 use rocprofiler_sim::{Outcome, RunSpec, Scenario};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 rocprofiler_sim::child_entry!();
@@ -78,25 +77,7 @@ fn our_lines(stderr: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Runs the official-schema validator when a Python with `perfetto==0.59.1` is named by
-/// `GPU_TRACE_PYTHON` (CI sets it).
-fn validate(path: &Path) {
-    let Ok(py) = std::env::var("GPU_TRACE_PYTHON") else {
-        eprintln!(
-            "schema validation skipped: set GPU_TRACE_PYTHON to a python with perfetto==0.59.1"
-        );
-        return;
-    };
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/validate_pftrace.py");
-    let out = Command::new(py).arg(script).arg(path).output().unwrap();
-    assert!(
-        out.status.success(),
-        "validator rejected {}:\n{}{}",
-        path.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use gpu_trace_core::testing::validate;
 
 // ------------------------------------------------------------------ what the script implies
 
