@@ -11,7 +11,7 @@
 #                   (default target/release)
 #   OUT             if set, logs and (small) traces go to $OUT/gpu-tests.tar.gz
 #                   and the result table to $OUT/summary.txt
-#   GPU_TESTS_WORK  work directory (default: a new /tmp/gpu-tests.XXXXXX)
+#   GPU_TESTS_WORK  work directory (default: a new gpu-tests.XXXXXX under $TMPDIR)
 #   CUDA_ROOT, NVCC, GPU_ARCH, NVCC_FLAGS   see build.sh
 #   CUPTI_NVTX_LIB  libcupti used as NVTX injection by the nvtx_cupti case
 #                   (default $CUDA_ROOT/targets/x86_64-linux/lib/libcupti.so.13)
@@ -52,7 +52,7 @@ cuda="${CUDA_ROOT:-/usr/local/cuda-13.0}"
 cupti_nvtx="${CUPTI_NVTX_LIB:-$cuda/targets/x86_64-linux/lib/libcupti.so.13}"
 py="${PYTHON:-python3}"
 case_timeout="${GPU_TESTS_CASE_TIMEOUT:-240}"
-work="${GPU_TESTS_WORK:-$(mktemp -d /tmp/gpu-tests.XXXXXX)}"
+work="${GPU_TESTS_WORK:-$(mktemp -d -t gpu-tests.XXXXXX)}"
 mkdir -p "$work/bin"
 b="$work/bin"
 

@@ -491,7 +491,7 @@ mod tests {
         let (c, p) = cfg(&[
             (vars::VERBOSE, "yes"),
             (vars::SUFFIX, "mytool"),
-            (vars::OUTPUT, "/tmp/run-%n-%p.pftrace"),
+            (vars::OUTPUT, "traces/run-%n-%p.pftrace"),
             (vars::MODE, "System"),
             (vars::BUFFER_SIZE, "256MiB"),
             (vars::FLUSH_PERIOD_MS, "250"),
@@ -500,7 +500,7 @@ mod tests {
         assert!(p.is_empty(), "{p:?}");
         assert!(c.verbose);
         assert_eq!(c.suffix.as_deref(), Some("mytool"));
-        assert_eq!(c.output, "/tmp/run-%n-%p.pftrace");
+        assert_eq!(c.output, "traces/run-%n-%p.pftrace");
         assert!(c.output_from_env);
         assert_eq!(c.mode, Mode::System);
         assert_eq!(c.buffer_kb, 256 * 1024);
