@@ -252,16 +252,17 @@ impl Recorder {
         let shared = &self.shared;
         let outcome = LOCAL.try_with(|slot| {
             let mut slot = slot.borrow_mut();
-            let buf = match &*slot {
-                Some((id, buf)) if *id == shared.id => buf.clone(),
+            // The cached buffer is used in place: no reference count touched
+            // per event. `fill` records nothing through this thread-local.
+            match &*slot {
+                Some((id, buf)) if *id == shared.id => self.fill(buf, &f),
                 _ => {
                     let buf = self.register();
-                    *slot = Some((shared.id, buf.clone()));
-                    buf
+                    let r = self.fill(&buf, &f);
+                    *slot = Some((shared.id, buf));
+                    r
                 }
-            };
-            drop(slot);
-            self.fill(&buf, &f)
+            }
         });
         let (ok, wake) = match outcome {
             Ok(r) => r,

@@ -552,14 +552,7 @@ impl Encoder {
         let args = self.args;
         let p = &mut self.pkt;
         p.clear();
-        rs_timestamp(p, seq, k.start);
-        p.varint(
-            wire::packet::SEQUENCE_FLAGS,
-            wire::packet::SEQ_NEEDS_INCREMENTAL_STATE,
-        );
-        if !self.interned.is_empty() {
-            p.bytes(wire::packet::INTERNED_DATA, self.interned.as_bytes());
-        }
+        rs_header(p, seq, k.start, &self.interned);
         p.nested(wire::packet::GPU_RENDER_STAGE_EVENT, |e| {
             e.varint(wire::rse::EVENT_ID, id)
                 .varint(wire::rse::DURATION, k.end.saturating_sub(k.start))
@@ -618,14 +611,7 @@ impl Encoder {
         }
         let p = &mut self.pkt;
         p.clear();
-        rs_timestamp(p, seq, m.start);
-        p.varint(
-            wire::packet::SEQUENCE_FLAGS,
-            wire::packet::SEQ_NEEDS_INCREMENTAL_STATE,
-        );
-        if !self.interned.is_empty() {
-            p.bytes(wire::packet::INTERNED_DATA, self.interned.as_bytes());
-        }
+        rs_header(p, seq, m.start, &self.interned);
         p.nested(wire::packet::GPU_RENDER_STAGE_EVENT, |e| {
             e.varint(wire::rse::EVENT_ID, id)
                 .varint(wire::rse::DURATION, m.end.saturating_sub(m.start))
@@ -1237,6 +1223,19 @@ fn write_delta_clock_snapshot(p: &mut Writer, t0: u64) {
 }
 
 /// The timestamp of a render-stage packet.
+/// Packet header of a render-stage event: its timestamp, the sequence flag
+/// (it uses interned data) and the data it interns.
+fn rs_header(p: &mut Writer, seq: &mut RsSeq, ts: u64, interned: &Writer) {
+    rs_timestamp(p, seq, ts);
+    p.varint(
+        wire::packet::SEQUENCE_FLAGS,
+        wire::packet::SEQ_NEEDS_INCREMENTAL_STATE,
+    );
+    if !interned.is_empty() {
+        p.bytes(wire::packet::INTERNED_DATA, interned.as_bytes());
+    }
+}
+
 fn rs_timestamp(p: &mut Writer, seq: &mut RsSeq, ts: u64) {
     match seq.last_ts {
         Some(last) if ts >= last => {

@@ -68,7 +68,7 @@ pub(crate) struct ApiState {
     last_on_stream: Sharded<(u64, u64), u64>,
     /// event → correlation of the last work before it was recorded.
     event_targets: Sharded<u64, u64>,
-    nvtx_domains: Mutex<FxHashMap<u64, NameId>>,
+    nvtx_domains: Sharded<u64, NameId>,
     nvtx_strings: Mutex<FxHashMap<u64, String>>,
     /// Stream-capture begin/end callback ids: launches into a capture
     /// submit nothing until the graph runs.
@@ -112,7 +112,7 @@ impl ApiState {
             names,
             last_on_stream: Sharded::new(),
             event_targets: Sharded::new(),
-            nvtx_domains: Mutex::new(FxHashMap::default()),
+            nvtx_domains: Sharded::new(),
             nvtx_strings: Mutex::new(FxHashMap::default()),
             capture_begin: ids_named(&[
                 "cudaStreamBeginCapture",
@@ -326,10 +326,7 @@ impl ApiState {
                 handle: Some(h),
             } => {
                 let n = self.names.intern(&message_text(&name));
-                self.nvtx_domains
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(h, n);
+                self.nvtx_domains.set(h, n);
             }
             NvtxEvent::RegisterString {
                 string,
@@ -347,11 +344,7 @@ impl ApiState {
 
     fn domain_name(&self, domain: Option<u64>) -> Option<NameId> {
         let h = domain.filter(|&h| h != 0)?;
-        self.nvtx_domains
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&h)
-            .copied()
+        self.nvtx_domains.get(&h)
     }
 
     fn text<'m>(&self, m: &NvtxMessage<'m>) -> std::borrow::Cow<'m, str> {
