@@ -47,6 +47,12 @@ struct RecordArgs {
     /// How often the file is written, ms.
     #[arg(long)]
     flush_period_ms: Option<String>,
+    /// CUDA API slices from the driver layer (default: cuLaunchKernel, every
+    /// call that reaches the GPU, cheapest) or the runtime layer
+    /// (cudaLaunchKernel names, plus driver calls made directly; about twice
+    /// the callbacks).
+    #[arg(long, value_name = "driver|runtime")]
+    api_layer: Option<String>,
     /// Log what the injection does to stderr.
     #[arg(short, long)]
     verbose: bool,
@@ -130,6 +136,7 @@ fn record(a: RecordArgs) -> ExitCode {
         (vars::MODE, &a.mode),
         (vars::BUFFER_SIZE, &a.buffer_size),
         (vars::FLUSH_PERIOD_MS, &a.flush_period_ms),
+        (vars::API_LAYER, &a.api_layer),
     ] {
         if let Some(v) = val {
             cmd.env(var, v);

@@ -24,8 +24,10 @@ pub mod vars {
     pub const FLUSH_PERIOD_MS: &str = "INJECTION_FLUSH_PERIOD_MS";
     /// What standalone mode records: `gpu`, `api`, `nvtx`, `counters`.
     pub const TRACE: &str = "INJECTION_TRACE";
+    /// Which CUDA API layer becomes slices: `driver` or `runtime`.
+    pub const API_LAYER: &str = "INJECTION_API_LAYER";
     /// Every variable, for diagnostics.
-    pub const ALL: [&str; 8] = [
+    pub const ALL: [&str; 9] = [
         VERBOSE,
         METRICS,
         SUFFIX,
@@ -34,6 +36,7 @@ pub mod vars {
         BUFFER_SIZE,
         FLUSH_PERIOD_MS,
         TRACE,
+        API_LAYER,
     ];
 }
 
@@ -84,6 +87,21 @@ impl Default for Recording {
     }
 }
 
+/// Which layer of a two-layer API (CUDA's runtime over its driver) is
+/// recorded as API slices. Backends with one layer (HIP) ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApiLayer {
+    /// Driver calls only (`cuLaunchKernel`, `cuStreamSynchronize`): every
+    /// call that reaches the GPU, whether the application, the runtime or a
+    /// library made it, at half the callbacks of [`ApiLayer::Runtime`] (a
+    /// runtime call fires its driver call's callbacks as well).
+    #[default]
+    Driver,
+    /// Runtime calls under their runtime names (`cudaLaunchKernel`), plus
+    /// driver calls made directly (cuBLAS launches through the driver).
+    Runtime,
+}
+
 /// The validated configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -105,6 +123,8 @@ pub struct Config {
     pub flush_period: Duration,
     /// What standalone mode records.
     pub recording: Recording,
+    /// Which API layer becomes slices.
+    pub api_layer: ApiLayer,
 }
 
 /// Default output pattern: `<program>-<pid>.pftrace` in the working directory.
@@ -130,6 +150,7 @@ impl Default for Config {
             buffer_kb: DEFAULT_BUFFER_KB,
             flush_period: DEFAULT_FLUSH_PERIOD,
             recording: Recording::default(),
+            api_layer: ApiLayer::default(),
         }
     }
 }
@@ -288,6 +309,13 @@ impl Config {
                 ),
             }
         }
+        if let Some(v) = get(vars::API_LAYER) {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "driver" | "" => c.api_layer = ApiLayer::Driver,
+                "runtime" => c.api_layer = ApiLayer::Runtime,
+                _ => bad(vars::API_LAYER, &v, "driver or runtime", "driver".into()),
+            }
+        }
         // Naming metrics asks for counters.
         if !c.metrics.is_empty() && get(vars::TRACE).is_none() {
             c.recording.counters = true;
@@ -419,6 +447,20 @@ mod tests {
         assert_eq!(c, Config::default());
         assert_eq!(c.mode, Mode::File);
         assert!(c.recording.gpu && c.recording.api && !c.recording.counters);
+    }
+
+    #[test]
+    fn api_layer_is_driver_unless_runtime_is_asked_for() {
+        assert_eq!(cfg(&[]).0.api_layer, ApiLayer::Driver);
+        let (c, p) = cfg(&[(vars::API_LAYER, " Runtime ")]);
+        assert!(p.is_empty());
+        assert_eq!(c.api_layer, ApiLayer::Runtime);
+        let (c, p) = cfg(&[(vars::API_LAYER, "both")]);
+        assert_eq!(c.api_layer, ApiLayer::Driver);
+        assert_eq!(
+            p[0].to_string(),
+            "INJECTION_API_LAYER=\"both\": expected driver or runtime; using driver"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ use cupti::Cupti;
 use cupti::activity::{self, Activity, ActivityConfig, ActivityKind};
 use cupti::callback::{Callback, Domain, ResourceEvent, Subscriber};
 use cupti::cbid::ApiDomain;
+use gpu_trace_core::config::ApiLayer;
 use gpu_trace_core::model::GpuApi;
 use gpu_trace_core::{Backend, Config, GpuClock, Limits, Sources, Tracer, TracerOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -96,6 +97,8 @@ const GPU_KINDS: [ActivityKind; 4] = [
 struct CudaBackend {
     shared: Arc<Shared>,
     subscriber: Subscriber,
+    /// The callback domains of API recording (see [`ApiLayer`]).
+    api_domains: &'static [ApiDomain],
     activity: Option<Activity>,
     current: Mutex<Sources>,
 }
@@ -113,7 +116,12 @@ impl CudaBackend {
 
     fn set_api(&self, on: bool) {
         self.shared.set_api_on(on);
-        for (d, id) in self.shared.api.extra_ids() {
+        for (d, id) in self
+            .shared
+            .api
+            .extra_ids()
+            .filter(|(d, _)| self.api_domains.contains(d))
+        {
             let r = if on {
                 self.subscriber.enable(d.into(), id)
             } else {
@@ -123,7 +131,7 @@ impl CudaBackend {
                 gpu_trace_core::verbose!("cannot switch callback {id}: {e}");
             }
         }
-        for d in [ApiDomain::Runtime, ApiDomain::Driver] {
+        for &d in self.api_domains {
             for k in TRACED_KINDS {
                 let r = if on {
                     self.subscriber.enable_kind(d, k)
@@ -171,9 +179,10 @@ impl Backend for CudaBackend {
             self.set_markers(s.markers);
         }
         gpu_trace_core::verbose!(
-            "recording gpu={} api={} nvtx={} counters={:?}",
+            "recording gpu={} api={} ({:?}) nvtx={} counters={:?}",
             s.gpu,
             s.api,
+            self.api_domains,
             s.markers,
             s.counters
         );
@@ -190,6 +199,7 @@ impl Tool {
             gpu_trace_core::warn!("{p}");
         }
         gpu_trace_core::log::set_verbose(config.verbose);
+        let api_layer = config.api_layer;
         let cupti = match Cupti::load() {
             Ok(c) => c,
             Err(e) => {
@@ -280,6 +290,13 @@ impl Tool {
         tracer.set_backend(Box::new(CudaBackend {
             shared: shared.clone(),
             subscriber,
+            api_domains: match api_layer {
+                // A runtime call fires its driver call's callbacks too (with
+                // the same correlation id), so the driver layer alone sees
+                // every call that reaches the GPU, at half the callbacks.
+                ApiLayer::Driver => &[ApiDomain::Driver],
+                ApiLayer::Runtime => &[ApiDomain::Runtime, ApiDomain::Driver],
+            },
             activity,
             current: Mutex::new(Sources::default()),
         }));
