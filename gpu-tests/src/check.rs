@@ -669,7 +669,7 @@ pub fn expectations(cx: &Ctx<'_>, e: &Expect, o: &Options, r: &mut Report) {
                 for g in cx.kernels_named(k) {
                     n += 1;
                     match cx.submitter(g) {
-                        Some(s) if api_base(&s.name) == api_base(v) => {}
+                        Some(s) if api_is(&s.name, v) => {}
                         Some(s) => wrong.push(s.name.clone()),
                         None => wrong.push("<no single submitter>".into()),
                     }

@@ -29,8 +29,40 @@ pub fn api_base(name: &str) -> &str {
     }
 }
 
-/// Runtime functions and the driver functions that do the same.
+/// Runtime functions and the driver functions that do the same (what the
+/// driver API layer, gpu-trace's default, records for them).
 const TWINS: &[(&str, &[&str])] = &[
+    ("cudaLaunchKernel", &["cuLaunchKernel", "cuLaunchKernelEx"]),
+    ("cudaLaunchKernelExC", &["cuLaunchKernelEx"]),
+    (
+        "cudaLaunchCooperativeKernel",
+        &["cuLaunchCooperativeKernel", "cuLaunchKernelEx"],
+    ),
+    (
+        "cudaMemcpy",
+        &["cuMemcpy", "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyDtoD"],
+    ),
+    ("cudaMemcpy2D", &["cuMemcpy2D", "cuMemcpy2DUnaligned"]),
+    (
+        "cudaMemcpyAsync",
+        &[
+            "cuMemcpyAsync",
+            "cuMemcpyHtoDAsync",
+            "cuMemcpyDtoHAsync",
+            "cuMemcpyDtoDAsync",
+        ],
+    ),
+    ("cudaMemset", &["cuMemsetD8", "cuMemsetD16", "cuMemsetD32"]),
+    (
+        "cudaMemsetAsync",
+        &["cuMemsetD8Async", "cuMemsetD16Async", "cuMemsetD32Async"],
+    ),
+    ("cudaMalloc", &["cuMemAlloc"]),
+    ("cudaMallocPitch", &["cuMemAllocPitch"]),
+    ("cudaFree", &["cuMemFree"]),
+    ("cudaMallocHost", &["cuMemHostAlloc", "cuMemAllocHost"]),
+    ("cudaHostAlloc", &["cuMemHostAlloc"]),
+    ("cudaFreeHost", &["cuMemFreeHost"]),
     ("cudaStreamSynchronize", &["cuStreamSynchronize"]),
     ("cudaEventSynchronize", &["cuEventSynchronize"]),
     ("cudaDeviceSynchronize", &["cuCtxSynchronize"]),
@@ -101,6 +133,9 @@ mod tests {
         ));
         assert!(api_is("cuStreamSynchronize_ptsz", "cudaStreamSynchronize"));
         assert!(!api_is("cudaStreamSynchronize", "cudaEventSynchronize"));
-        assert!(!api_is("cuLaunchKernel", "cudaLaunchKernel"));
+        assert!(api_is("cuLaunchKernel", "cudaLaunchKernel"));
+        assert!(api_is("cuMemcpyHtoDAsync_v2", "cudaMemcpyAsync_v3020"));
+        assert!(!api_is("cuMemcpyHtoDAsync_v2", "cudaMemcpy"));
+        assert!(!api_is("cuLaunchKernel", "cudaLaunchKernelExC"));
     }
 }

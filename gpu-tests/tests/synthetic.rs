@@ -659,8 +659,8 @@ fn empty_kernels_per_thread_and_streams() {
         "empty_kernels",
         &r,
         "submit_api.empty=cudaLaunchKernel",
-        "submit_api.empty=cuLaunchKernel",
-        "was launched with cuLaunchKernel",
+        "submit_api.empty=cudaLaunchKernelExC",
+        "was launched with cudaLaunchKernelExC",
     );
     assert_fails(
         "empty_kernels",
