@@ -21,9 +21,15 @@ Modes:
   cfg_cb_runtime  cfg_gpu plus an empty callback on cudaLaunchKernel
   cfg_cb_driver   cfg_gpu plus an empty callback on cuLaunchKernel[Ex][_ptsz]
   cfg_cb_both     both: what CUPTI's callback dispatch alone costs gt_full
+  cfg_sub         the floor with gpu-trace's four kinds and a subscriber only
+  cfg_ts          the floor with gpu-trace's four kinds and the timestamp callback only
+  cfg_act_runtime cfg_gpu plus CUPTI's API activity records (no callback) for
+  cfg_act_driver  the same launch functions as cfg_cb_*
+  cfg_act_both
   gt_idle         gpu-trace loaded, no session asks for anything (system mode, no traced)
   gt_gpu          gpu-trace, renderstages only (INJECTION_TRACE=gpu)
   gt_full         gpu-trace, renderstages + API slices + NVTX
+  gt_*_rt         ... with API slices from the runtime layer (INJECTION_API_LAYER=runtime)
   torch_cuda      torch.profiler, CUDA activity only (PyTorch workloads only)
   torch_cpu_cuda  torch.profiler, CPU + CUDA (PyTorch workloads only)
 """
@@ -111,6 +117,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT", "harness-results"))
     ap.add_argument("--workloads", default="launch_1t,launch_4t,mixed,torch")
+    ap.add_argument("--launches", type=int, default=0, help="launches of launch_1t/launch_4t (default 200,000, 20,000 with --quick)")
+    ap.add_argument("--taskset", default="", help="run every workload under taskset -c LIST")
     ap.add_argument("--torch-steps", type=int, default=0, help="steps of the PyTorch loop (default 300, 80 with --quick)")
     ap.add_argument("--modes", default="baseline,floor,cfg_idle,cfg_gpu,nvidia_sample,gt_idle,gt_gpu,gt_full,torch_cuda,torch_cpu_cuda")
     a = ap.parse_args()
@@ -120,7 +128,7 @@ def main():
     work = tempfile.mkdtemp(prefix="gt-harness-")
     arts = build(work, want_sample="nvidia_sample" in a.modes.split(","))
 
-    n_launch = 20000 if a.quick else 200000
+    n_launch = a.launches or (20000 if a.quick else 200000)
     workloads = {
         "launch_1t": ([arts["launch_loop"], str(n_launch), "1"], "ns_per_launch", "ns/launch"),
         "launch_4t": ([arts["launch_loop"], str(n_launch), "4"], "ns_per_launch", "ns/launch (aggregate)"),
@@ -139,15 +147,22 @@ def main():
             env["CUDA_INJECTION64_PATH"] = arts["floor"]
         elif mode.startswith("cfg_"):
             env["CUDA_INJECTION64_PATH"] = arts["floor"]
-            env["FLOOR_SUBSCRIBE"] = "1"
-            env["FLOOR_TIMESTAMP"] = "1"
+            if mode != "cfg_ts":
+                env["FLOOR_SUBSCRIBE"] = "1"
+            if mode != "cfg_sub":
+                env["FLOOR_TIMESTAMP"] = "1"
             env["FLOOR_KINDS"] = "none" if mode == "cfg_idle" else "all"
             if mode.startswith("cfg_cb_"):
                 env["FLOOR_CALLBACKS"] = mode[len("cfg_cb_"):]
+            if mode.startswith("cfg_act_"):
+                env["FLOOR_API_ACTIVITY"] = mode[len("cfg_act_"):]
         elif mode == "nvidia_sample":
             env["CUDA_INJECTION64_PATH"] = arts["nvidia_sample"]
         elif mode.startswith("gt_"):
             env["CUDA_INJECTION64_PATH"] = lib
+            if "_rt" in mode:
+                env["INJECTION_API_LAYER"] = "runtime"
+            mode = mode.replace("_rt", "")
             env["INJECTION_OUTPUT"] = out
             if mode == "gt_idle":
                 env["INJECTION_MODE"] = "system"
@@ -172,7 +187,7 @@ def main():
                     continue
                 tag = f"{wl}-{mode}-{rep}"
                 env, trace = mode_env(mode, tracedir, tag)
-                c = list(cmd)
+                c = (["taskset", "-c", a.taskset] if a.taskset else []) + list(cmd)
                 if mode.startswith("torch_"):
                     c += ["--profiler", mode[len("torch_"):], "--profiler-out", f"{tracedir}/{tag}.json"]
                 # The NVIDIA sample prints every record to stdout; the
@@ -214,11 +229,12 @@ def main():
         base = statistics.median(vals["baseline"])
         floor = statistics.median(vals["floor"]) if vals.get("floor") else None
         lines.append(f"\n### {wl} ({unit}; median of {a.reps} interleaved runs)\n")
-        lines.append("| mode | median | min | × baseline | paired × baseline (range) | added | added ÷ floor's | trace B/kernel | kernels in trace | peak RSS MB |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|")
+        lines.append("| mode | median | min | × baseline | paired × baseline (range) | added | added ÷ floor's | paired added ÷ floor's | trace B/kernel | kernels in trace | peak RSS MB |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
         # Per repetition, the mode against the baseline run next to it:
         # drift between repetitions cancels out.
         base_by_rep = {r["rep"]: r["value"] for r in results.get((wl, "baseline"), []) if "value" in r}
+        floor_by_rep = {r["rep"]: r["value"] for r in results.get((wl, "floor"), []) if "value" in r}
         for m in modes:
             v = vals.get(m)
             if not v:
@@ -232,11 +248,20 @@ def main():
             added = med - base
             paired = sorted(r["value"] / base_by_rep[r["rep"]] for r in rows if "value" in r and r["rep"] in base_by_rep)
             ratio_floor = (added / (floor - base)) if floor is not None and floor > base and m != "baseline" else None
+            # Per repetition: this mode's added cost over the floor's, both
+            # against the same repetition's baseline.
+            pf = sorted(
+                (r["value"] - base_by_rep[r["rep"]]) / (floor_by_rep[r["rep"]] - base_by_rep[r["rep"]])
+                for r in rows
+                if "value" in r and m not in ("baseline", "floor") and r["rep"] in base_by_rep
+                and r["rep"] in floor_by_rep and floor_by_rep[r["rep"]] > base_by_rep[r["rep"]]
+            )
             summary[f"{wl}/{m}"] = {
                 "median": med, "min": mn, "ratio": med / base, "added": added,
                 "added_over_floor": ratio_floor,
                 "paired_ratio_median": statistics.median(paired) if paired else None,
                 "paired_ratios": paired,
+                "paired_added_over_floor_median": statistics.median(pf) if pf else None,
                 "trace_bytes_per_kernel": statistics.median(tb) if tb else None,
                 "kernels_in_trace": tk, "kernels_expected": exp[:1], "rss_mb": rss,
             }
@@ -244,6 +269,7 @@ def main():
                 f"| {m} | {med:.4g} | {mn:.4g} | {med / base:.3f} | "
                 f"{'' if not paired else f'{statistics.median(paired):.3f} ({paired[0]:.2f}–{paired[-1]:.2f})'} | {added:+.4g} | "
                 f"{'' if ratio_floor is None else f'{ratio_floor:.2f}'} | "
+                f"{'' if not pf else f'{statistics.median(pf):.2f}'} | "
                 f"{'' if not tb else f'{statistics.median(tb):.0f}'} | "
                 f"{'' if not tk else f'{min(tk)}–{max(tk)}' + (f' (expected {exp[0]})' if exp else '')} | {rss:.0f} |"
             )

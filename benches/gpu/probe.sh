@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Where does the API-tracing cost go? One device call: the host's clock
+# source and clock_gettime cost, which domain's correlation ids CUPTI puts
+# on kernels launched through the runtime, and the harness's attribution
+# modes on the launch loops and the PyTorch loop.
+#   bash benches/gpu/probe.sh BIN_DIR   (results under $OUT/probe)
+set -u
+BIN=${1:-gpu-tests/bin}
+OUT=${OUT:-probe-results}
+R=$OUT/probe
+mkdir -p "$R"
+HERE=$(cd "$(dirname "$0")" && pwd)
+W=$(mktemp -d -t gt-probe-XXXX)
+{
+  echo "== host"; nproc; cat /sys/devices/system/clocksource/clocksource0/current_clocksource
+  lscpu | grep -E 'Model name|NUMA|Socket|MHz' ; nvidia-smi topo -m | head -5
+  cat > "$W/clk.c" <<'C'
+#include <stdio.h>
+#include <time.h>
+int main(void) {
+  struct timespec t, a, b; long n = 2000000;
+  clockid_t ids[] = {CLOCK_BOOTTIME, CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW};
+  const char* names[] = {"BOOTTIME", "MONOTONIC", "MONOTONIC_RAW"};
+  for (int k = 0; k < 3; k++) {
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (long i = 0; i < n; i++) clock_gettime(ids[k], &t);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    printf("clock_gettime(%s): %.1f ns\n", names[k], ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / n);
+  }
+  return 0;
+}
+C
+  gcc -O2 -o "$W/clk" "$W/clk.c" && "$W/clk"
+} > "$R/host.txt" 2>&1
+cat "$R/host.txt"
+
+# Correlation ids: build the floor library and the launch loop once.
+CUDA=${CUDA_ROOT:-/usr/local/cuda}
+nvcc -arch=sm_90 -O2 -o "$W/launch_loop" "$HERE/launch_loop.cu"
+nvcc -O2 -shared -Xcompiler -fPIC -o "$W/libfloor.so" "$HERE/floor_injection.cpp" \
+  -I"$CUDA/extras/CUPTI/include" -L"$CUDA/extras/CUPTI/lib64" -L"$CUDA/targets/x86_64-linux/lib" \
+  -Xlinker -rpath,"$CUDA/extras/CUPTI/lib64" -Xlinker -rpath,"$CUDA/targets/x86_64-linux/lib" -lcupti
+{
+  for cb in runtime driver both; do
+    echo "== FLOOR_CALLBACKS=$cb"
+    CUDA_INJECTION64_PATH=$W/libfloor.so FLOOR_VERBOSE=1 FLOOR_CALLBACKS=$cb "$W/launch_loop" 2000 1 2>&1 | tail -2
+  done
+  for act in runtime driver both; do
+    echo "== FLOOR_API_ACTIVITY=$act"
+    CUDA_INJECTION64_PATH=$W/libfloor.so FLOOR_VERBOSE=1 FLOOR_API_ACTIVITY=$act "$W/launch_loop" 2000 1 2>&1 | tail -2
+  done
+} > "$R/correlation.txt" 2>&1
+cat "$R/correlation.txt"
+
+python3 "$HERE/harness.py" --bin "$BIN" --reps "${PROBE_LAUNCH_REPS:-5}" --launches 100000 \
+  --workloads launch_1t,launch_4t \
+  --modes baseline,floor,cfg_sub,cfg_ts,cfg_gpu,cfg_cb_runtime,cfg_cb_driver,cfg_cb_both,cfg_act_both,gt_gpu,gt_full,gt_full_rt \
+  --out "$R/launch" > "$R/launch.log" 2>&1
+tail -40 "$R/launch.log"
+python3 "$HERE/harness.py" --bin "$BIN" --reps "${PROBE_TORCH_REPS:-5}" --workloads torch \
+  --modes baseline,floor,gt_gpu,gt_full,gt_full_rt \
+  --out "$R/torch" > "$R/torch.log" 2>&1
+tail -14 "$R/torch.log"
+rm -rf "$W"
