@@ -120,8 +120,14 @@ def main():
     ap.add_argument("--launches", type=int, default=0, help="launches of launch_1t/launch_4t (default 200,000, 20,000 with --quick)")
     ap.add_argument("--taskset", default="", help="run every workload under taskset -c LIST")
     ap.add_argument("--torch-steps", type=int, default=0, help="steps of the PyTorch loop (default 300, 80 with --quick)")
+    ap.add_argument("--build-only", metavar="DIR", help="build the test programs and the floor library into DIR, then stop")
     ap.add_argument("--modes", default="baseline,floor,cfg_idle,cfg_gpu,nvidia_sample,gt_idle,gt_gpu,gt_full,torch_cuda,torch_cpu_cuda")
     a = ap.parse_args()
+    if a.build_only:
+        os.makedirs(a.build_only, exist_ok=True)
+        for k, v in build(a.build_only, want_sample=False).items():
+            print(f"{k}={v}")
+        return
     os.makedirs(a.out, exist_ok=True)
     lib = os.path.abspath(f"{a.bin}/libgpu_trace_cuda.so")
     cli = os.path.abspath(f"{a.bin}/gpu-trace")

@@ -34,12 +34,9 @@ C
 } > "$R/host.txt" 2>&1
 cat "$R/host.txt"
 
-# Correlation ids: build the floor library and the launch loop once.
-CUDA=${CUDA_ROOT:-/usr/local/cuda}
-nvcc -arch=sm_90 -O2 -o "$W/launch_loop" "$HERE/launch_loop.cu"
-nvcc -O2 -shared -Xcompiler -fPIC -o "$W/libfloor.so" "$HERE/floor_injection.cpp" \
-  -I"$CUDA/extras/CUPTI/include" -L"$CUDA/extras/CUPTI/lib64" -L"$CUDA/targets/x86_64-linux/lib" \
-  -Xlinker -rpath,"$CUDA/extras/CUPTI/lib64" -Xlinker -rpath,"$CUDA/targets/x86_64-linux/lib" -lcupti
+# Correlation ids: the floor library and the launch loop, built as the
+# harness builds them.
+python3 "$HERE/harness.py" --build-only "$W" || exit 1
 {
   for cb in runtime driver both; do
     echo "== FLOOR_CALLBACKS=$cb"
