@@ -53,6 +53,12 @@ struct RecordArgs {
     /// the callbacks).
     #[arg(long, value_name = "driver|runtime")]
     api_layer: Option<String>,
+    /// Record only between the application's cudaProfilerStart and
+    /// cudaProfilerStop (torch.cuda.profiler.start()/stop()), any number of
+    /// times, like nsys --capture-range=cudaProfilerApi. Outside those
+    /// ranges tracing costs next to nothing.
+    #[arg(long, value_name = "none|cudaProfilerApi")]
+    capture_range: Option<String>,
     /// Log what the injection does to stderr.
     #[arg(short, long)]
     verbose: bool,
@@ -137,6 +143,7 @@ fn record(a: RecordArgs) -> ExitCode {
         (vars::BUFFER_SIZE, &a.buffer_size),
         (vars::FLUSH_PERIOD_MS, &a.flush_period_ms),
         (vars::API_LAYER, &a.api_layer),
+        (vars::CAPTURE_RANGE, &a.capture_range),
     ] {
         if let Some(v) = val {
             cmd.env(var, v);

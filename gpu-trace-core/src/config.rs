@@ -26,8 +26,10 @@ pub mod vars {
     pub const TRACE: &str = "INJECTION_TRACE";
     /// Which CUDA API layer becomes slices: `driver` or `runtime`.
     pub const API_LAYER: &str = "INJECTION_API_LAYER";
+    /// When recording runs: `none` (all the time) or `cudaProfilerApi`.
+    pub const CAPTURE_RANGE: &str = "INJECTION_CAPTURE_RANGE";
     /// Every variable, for diagnostics.
-    pub const ALL: [&str; 9] = [
+    pub const ALL: [&str; 10] = [
         VERBOSE,
         METRICS,
         SUFFIX,
@@ -37,6 +39,7 @@ pub mod vars {
         FLUSH_PERIOD_MS,
         TRACE,
         API_LAYER,
+        CAPTURE_RANGE,
     ];
 }
 
@@ -102,6 +105,20 @@ pub enum ApiLayer {
     Runtime,
 }
 
+/// When recording runs, within what the session (standalone or system) asks
+/// for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CaptureRange {
+    /// From start to exit.
+    #[default]
+    Whole,
+    /// Only between the application's `cudaProfilerStart` / `cuProfilerStart`
+    /// and the matching stop (`torch.cuda.profiler.start()` / `stop()`), as
+    /// `nsys --capture-range=cudaProfilerApi`; any number of ranges. Outside
+    /// them nothing is enabled in CUPTI but the two profiler callbacks.
+    CudaProfilerApi,
+}
+
 /// The validated configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -125,6 +142,8 @@ pub struct Config {
     pub recording: Recording,
     /// Which API layer becomes slices.
     pub api_layer: ApiLayer,
+    /// When recording runs.
+    pub capture_range: CaptureRange,
 }
 
 /// Default output pattern: `<program>-<pid>.pftrace` in the working directory.
@@ -151,6 +170,7 @@ impl Default for Config {
             flush_period: DEFAULT_FLUSH_PERIOD,
             recording: Recording::default(),
             api_layer: ApiLayer::default(),
+            capture_range: CaptureRange::default(),
         }
     }
 }
@@ -316,6 +336,18 @@ impl Config {
                 _ => bad(vars::API_LAYER, &v, "driver or runtime", "driver".into()),
             }
         }
+        if let Some(v) = get(vars::CAPTURE_RANGE) {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "none" | "" => c.capture_range = CaptureRange::Whole,
+                "cudaprofilerapi" => c.capture_range = CaptureRange::CudaProfilerApi,
+                _ => bad(
+                    vars::CAPTURE_RANGE,
+                    &v,
+                    "none or cudaProfilerApi",
+                    "none (the whole run)".into(),
+                ),
+            }
+        }
         // Naming metrics asks for counters.
         if !c.metrics.is_empty() && get(vars::TRACE).is_none() {
             c.recording.counters = true;
@@ -460,6 +492,20 @@ mod tests {
         assert_eq!(
             p[0].to_string(),
             "INJECTION_API_LAYER=\"both\": expected driver or runtime; using driver"
+        );
+    }
+
+    #[test]
+    fn capture_range_is_the_whole_run_unless_the_profiler_api_is_asked_for() {
+        assert_eq!(cfg(&[]).0.capture_range, CaptureRange::Whole);
+        let (c, p) = cfg(&[(vars::CAPTURE_RANGE, "cudaProfilerApi")]);
+        assert!(p.is_empty());
+        assert_eq!(c.capture_range, CaptureRange::CudaProfilerApi);
+        let (c, p) = cfg(&[(vars::CAPTURE_RANGE, "nvtx")]);
+        assert_eq!(c.capture_range, CaptureRange::Whole);
+        assert_eq!(
+            p[0].to_string(),
+            "INJECTION_CAPTURE_RANGE=\"nvtx\": expected none or cudaProfilerApi; using none (the whole run)"
         );
     }
 

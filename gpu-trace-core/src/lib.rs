@@ -39,4 +39,6 @@ pub use emit::{
 pub use sink::{
     CounterRequest, RegisterError, SessionError, data_source_names, parse_counter_config,
 };
-pub use tracer::{Backend, GpuClock, RECORD_LOG_VAR, Sources, StartError, Tracer, TracerOptions};
+pub use tracer::{
+    Backend, CaptureSwitch, GpuClock, RECORD_LOG_VAR, Sources, StartError, Tracer, TracerOptions,
+};

@@ -1,7 +1,7 @@
 //! The tracer: the one root object a backend cdylib creates and keeps.
 
 use crate::collector::{Limits, Recorder};
-use crate::config::{Config, Mode};
+use crate::config::{CaptureRange, Config, Mode};
 use crate::emit::{ClockSpec, Encoder, Totals};
 use crate::model::{CounterId, CounterSpec, Device, DropKind, GpuApi};
 use crate::names::{Kernels, Names};
@@ -148,6 +148,10 @@ pub(crate) struct Inner {
     sources: Mutex<Sources>,
     /// Serialises `Backend::sources_changed` calls, each with the latest sources.
     notify: Mutex<()>,
+    /// Inside a capture range (always, without [`CaptureRange`] limits).
+    capturing: AtomicBool,
+    /// A capture range was ever opened.
+    captured: AtomicBool,
     api_cat: usize,
     marker_cat: usize,
 }
@@ -194,6 +198,9 @@ impl Inner {
         let Some(reg) = sink::registry() else {
             return Sources::default();
         };
+        if !self.capturing.load(Ordering::Acquire) {
+            return Sources::default();
+        }
         let gpu_wanted = self.config.recording.gpu || self.config.mode.system();
         let counters = if reg.ctr.is_enabled() {
             let reqs = self
@@ -327,6 +334,8 @@ impl Tracer {
             counter_requests: Mutex::new(Default::default()),
             sources: Mutex::new(Sources::default()),
             notify: Mutex::new(()),
+            capturing: AtomicBool::new(config.capture_range == CaptureRange::Whole),
+            captured: AtomicBool::new(false),
             api_cat,
             marker_cat,
             api: opts.api,
@@ -482,6 +491,12 @@ impl Tracer {
         te::is_category_enabled(self.inner.marker_cat)
     }
 
+    /// The switch a backend flips at the application's capture-range calls
+    /// (see [`CaptureRange`]).
+    pub fn capture_switch(&self) -> CaptureSwitch {
+        CaptureSwitch(self.inner.clone())
+    }
+
     /// Writes everything recorded so far, after asking the backend to flush.
     /// Returns false if the emitter did not answer within `limit`.
     pub fn flush(&self, limit: Duration) -> bool {
@@ -501,6 +516,15 @@ impl Tracer {
     pub fn shutdown(&self, limit: Duration) {
         if std::process::id() != self.pid || self.shut.swap(true, Ordering::AcqRel) {
             return;
+        }
+        if self.inner.config.capture_range != CaptureRange::Whole
+            && !self.inner.captured.load(Ordering::Relaxed)
+        {
+            crate::warn!(
+                "{}={:?}: the application never started a capture range (cudaProfilerStart), so the trace holds no GPU work or API calls",
+                crate::config::vars::CAPTURE_RANGE,
+                self.inner.config.capture_range
+            );
         }
         let started = Instant::now();
         let session = self
@@ -549,6 +573,44 @@ impl Tracer {
     /// Totals written so far (for tests and the exit summary).
     pub fn recorder_drops(&self) -> Vec<(DropKind, u64)> {
         self.inner.recorder.drop_counts().to_vec()
+    }
+}
+
+/// Opens and closes capture ranges: recording runs (as far as the session
+/// asks for it) only while a range is open. Cheap to clone.
+#[derive(Clone)]
+pub struct CaptureSwitch(Arc<Inner>);
+
+impl std::fmt::Debug for CaptureSwitch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("CaptureSwitch")
+            .field(&self.0.capturing.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl CaptureSwitch {
+    /// Opens (`true`) or closes a range. The backend's `sources_changed`
+    /// runs on this thread before it returns, so that work the caller
+    /// submits next is already inside (or outside) the range. Does nothing
+    /// without a [`CaptureRange`] limit, or when nothing changes.
+    pub fn set(&self, open: bool) {
+        let i = &self.0;
+        if i.config.capture_range == CaptureRange::Whole
+            || i.capturing.swap(open, Ordering::AcqRel) == open
+        {
+            return;
+        }
+        if open {
+            i.captured.store(true, Ordering::Relaxed);
+        }
+        crate::verbose!("capture range {}", if open { "opened" } else { "closed" });
+        i.refresh_sources();
+    }
+
+    /// Whether a range is open.
+    pub fn is_open(&self) -> bool {
+        self.0.capturing.load(Ordering::Relaxed)
     }
 }
 

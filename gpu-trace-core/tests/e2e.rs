@@ -74,6 +74,7 @@ fn child() {
         }
         "system" => {}
         "overflow" => overflow(&tracer),
+        "capture" => capture(&tracer),
         other => panic!("unknown scenario {other}"),
     }
     tracer.shutdown(Duration::from_secs(20));
@@ -322,6 +323,40 @@ fn overflow(tracer: &Tracer) {
             status: 0,
         });
     }
+}
+
+/// Prints each source change the backend is told of, as `SOURCES gpu api
+/// markers` (0/1).
+struct PrintingBackend;
+
+impl Backend for PrintingBackend {
+    fn sources_changed(&self, s: &Sources) {
+        println!(
+            "SOURCES {} {} {}",
+            u8::from(s.gpu),
+            u8::from(s.api),
+            u8::from(s.markers)
+        );
+    }
+}
+
+/// Opens and closes capture ranges the way the CUDA backend does at the
+/// application's `cuProfilerStart` / `cuProfilerStop`.
+fn capture(tracer: &Tracer) {
+    tracer.set_backend(Box::new(PrintingBackend));
+    let switch = tracer.capture_switch();
+    println!("OPEN {}", u8::from(switch.is_open()));
+    if std::env::var("CAPTURE_NEVER").is_ok() {
+        println!("END");
+        return;
+    }
+    switch.set(true);
+    switch.set(true); // a second start changes nothing
+    switch.set(false);
+    switch.set(false);
+    switch.set(true);
+    println!("OPEN {}", u8::from(switch.is_open()));
+    println!("END"); // the session's own stop follows
 }
 
 fn now() -> u64 {
@@ -726,6 +761,64 @@ fn suffix_and_recording_selection_shape_the_session() {
     );
     assert!(t.kernels().count() > 0);
     assert!(!t.counters.is_empty());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The child's lines that start with `prefix`, before its `END` line.
+fn lines_with(out: &Output, prefix: &str) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .take_while(|l| *l != "END")
+        .filter(|l| l.starts_with(prefix))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn capture_ranges_switch_every_source_and_nothing_else() {
+    let dir = tmpdir("capture");
+    // Without a capture range the switch does nothing: recording runs
+    // from the start.
+    let out = run_child("capture", &dir, &[]);
+    assert_eq!(lines_with(&out, "SOURCES"), ["SOURCES 1 1 1"]);
+    assert_eq!(lines_with(&out, "OPEN"), ["OPEN 1", "OPEN 1"]);
+
+    // With one, nothing records until the first start; each change reaches
+    // the backend once.
+    let out = run_child(
+        "capture",
+        &dir,
+        &[("INJECTION_CAPTURE_RANGE", "cudaProfilerApi")],
+    );
+    assert_eq!(
+        lines_with(&out, "SOURCES"),
+        [
+            "SOURCES 0 0 0",
+            "SOURCES 1 1 1",
+            "SOURCES 0 0 0",
+            "SOURCES 1 1 1"
+        ]
+    );
+    assert_eq!(lines_with(&out, "OPEN"), ["OPEN 0", "OPEN 1"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("never started"));
+
+    // A range that never opens is said once at exit.
+    let out = run_child(
+        "capture",
+        &dir,
+        &[
+            ("INJECTION_CAPTURE_RANGE", "cudaProfilerApi"),
+            ("CAPTURE_NEVER", "1"),
+        ],
+    );
+    assert_eq!(lines_with(&out, "SOURCES"), ["SOURCES 0 0 0"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("never started a capture range (cudaProfilerStart)")
+            .count(),
+        1,
+        "{err}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 

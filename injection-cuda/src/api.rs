@@ -30,8 +30,33 @@ thread_local! {
     static INTERNAL: Cell<bool> = const { Cell::new(false) };
     static TID: Cell<u32> = const { Cell::new(0) };
     // Runtime calls in progress on this thread: driver calls inside them are
-    // the runtime's implementation, not the application's.
-    static RUNTIME_DEPTH: Cell<u32> = const { Cell::new(0) };
+    // the runtime's implementation, not the application's. Counted in
+    // the [`API_EPOCH`] it was set in.
+    static RUNTIME_DEPTH: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
+}
+
+/// Bumped each time API callbacks are switched on: a runtime call that was
+/// in progress when they went off never saw its exit, and its count must not
+/// hide the thread's driver calls in the next recording.
+static API_EPOCH: AtomicU32 = AtomicU32::new(0);
+
+/// API callbacks are (re)enabled: start every thread's nesting afresh.
+pub(crate) fn new_api_epoch() {
+    API_EPOCH.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Adds `delta` to this thread's runtime nesting; returns the new depth.
+fn runtime_depth(delta: i32) -> u32 {
+    let epoch = API_EPOCH.load(Ordering::Relaxed);
+    RUNTIME_DEPTH
+        .try_with(|c| {
+            let (e, d) = c.get();
+            let d = if e == epoch { d } else { 0 };
+            let d = d.saturating_add_signed(delta);
+            c.set((epoch, d));
+            d
+        })
+        .unwrap_or(0)
 }
 
 /// Runs `f` with API recording suppressed on this thread, for the tool's
@@ -172,8 +197,8 @@ impl ApiState {
         match cb.site() {
             Site::Enter => {
                 if domain == ApiDomain::Runtime {
-                    let _ = RUNTIME_DEPTH.try_with(|d| d.set(d.get() + 1));
-                } else if RUNTIME_DEPTH.try_with(Cell::get).unwrap_or(0) > 0 {
+                    runtime_depth(1);
+                } else if runtime_depth(0) > 0 {
                     return;
                 }
                 cb.set_correlation_data(boottime_ns());
@@ -181,8 +206,8 @@ impl ApiState {
             Site::Exit => {
                 let end = boottime_ns();
                 if domain == ApiDomain::Runtime {
-                    let _ = RUNTIME_DEPTH.try_with(|d| d.set(d.get().saturating_sub(1)));
-                } else if RUNTIME_DEPTH.try_with(Cell::get).unwrap_or(0) > 0 {
+                    runtime_depth(-1);
+                } else if runtime_depth(0) > 0 {
                     return;
                 }
                 let start = match cb.correlation_data() {

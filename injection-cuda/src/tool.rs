@@ -6,9 +6,11 @@ use cupti::Cupti;
 use cupti::activity::{self, Activity, ActivityConfig, ActivityKind};
 use cupti::callback::{Callback, Domain, ResourceEvent, Subscriber};
 use cupti::cbid::ApiDomain;
-use gpu_trace_core::config::ApiLayer;
+use gpu_trace_core::config::{ApiLayer, CaptureRange};
 use gpu_trace_core::model::GpuApi;
-use gpu_trace_core::{Backend, Config, GpuClock, Limits, Sources, Tracer, TracerOptions};
+use gpu_trace_core::{
+    Backend, CaptureSwitch, Config, GpuClock, Limits, Sources, Tracer, TracerOptions,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -29,6 +31,50 @@ pub(crate) struct Shared {
     markers_on: AtomicBool,
     /// Live contexts, drained at exit so that work still running is recorded.
     contexts: Mutex<Vec<cupti::Context>>,
+    /// With `INJECTION_CAPTURE_RANGE=cudaProfilerApi`: the switch, and the
+    /// profiler start/stop callbacks that flip it.
+    capture: Option<Capture>,
+}
+
+/// The application's profiler start/stop calls (runtime and driver alike:
+/// opening an open range changes nothing).
+struct Capture {
+    switch: CaptureSwitch,
+    start: [(ApiDomain, u32); 2],
+    stop: [(ApiDomain, u32); 2],
+}
+
+impl Capture {
+    fn new(switch: CaptureSwitch) -> Option<Self> {
+        let id = |d, n| cupti::cbid::by_name(d, n).map(|i| (d, i));
+        Some(Capture {
+            switch,
+            start: [
+                id(ApiDomain::Runtime, "cudaProfilerStart_v4000")?,
+                id(ApiDomain::Driver, "cuProfilerStart")?,
+            ],
+            stop: [
+                id(ApiDomain::Runtime, "cudaProfilerStop_v4000")?,
+                id(ApiDomain::Driver, "cuProfilerStop")?,
+            ],
+        })
+    }
+
+    /// Whether `cb` is a profiler start/stop; flips the switch at its exit.
+    fn on_api(&self, cb: &cupti::callback::ApiCallback<'_>) -> bool {
+        let id = (cb.domain(), cb.cbid());
+        let open = if self.start.contains(&id) {
+            true
+        } else if self.stop.contains(&id) {
+            false
+        } else {
+            return false;
+        };
+        if cb.site() == cupti::callback::Site::Exit {
+            self.switch.set(open);
+        }
+        true
+    }
 }
 
 impl Shared {
@@ -47,6 +93,19 @@ impl Shared {
             api_on: AtomicBool::new(false),
             markers_on: AtomicBool::new(false),
             contexts: Mutex::new(Vec::new()),
+            capture: match tracer.config().capture_range {
+                CaptureRange::Whole => None,
+                CaptureRange::CudaProfilerApi => {
+                    let c = Capture::new(tracer.capture_switch());
+                    if c.is_none() {
+                        gpu_trace_core::warn!(
+                            "this CUPTI has no callbacks for cudaProfilerStart/Stop; recording the whole run"
+                        );
+                        tracer.capture_switch().set(true);
+                    }
+                    c
+                }
+            },
         }
     }
 
@@ -60,6 +119,7 @@ impl Shared {
 
     pub(crate) fn on_callback(&self, cb: &Callback<'_>) {
         match cb {
+            Callback::Api(a) if self.capture.as_ref().is_some_and(|c| c.on_api(a)) => {}
             Callback::Api(a) if self.api_on.load(Ordering::Relaxed) => self.api.on_api(a),
             Callback::Nvtx(n) if self.markers_on.load(Ordering::Relaxed) => {
                 self.api.on_nvtx(&n.event())
@@ -115,6 +175,9 @@ impl CudaBackend {
     }
 
     fn set_api(&self, on: bool) {
+        if on {
+            crate::api::new_api_epoch();
+        }
         self.shared.set_api_on(on);
         for (d, id) in self
             .shared
@@ -286,6 +349,17 @@ impl Tool {
         };
         if let Err(e) = subscriber.enable_domain(Domain::Resource) {
             gpu_trace_core::verbose!("resource callbacks unavailable: {e}");
+        }
+        if let Some(c) = &shared.capture {
+            for &(d, id) in c.start.iter().chain(&c.stop) {
+                if let Err(e) = subscriber.enable(d.into(), id) {
+                    gpu_trace_core::warn!(
+                        "cannot watch the profiler start/stop calls ({e}); recording the whole run"
+                    );
+                    c.switch.set(true);
+                    break;
+                }
+            }
         }
         tracer.set_backend(Box::new(CudaBackend {
             shared: shared.clone(),

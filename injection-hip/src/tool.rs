@@ -372,10 +372,18 @@ impl Tool for HipTool {
             Ok(ctx)
         });
 
+        let mut config = self.config.clone();
+        if config.capture_range != gpu_trace_core::config::CaptureRange::Whole {
+            gpu_trace_core::warn!(
+                "{}: capture ranges are CUDA-only for now; recording the whole run",
+                gpu_trace_core::config::vars::CAPTURE_RANGE
+            );
+            config.capture_range = gpu_trace_core::config::CaptureRange::Whole;
+        }
         let tracer = match Tracer::start(TracerOptions {
             api: GpuApi::Hip,
             default_suffix: "amd",
-            config: self.config.clone(),
+            config,
             clock: gpu_clock(rt),
             limits: Limits::default(),
         }) {
