@@ -43,6 +43,7 @@ programs=(
     "multi_stream_sync multi_stream_sync.cu"
     "occupancy occupancy.cu"
     "multi_context multi_context.cu $drv"
+    "capture_range capture_range.cu $drv"
 )
 
 pids=()

@@ -185,6 +185,7 @@ fi
 run_case multi_stream_sync multi_stream_sync 0 0 -- "$b/multi_stream_sync" 4 8 3 20
 run_case occupancy occupancy 0 0 -- "$b/occupancy" 2
 run_case multi_context multi_context 0 0 -- "$b/multi_context" 10
+run_case capture_range capture_range 0 0 -- env INJECTION_CAPTURE_RANGE=cudaProfilerApi "$b/capture_range" 200 100 200
 if "$py" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     run_case torch_nvtx torch_nvtx 0 0 -- "$py" "$here/python/torch_nvtx.py" --steps "$torch_nvtx_steps"
     run_case torch_loop torch_loop 0 0 -- "$py" "$here/python/torch_loop.py" --steps "$torch_loop_steps"

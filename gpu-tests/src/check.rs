@@ -57,6 +57,7 @@ pub const CASES: &[(&str, &[&str])] = &[
     ("multi_context", &["kernels", "contexts", "context."]),
     ("torch_nvtx", &["min_kernels", "range.", "min_launches_in."]),
     ("torch_loop", &["min_kernels"]),
+    ("capture_range", &["kernels", "kernel.", "api."]),
 ];
 
 /// Settings of one check.
