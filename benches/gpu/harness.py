@@ -29,7 +29,13 @@ Modes:
   gt_idle         gpu-trace loaded, no session asks for anything (system mode, no traced)
   gt_gpu          gpu-trace, renderstages only (INJECTION_TRACE=gpu)
   gt_full         gpu-trace, renderstages + API slices + NVTX
+  gt_api          gpu-trace, renderstages + API slices (no NVTX)
+  gt_nvtx         gpu-trace, renderstages + NVTX (no API slices)
   gt_*_rt         ... with API slices from the runtime layer (INJECTION_API_LAYER=runtime)
+  *_ab            (PyTorch workloads) the mode with INJECTION_CAPTURE_RANGE=cudaProfilerApi
+                  and torch_mlp.py --ab W: untraced and traced windows alternate in
+                  one process; reported as the traced ÷ untraced step time.
+                  baseline_ab is the null control (no tool: both windows alike)
   torch_cuda      torch.profiler, CUDA activity only (PyTorch workloads only)
   torch_cpu_cuda  torch.profiler, CPU + CUDA (PyTorch workloads only)
 """
@@ -120,6 +126,11 @@ def main():
     ap.add_argument("--launches", type=int, default=0, help="launches of launch_1t/launch_4t (default 200,000, 20,000 with --quick)")
     ap.add_argument("--taskset", default="", help="run every workload under taskset -c LIST")
     ap.add_argument("--torch-steps", type=int, default=0, help="steps of the PyTorch loop (default 300, 80 with --quick)")
+    ap.add_argument("--ab-window", type=int, default=25, help="steps per window of the *_ab modes")
+    ap.add_argument("--torch-stat", choices=["mean", "p50"], default="mean",
+                    help="PyTorch step time: mean over the timed steps, or the median step")
+    ap.add_argument("--no-rotate", action="store_true",
+                    help="run the modes in the same order every repetition (default: each repetition starts one mode later)")
     ap.add_argument("--build-only", metavar="DIR", help="build the test programs and the floor library into DIR, then stop")
     ap.add_argument("--modes", default="baseline,floor,cfg_idle,cfg_gpu,nvidia_sample,gt_idle,gt_gpu,gt_full,torch_cuda,torch_cpu_cuda")
     a = ap.parse_args()
@@ -135,12 +146,13 @@ def main():
     arts = build(work, want_sample="nvidia_sample" in a.modes.split(","))
 
     n_launch = a.launches or (20000 if a.quick else 200000)
+    torch_key, torch_unit = ("ms_p50", "ms/step, median step") if a.torch_stat == "p50" else ("ms_per_step", "ms/step")
     workloads = {
         "launch_1t": ([arts["launch_loop"], str(n_launch), "1"], "ns_per_launch", "ns/launch"),
         "launch_4t": ([arts["launch_loop"], str(n_launch), "4"], "ns_per_launch", "ns/launch (aggregate)"),
         "mixed": ([arts["mixed"], "2000" if a.quick else "20000"], "ns_per_iter", "ns/iteration"),
-        "torch": ([sys.executable, f"{HERE}/torch_mlp.py", "--steps", str(a.torch_steps or (80 if a.quick else 300))], "ms_per_step", "ms/step"),
-        "torch_dense": ([sys.executable, f"{HERE}/torch_mlp.py", "--dense", "--steps", str(a.torch_steps or (80 if a.quick else 300))], "ms_per_step", "ms/step"),
+        "torch": ([sys.executable, f"{HERE}/torch_mlp.py", "--steps", str(a.torch_steps or (80 if a.quick else 300))], torch_key, torch_unit),
+        "torch_dense": ([sys.executable, f"{HERE}/torch_mlp.py", "--dense", "--steps", str(a.torch_steps or (80 if a.quick else 300))], torch_key, torch_unit),
     }
     wanted_wl = [w for w in a.workloads.split(",") if w in workloads]
     modes = [m for m in a.modes.split(",")]
@@ -149,6 +161,9 @@ def main():
     def mode_env(mode, tracedir, tag):
         env = dict(base_env)
         out = f"{tracedir}/{tag}.pftrace"
+        if mode.endswith("_ab"):
+            mode = mode[: -len("_ab")]
+            env["INJECTION_CAPTURE_RANGE"] = "cudaProfilerApi"
         if mode == "floor":
             env["CUDA_INJECTION64_PATH"] = arts["floor"]
         elif mode.startswith("cfg_"):
@@ -178,6 +193,11 @@ def main():
             elif mode == "gt_full":
                 env["INJECTION_TRACE"] = "gpu,api,nvtx"
                 env["NVTX_INJECTION64_PATH"] = lib
+            elif mode == "gt_api":
+                env["INJECTION_TRACE"] = "gpu,api"
+            elif mode == "gt_nvtx":
+                env["INJECTION_TRACE"] = "gpu,nvtx"
+                env["NVTX_INJECTION64_PATH"] = lib
         return env, out
 
     results = {}  # (wl, mode) -> list of dicts
@@ -186,16 +206,19 @@ def main():
     for rep in range(a.reps):
         for wl in wanted_wl:
             cmd, key, _ = workloads[wl]
-            for mode in modes:
+            k = 0 if a.no_rotate else rep % len(modes)
+            for mode in modes[k:] + modes[:k]:
                 if mode == "nvidia_sample" and "nvidia_sample" not in arts:
                     continue
-                if mode.startswith("torch_") and not wl.startswith("torch"):
+                if (mode.startswith("torch_") or mode.endswith("_ab")) and not wl.startswith("torch"):
                     continue
                 tag = f"{wl}-{mode}-{rep}"
                 env, trace = mode_env(mode, tracedir, tag)
                 c = (["taskset", "-c", a.taskset] if a.taskset else []) + list(cmd)
                 if mode.startswith("torch_"):
                     c += ["--profiler", mode[len("torch_"):], "--profiler-out", f"{tracedir}/{tag}.json"]
+                if mode.endswith("_ab"):
+                    c += ["--ab", str(a.ab_window)]
                 # The NVIDIA sample prints every record to stdout; the
                 # temporary file takes them along with our RESULT line.
                 rc, so, se, rss, wall = run(c, env)
@@ -206,6 +229,9 @@ def main():
                     print(f"[{tag}] FAILED rc={rc}: {row['error']}", flush=True)
                 else:
                     row["value"] = float(res[key])
+                    for k2 in ("ms_per_step", "ms_p50", "ab_on_ms", "ab_off_ms", "ab_ratio"):
+                        if k2 in res:
+                            row[k2] = float(res[k2])
                     row["kernels_expected"] = int(res["kernels"]) if "kernels" in res else None
                     if "profiler_bytes" in res:
                         row["trace_bytes"] = int(res["profiler_bytes"])
@@ -279,6 +305,21 @@ def main():
                 f"{'' if not tb else f'{statistics.median(tb):.0f}'} | "
                 f"{'' if not tk else f'{min(tk)}–{max(tk)}' + (f' (expected {exp[0]})' if exp else '')} | {rss:.0f} |"
             )
+        # In-process A/B: traced ÷ untraced windows of the same run.
+        ab_modes = [m for m in modes if m.endswith("_ab") and any("ab_ratio" in r for r in results.get((wl, m), []))]
+        if ab_modes:
+            lines.append(f"\n#### {wl}: in one process, traced ÷ untraced windows of {a.ab_window} steps (median step of each)\n")
+            lines.append("| mode | runs | median ratio | min | max | untraced ms | traced ms | each run |")
+            lines.append("|---|---|---|---|---|---|---|---|")
+            for m in ab_modes:
+                rows = [r for r in results[(wl, m)] if "ab_ratio" in r]
+                rs = sorted(r["ab_ratio"] for r in rows)
+                summary[f"{wl}/{m}/ab"] = {"ratios": rs, "median": statistics.median(rs)}
+                lines.append(
+                    f"| {m} | {len(rs)} | {statistics.median(rs):.3f} | {rs[0]:.3f} | {rs[-1]:.3f} | "
+                    f"{statistics.median(r['ab_off_ms'] for r in rows):.4g} | {statistics.median(r['ab_on_ms'] for r in rows):.4g} | "
+                    f"{' '.join(f'{x:.3f}' for x in rs)} |"
+                )
     gpu = sh("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader").stdout.strip()
     header = f"GPU: {gpu}; date: {time.strftime('%Y-%m-%d')}; command: {' '.join(sys.argv)}"
     text = header + "\n" + "\n".join(lines)

@@ -9,12 +9,21 @@ on. `--dense` takes the per-parameter optimizer instead (about 285 kernels a
 step), as many custom loops do: the same work with almost four times the
 launches.
 
-Prints: RESULT workload=torch_mlp steps=N ms_per_step=X kernels_per_step=K
+`--ab W` measures tracing inside one process: the timed steps alternate
+between windows of W steps outside and inside a capture range
+(`torch.cuda.profiler.start()` / `stop()`, which gpu-trace follows with
+`INJECTION_CAPTURE_RANGE=cudaProfilerApi`). Without such a tool both kinds of
+window run alike, which makes the same run a null control.
+
+Prints: RESULT workload=torch_mlp steps=N ms_per_step=X ms_p50=M
+[ab_on_ms=A ab_off_ms=B ab_ratio=A/B] (per-step CPU times; the first two
+steps of each window are left out of the A/B medians)
 """
 
 import argparse
 import json
 import os
+import statistics
 import time
 
 import torch
@@ -27,6 +36,7 @@ def main():
     ap.add_argument("--profiler", choices=["none", "cuda", "cpu_cuda"], default="none")
     ap.add_argument("--profiler-out", default="")
     ap.add_argument("--dense", action="store_true", help="per-parameter optimizer kernels (foreach=False)")
+    ap.add_argument("--ab", type=int, default=0, metavar="W", help="alternate W untraced and W traced steps (capture ranges)")
     a = ap.parse_args()
 
     torch.manual_seed(0)
@@ -66,9 +76,22 @@ def main():
         prof.__enter__()
 
     timed = a.steps - a.warmup
+    times = []  # (inside a capture range, index in its window, seconds)
+    inside = False
     t0 = time.perf_counter()
     for i in range(a.warmup, a.steps):
+        j = i - a.warmup
+        if a.ab and j % a.ab == 0:
+            # Even windows untraced, odd ones traced.
+            want = (j // a.ab) % 2 == 1
+            if want != inside:
+                (torch.cuda.profiler.start if want else torch.cuda.profiler.stop)()
+                inside = want
+        s0 = time.perf_counter()
         step(i)
+        times.append((inside, j % a.ab if a.ab else j, time.perf_counter() - s0))
+    if inside:
+        torch.cuda.profiler.stop()
     torch.cuda.synchronize()
     t1 = time.perf_counter()
 
@@ -82,8 +105,15 @@ def main():
             kernels = sum(1 for e in events if e.get("cat") == "kernel")
             size = os.path.getsize(a.profiler_out)
             extra = f" profiler_kernels={kernels} profiler_bytes={size}"
+    p50 = statistics.median(t for _, _, t in times) * 1e3
+    if a.ab:
+        on = [t for ins, k, t in times if ins and k >= 2]
+        off = [t for ins, k, t in times if not ins and k >= 2]
+        if on and off:
+            m_on, m_off = statistics.median(on) * 1e3, statistics.median(off) * 1e3
+            extra += f" ab_on_ms={m_on:.4f} ab_off_ms={m_off:.4f} ab_ratio={m_on / m_off:.4f}"
     print(
-        f"RESULT workload=torch_mlp steps={a.steps} ms_per_step={(t1 - t0) * 1e3 / timed:.4f}{extra}",
+        f"RESULT workload=torch_mlp steps={a.steps} ms_per_step={(t1 - t0) * 1e3 / timed:.4f} ms_p50={p50:.4f}{extra}",
         flush=True,
     )
 
