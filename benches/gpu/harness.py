@@ -29,6 +29,8 @@ Modes:
   gt_idle         gpu-trace loaded, no session asks for anything (system mode, no traced)
   gt_gpu          gpu-trace, renderstages only (INJECTION_TRACE=gpu)
   gt_full         gpu-trace, renderstages + API slices + NVTX
+  gt_paused       gpu_trace as in gt_full, but with a capture range that never opens:
+                  the tool loaded and idle (its cost outside the ranges of *_ab)
   gt_api          gpu-trace, renderstages + API slices (no NVTX)
   gt_nvtx         gpu-trace, renderstages + NVTX (no API slices)
   gt_*_rt         ... with API slices from the runtime layer (INJECTION_API_LAYER=runtime)
@@ -44,6 +46,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -190,9 +193,11 @@ def main():
                 env["PERFETTO_PRODUCER_SOCK_NAME"] = f"{tracedir}/no-traced.sock"
             elif mode == "gt_gpu":
                 env["INJECTION_TRACE"] = "gpu"
-            elif mode == "gt_full":
+            elif mode in ("gt_full", "gt_paused"):
                 env["INJECTION_TRACE"] = "gpu,api,nvtx"
                 env["NVTX_INJECTION64_PATH"] = lib
+                if mode == "gt_paused":
+                    env["INJECTION_CAPTURE_RANGE"] = "cudaProfilerApi"
             elif mode == "gt_api":
                 env["INJECTION_TRACE"] = "gpu,api"
             elif mode == "gt_nvtx":
@@ -203,52 +208,60 @@ def main():
     results = {}  # (wl, mode) -> list of dicts
     tracedir = f"{work}/traces"
     os.makedirs(tracedir)
-    for rep in range(a.reps):
-        for wl in wanted_wl:
-            cmd, key, _ = workloads[wl]
-            k = 0 if a.no_rotate else rep % len(modes)
-            for mode in modes[k:] + modes[:k]:
-                if mode == "nvidia_sample" and "nvidia_sample" not in arts:
-                    continue
-                if (mode.startswith("torch_") or mode.endswith("_ab")) and not wl.startswith("torch"):
-                    continue
-                tag = f"{wl}-{mode}-{rep}"
-                env, trace = mode_env(mode, tracedir, tag)
-                c = (["taskset", "-c", a.taskset] if a.taskset else []) + list(cmd)
-                if mode.startswith("torch_"):
-                    c += ["--profiler", mode[len("torch_"):], "--profiler-out", f"{tracedir}/{tag}.json"]
-                if mode.endswith("_ab"):
-                    c += ["--ab", str(a.ab_window)]
-                # The NVIDIA sample prints every record to stdout; the
-                # temporary file takes them along with our RESULT line.
-                rc, so, se, rss, wall = run(c, env)
-                res = parse_result(so)
-                row = {"rc": rc, "rss_kib": rss, "wall_s": wall, "rep": rep}
-                if res is None or rc != 0:
-                    row["error"] = (se or "")[-500:]
-                    print(f"[{tag}] FAILED rc={rc}: {row['error']}", flush=True)
-                else:
-                    row["value"] = float(res[key])
-                    for k2 in ("ms_per_step", "ms_p50", "ab_on_ms", "ab_off_ms", "ab_ratio"):
-                        if k2 in res:
-                            row[k2] = float(res[k2])
-                    row["kernels_expected"] = int(res["kernels"]) if "kernels" in res else None
-                    if "profiler_bytes" in res:
-                        row["trace_bytes"] = int(res["profiler_bytes"])
-                        row["trace_kernels"] = int(res["profiler_kernels"])
-                if mode.startswith("gt_") and os.path.exists(trace):
-                    row["trace_bytes"] = os.path.getsize(trace)
-                    st = sh(f"{cli} stats --json {trace}")
-                    try:
-                        j = json.loads(st.stdout)
-                        row["trace_kernels"] = sum(k["count"] for k in j["kernels"])
-                        row["trace_api_calls"] = sum(k["count"] for k in j["api"])
-                        row["dropped"] = j["dropped"]
-                    except Exception as ex:  # noqa: BLE001
-                        row["stats_error"] = f"{ex}: {st.stderr[-300:]}"
-                    os.unlink(trace)
-                results.setdefault((wl, mode), []).append(row)
-                print(f"[{tag}] {row.get('value')} rss={rss // 1024}MB trace={row.get('trace_bytes')} kernels={row.get('trace_kernels')}", flush=True)
+    # A time limit (SIGTERM) ends the runs early but still writes the
+    # summary of those that finished.
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        for rep in range(a.reps):
+            for wl in wanted_wl:
+                cmd, key, _ = workloads[wl]
+                k = 0 if a.no_rotate else rep % len(modes)
+                for mode in modes[k:] + modes[:k]:
+                    if mode == "nvidia_sample" and "nvidia_sample" not in arts:
+                        continue
+                    if (mode.startswith("torch_") or mode.endswith("_ab")) and not wl.startswith("torch"):
+                        continue
+                    tag = f"{wl}-{mode}-{rep}"
+                    env, trace = mode_env(mode, tracedir, tag)
+                    c = (["taskset", "-c", a.taskset] if a.taskset else []) + list(cmd)
+                    if mode.startswith("torch_"):
+                        c += ["--profiler", mode[len("torch_"):], "--profiler-out", f"{tracedir}/{tag}.json"]
+                    if mode.endswith("_ab"):
+                        c += ["--ab", str(a.ab_window)]
+                    # The NVIDIA sample prints every record to stdout; the
+                    # temporary file takes them along with our RESULT line.
+                    rc, so, se, rss, wall = run(c, env)
+                    res = parse_result(so)
+                    row = {"rc": rc, "rss_kib": rss, "wall_s": wall, "rep": rep}
+                    if res is None or rc != 0:
+                        row["error"] = (se or "")[-500:]
+                        print(f"[{tag}] FAILED rc={rc}: {row['error']}", flush=True)
+                    else:
+                        row["value"] = float(res[key])
+                        for k2 in ("ms_per_step", "ms_p50", "ab_on_ms", "ab_off_ms", "ab_ratio"):
+                            if k2 in res:
+                                row[k2] = float(res[k2])
+                        row["kernels_expected"] = int(res["kernels"]) if "kernels" in res else None
+                        if "profiler_bytes" in res:
+                            row["trace_bytes"] = int(res["profiler_bytes"])
+                            row["trace_kernels"] = int(res["profiler_kernels"])
+                    if mode.startswith("gt_") and os.path.exists(trace):
+                        row["trace_bytes"] = os.path.getsize(trace)
+                        st = sh(f"{cli} stats --json {trace}")
+                        try:
+                            j = json.loads(st.stdout)
+                            row["trace_kernels"] = sum(k["count"] for k in j["kernels"])
+                            row["trace_api_calls"] = sum(k["count"] for k in j["api"])
+                            row["dropped"] = j["dropped"]
+                        except Exception as ex:  # noqa: BLE001
+                            row["stats_error"] = f"{ex}: {st.stderr[-300:]}"
+                        os.unlink(trace)
+                    results.setdefault((wl, mode), []).append(row)
+                    print(f"[{tag}] {row.get('value')} rss={rss // 1024}MB trace={row.get('trace_bytes')} kernels={row.get('trace_kernels')}", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted: summarising the runs that finished", flush=True)
 
     # Summary.
     lines = []
