@@ -21,7 +21,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run a command with gpu-trace injected and write a .pftrace per process.
-    Record(RecordArgs),
+    Record(Box<RecordArgs>),
     /// Summarise traces: kernels, memory operations, API calls, ranges.
     Stats(StatsArgs),
 }
@@ -221,7 +221,7 @@ fn stats_cmd(a: StatsArgs) -> ExitCode {
 
 fn main() -> ExitCode {
     match Cli::parse().cmd {
-        Cmd::Record(a) => record(a),
+        Cmd::Record(a) => record(*a),
         Cmd::Stats(a) => stats_cmd(a),
     }
 }
