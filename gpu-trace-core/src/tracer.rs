@@ -521,9 +521,8 @@ impl Tracer {
             && !self.inner.captured.load(Ordering::Relaxed)
         {
             crate::warn!(
-                "{}={:?}: the application never started a capture range (cudaProfilerStart), so the trace holds no GPU work or API calls",
-                crate::config::vars::CAPTURE_RANGE,
-                self.inner.config.capture_range
+                "{}=cudaProfilerApi: the application never started a capture range (cudaProfilerStart), so the trace holds no GPU work or API calls",
+                crate::config::vars::CAPTURE_RANGE
             );
         }
         let started = Instant::now();

@@ -103,7 +103,9 @@ pub(crate) struct ApiState {
     driver: OnceLock<Option<Driver>>,
 }
 
-fn ids_named(prefixes: &[&str]) -> Vec<(ApiDomain, u32)> {
+/// The runtime and driver callback ids of the functions named (base names,
+/// without `_vNNNN` / `_ptsz` decorations).
+pub(crate) fn ids_named(prefixes: &[&str]) -> Vec<(ApiDomain, u32)> {
     let mut out = Vec::new();
     for d in [ApiDomain::Runtime, ApiDomain::Driver] {
         for id in cupti::cbid::ids_of(d, CallKind::Other) {
@@ -414,3 +416,27 @@ pub(crate) const TRACED_KINDS: [CallKind; 12] = [
     CallKind::EventRecord,
     CallKind::StreamWaitEvent,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiler_start_and_stop_are_found_in_both_layers() {
+        let id = |d, n| (d, cupti::cbid::by_name(d, n).unwrap());
+        assert_eq!(
+            ids_named(&["cudaProfilerStart", "cuProfilerStart"]),
+            [
+                id(ApiDomain::Runtime, "cudaProfilerStart_v4000"),
+                id(ApiDomain::Driver, "cuProfilerStart")
+            ]
+        );
+        assert_eq!(
+            ids_named(&["cudaProfilerStop", "cuProfilerStop"]),
+            [
+                id(ApiDomain::Runtime, "cudaProfilerStop_v4000"),
+                id(ApiDomain::Driver, "cuProfilerStop")
+            ]
+        );
+    }
+}

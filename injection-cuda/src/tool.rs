@@ -40,23 +40,18 @@ pub(crate) struct Shared {
 /// opening an open range changes nothing).
 struct Capture {
     switch: CaptureSwitch,
-    start: [(ApiDomain, u32); 2],
-    stop: [(ApiDomain, u32); 2],
+    start: Vec<(ApiDomain, u32)>,
+    stop: Vec<(ApiDomain, u32)>,
 }
 
 impl Capture {
     fn new(switch: CaptureSwitch) -> Option<Self> {
-        let id = |d, n| cupti::cbid::by_name(d, n).map(|i| (d, i));
-        Some(Capture {
+        let start = crate::api::ids_named(&["cudaProfilerStart", "cuProfilerStart"]);
+        let stop = crate::api::ids_named(&["cudaProfilerStop", "cuProfilerStop"]);
+        (!start.is_empty() && !stop.is_empty()).then_some(Capture {
             switch,
-            start: [
-                id(ApiDomain::Runtime, "cudaProfilerStart_v4000")?,
-                id(ApiDomain::Driver, "cuProfilerStart")?,
-            ],
-            stop: [
-                id(ApiDomain::Runtime, "cudaProfilerStop_v4000")?,
-                id(ApiDomain::Driver, "cuProfilerStop")?,
-            ],
+            start,
+            stop,
         })
     }
 
