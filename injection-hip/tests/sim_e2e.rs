@@ -685,6 +685,44 @@ fn only_the_requested_sources_run() {
 }
 
 #[test]
+fn a_capture_range_is_refused_in_one_line_and_the_whole_run_recorded() {
+    // CUDA-only for now: HIP says so and records everything, rather than
+    // waiting for a start that never comes.
+    let dir = tmpdir("capture-range");
+    let spec = RunSpec::new(tool(), scenario())
+        .env(
+            "INJECTION_OUTPUT",
+            dir.join("trace.pftrace").display().to_string(),
+        )
+        .env("INJECTION_TRACE", "gpu")
+        .env("INJECTION_CAPTURE_RANGE", "cudaProfilerApi");
+    let out = run(spec);
+    let lines = our_lines(&out.stderr);
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.contains("INJECTION_CAPTURE_RANGE"))
+            .count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("capture ranges are CUDA-only for now; recording the whole run")),
+        "{}",
+        out.stderr
+    );
+    let t = Trace::open(dir.join("trace.pftrace")).unwrap();
+    assert_eq!(
+        t.kernels().count() as u64,
+        scenario().expected().kernel_dispatches
+    );
+    cleanup(&dir);
+}
+
+#[test]
 fn default_counters_are_collected_when_none_are_named() {
     let dir = tmpdir("default-counters");
     let spec = RunSpec::new(tool(), scenario())
