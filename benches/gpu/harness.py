@@ -29,7 +29,7 @@ Modes:
   gt_idle         gpu-trace loaded, no session asks for anything (system mode, no traced)
   gt_gpu          gpu-trace, renderstages only (INJECTION_TRACE=gpu)
   gt_full         gpu-trace, renderstages + API slices + NVTX
-  gt_paused       gpu_trace as in gt_full, but with a capture range that never opens:
+  gt_paused       gpu-trace as in gt_full, but with a capture range that never opens:
                   the tool loaded and idle (its cost outside the ranges of *_ab)
   gt_api          gpu-trace, renderstages + API slices (no NVTX)
   gt_nvtx         gpu-trace, renderstages + NVTX (no API slices)
@@ -217,8 +217,8 @@ def main():
         for rep in range(a.reps):
             for wl in wanted_wl:
                 cmd, key, _ = workloads[wl]
-                k = 0 if a.no_rotate else rep % len(modes)
-                for mode in modes[k:] + modes[:k]:
+                shift = 0 if a.no_rotate else rep % len(modes)
+                for mode in modes[shift:] + modes[:shift]:
                     if mode == "nvidia_sample" and "nvidia_sample" not in arts:
                         continue
                     if (mode.startswith("torch_") or mode.endswith("_ab")) and not wl.startswith("torch"):
