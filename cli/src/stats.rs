@@ -137,7 +137,7 @@ pub(crate) fn summarize(t: &Trace) -> Summary {
         drops: t.drop_counts().unwrap_or_default(),
         service_losses: t
             .losses
-            .map(|l| l.chunks_discarded + l.chunks_overwritten + l.writer_packet_loss)
+            .map(|l| l.lost())
             .unwrap_or(0),
         devices: t
             .devices

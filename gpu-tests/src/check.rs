@@ -341,7 +341,7 @@ pub fn common(cx: &Ctx<'_>, o: &Options, r: &mut Report) {
         Some(_) => {}
     }
     if let Some(l) = t.losses
-        && (l.chunks_discarded > 0 || l.chunks_overwritten > 0 || l.writer_packet_loss > 0)
+        && l.lost() > 0
     {
         r.fail(format!("the tracing service lost data: {l:?}"));
     }

@@ -60,30 +60,41 @@ struct ThreadBuffer {
 }
 
 /// Limits of the per-thread buffers.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Events per batch.
     pub events: usize,
     /// Marker text bytes per batch.
     pub text: usize,
     /// Full batches (all threads together) that may wait for the emitter.
-    /// With the defaults, at most 64 × 32768 events of ≤128 bytes (256 MiB)
+    /// With the defaults, at most 16 × 8192 events of ≤128 bytes (16 MiB)
     /// are ever queued, and only while the emitter is behind.
     pub sealed: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
+        Self::for_queue_kb(crate::config::DEFAULT_QUEUE_KB)
+    }
+}
+
+impl Limits {
+    /// Batches sized so that the sealed ones hold at most `kb` KiB of
+    /// events (`INJECTION_QUEUE_SIZE`).
+    pub fn for_queue_kb(kb: u32) -> Self {
+        let bytes = kb as usize * 1024;
+        let per_event = std::mem::size_of::<Event>();
+        let events = (bytes / per_event / 4).clamp(64, 1 << 13);
         Self {
-            events: 1 << 15,
-            text: 1 << 20,
-            sealed: 64,
+            events,
+            text: (events * 32).max(4096),
+            sealed: (bytes / (events * per_event)).max(1),
         }
     }
 }
 
 /// Emptied batches kept for reuse.
-const POOL_LIMIT: usize = 16;
+const POOL_LIMIT: usize = 4;
 
 static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
 

@@ -28,8 +28,10 @@ pub mod vars {
     pub const API_LAYER: &str = "INJECTION_API_LAYER";
     /// When recording runs: `none` (all the time) or `cudaProfilerApi`.
     pub const CAPTURE_RANGE: &str = "INJECTION_CAPTURE_RANGE";
+    /// Memory for recorded events waiting to be written.
+    pub const QUEUE_SIZE: &str = "INJECTION_QUEUE_SIZE";
     /// Every variable, for diagnostics.
-    pub const ALL: [&str; 10] = [
+    pub const ALL: [&str; 11] = [
         VERBOSE,
         METRICS,
         SUFFIX,
@@ -40,6 +42,7 @@ pub mod vars {
         TRACE,
         API_LAYER,
         CAPTURE_RANGE,
+        QUEUE_SIZE,
     ];
 }
 
@@ -136,6 +139,8 @@ pub struct Config {
     pub mode: Mode,
     /// In-process buffer size, KiB.
     pub buffer_kb: u32,
+    /// Memory for recorded events waiting for the writer, KiB.
+    pub queue_kb: u32,
     /// File write and flush period.
     pub flush_period: Duration,
     /// What standalone mode records.
@@ -152,6 +157,10 @@ pub const DEFAULT_OUTPUT: &str = "%n-%p.pftrace";
 pub const DEFAULT_BUFFER_KB: u32 = 64 * 1024;
 /// Default flush period.
 pub const DEFAULT_FLUSH_PERIOD: Duration = Duration::from_millis(1000);
+/// Default queue of recorded events: 16 MiB.
+pub const DEFAULT_QUEUE_KB: u32 = 16 * 1024;
+const MIN_QUEUE_KB: u32 = 64;
+const MAX_QUEUE_KB: u32 = 1024 * 1024;
 const MIN_BUFFER_KB: u32 = 1024;
 const MAX_BUFFER_KB: u32 = 4 * 1024 * 1024;
 const MIN_FLUSH_MS: u64 = 100;
@@ -167,6 +176,7 @@ impl Default for Config {
             output_from_env: false,
             mode: Mode::File,
             buffer_kb: DEFAULT_BUFFER_KB,
+            queue_kb: DEFAULT_QUEUE_KB,
             flush_period: DEFAULT_FLUSH_PERIOD,
             recording: Recording::default(),
             api_layer: ApiLayer::default(),
@@ -298,6 +308,18 @@ impl Config {
                     &v,
                     "a size like 65536 (KiB), 64M or 1G",
                     "64M".into(),
+                ),
+            }
+        }
+
+        if let Some(v) = get(vars::QUEUE_SIZE) {
+            match parse_size_kb(&v) {
+                Some(kb) if (MIN_QUEUE_KB..=MAX_QUEUE_KB).contains(&kb) => c.queue_kb = kb,
+                _ => bad(
+                    vars::QUEUE_SIZE,
+                    &v,
+                    "a size between 64K and 1G, like 16M",
+                    "16M".into(),
                 ),
             }
         }
@@ -550,6 +572,8 @@ mod tests {
             (vars::BUFFER_SIZE, "16"),
             (vars::BUFFER_SIZE, "99G"),
             (vars::FLUSH_PERIOD_MS, "-5"),
+            (vars::QUEUE_SIZE, "4K"),
+            (vars::QUEUE_SIZE, "lots"),
             (vars::FLUSH_PERIOD_MS, "10"),
             (vars::TRACE, "gpu,telemetry"),
         ];
@@ -567,6 +591,7 @@ mod tests {
                 vars::OUTPUT => assert_eq!(c.output, d.output),
                 vars::MODE => assert_eq!(c.mode, d.mode),
                 vars::BUFFER_SIZE => assert_eq!(c.buffer_kb, d.buffer_kb),
+                vars::QUEUE_SIZE => assert_eq!(c.queue_kb, d.queue_kb),
                 vars::FLUSH_PERIOD_MS => assert_eq!(c.flush_period, d.flush_period),
                 vars::TRACE => assert_eq!(c.recording, d.recording),
                 _ => {}
@@ -584,7 +609,9 @@ mod tests {
             (vars::BUFFER_SIZE, "256MiB"),
             (vars::FLUSH_PERIOD_MS, "250"),
             (vars::TRACE, "gpu"),
+            (vars::QUEUE_SIZE, "1M"),
         ]);
+        assert_eq!(c.queue_kb, 1024);
         assert!(p.is_empty(), "{p:?}");
         assert!(c.verbose);
         assert_eq!(c.suffix.as_deref(), Some("mytool"));

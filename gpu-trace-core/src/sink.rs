@@ -16,9 +16,10 @@ use perfetto_sdk::producer::{Backends, Producer, ProducerInitArgsBuilder};
 use perfetto_sdk::protos::trace::interned_data::interned_data::InternedDataFieldNumber;
 use perfetto_sdk::tracing_session::TracingSession;
 use perfetto_sdk::track_event::TrackEvent;
+use crate::reader::ServiceLosses;
 use std::sync::mpsc;
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 perfetto_sdk::track_event_categories! {
     pub(crate) mod te {
@@ -45,6 +46,9 @@ pub(crate) struct Registry {
 }
 
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
+
+/// Shared memory between our writers and the tracing service, KiB.
+pub(crate) const SHMEM_KB: u32 = 8 * 1024;
 pub(crate) static ROUTE: ArcSwapOption<Inner> = ArcSwapOption::const_empty();
 
 /// Data-source names for `suffix`.
@@ -91,7 +95,7 @@ pub(crate) fn register(
     Producer::init(
         ProducerInitArgsBuilder::new()
             .backends(backends)
-            .shmem_size_hint_kb(16 * 1024)
+            .shmem_size_hint_kb(SHMEM_KB)
             .build(),
     );
     TrackEvent::init();
@@ -235,6 +239,61 @@ pub fn parse_counter_config(cfg: &[u8]) -> CounterRequest {
     req
 }
 
+/// Bytes of packets written through our sinks, all sequences together. Only
+/// the emitter writes, so this is the producer side of the emitter's pacing
+/// (see `tracer::Pacer`).
+static WRITTEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+pub(crate) fn bytes_written() -> u64 {
+    WRITTEN.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn count(n: usize) {
+    WRITTEN.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Commits the emitter's open chunks on every sequence (our data sources and
+/// the track-event categories `cats`) and waits, at most `limit`, until the
+/// service has taken them: the shared memory those chunks used is free
+/// again. Returns false on a timeout.
+///
+/// The SDK's track-event writers drop packets, unannounced, when the shared
+/// memory is full (their policy cannot be configured); pacing the emitter
+/// with these acknowledgements keeps it from ever filling.
+pub(crate) fn flush_writers(cats: &[usize], limit: Duration) -> bool {
+    let Some(reg) = registry() else { return true };
+    let pending = Arc::new((Mutex::new(0usize), std::sync::Condvar::new()));
+    let ack = |pending: &Arc<(Mutex<usize>, std::sync::Condvar)>| {
+        *pending.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        let p = pending.clone();
+        // Runs on Perfetto's thread, where a panic would abort: nothing
+        // here can panic.
+        move || {
+            let mut n = p.0.lock().unwrap_or_else(|e| e.into_inner());
+            *n = n.saturating_sub(1);
+            p.1.notify_all();
+        }
+    };
+    reg.rs.trace(|ctx| ctx.flush(ack(&pending)));
+    reg.ctr.trace(|ctx| ctx.flush(ack(&pending)));
+    for &c in cats {
+        te::trace(c, |ctx| ctx.flush(ack(&pending)));
+    }
+    let deadline = Instant::now() + limit;
+    let mut n = pending.0.lock().unwrap_or_else(|e| e.into_inner());
+    while *n > 0 {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            return false;
+        };
+        n = pending
+            .1
+            .wait_timeout(n, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+    true
+}
+
 /// A data-source sequence as a [`PacketSink`].
 pub(crate) struct DsSink<'a, 'b, S: perfetto_sdk::data_source::Clear>(
     pub(crate) &'a mut TraceContext<'b, S>,
@@ -242,6 +301,7 @@ pub(crate) struct DsSink<'a, 'b, S: perfetto_sdk::data_source::Clear>(
 
 impl<S: perfetto_sdk::data_source::Clear> PacketSink for DsSink<'_, '_, S> {
     fn packet(&mut self, bytes: &[u8]) {
+        count(bytes.len());
         self.0.add_packet(|p| p.msg.append_bytes(bytes));
     }
 }
@@ -251,6 +311,7 @@ pub(crate) struct TeSink<'a>(pub(crate) &'a mut perfetto_sdk::track_event::Trace
 
 impl PacketSink for TeSink<'_> {
     fn packet(&mut self, bytes: &[u8]) {
+        count(bytes.len());
         self.0.add_packet(|p| p.msg.append_bytes(bytes));
     }
 }
@@ -269,12 +330,6 @@ impl TrackEventSink for TeSink<'_> {
     }
 }
 
-/// The standalone session. The SDK's session handle cannot leave the thread
-/// that made it, so a small thread owns it and takes commands.
-pub(crate) struct FileSession {
-    tx: mpsc::Sender<mpsc::SyncSender<()>>,
-}
-
 /// Session start failures.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -287,11 +342,131 @@ pub enum SessionError {
     /// No thread could be spawned.
     #[error("could not start the session thread: {0}")]
     Thread(std::io::Error),
+    /// The trace file could not be created.
+    #[error("cannot create {}: {source}", path.display())]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
+/// What the standalone session reports when it ends.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SessionReport {
+    /// The tracing service's last `TraceStats`, if one was read.
+    pub(crate) losses: Option<ServiceLosses>,
+    /// Bytes written into the file.
+    pub(crate) bytes: u64,
+    /// The first write error, after which nothing more was written.
+    pub(crate) error: Option<String>,
+}
+
+enum Cmd {
+    /// Read the buffer into the file now, then answer.
+    Read(mpsc::SyncSender<()>),
+    /// Make sure the service's statistics are current and read them.
+    Sync(mpsc::SyncSender<Option<ServiceLosses>>),
+    /// Flush, stop, read the rest, close the file.
+    Stop(mpsc::SyncSender<SessionReport>),
+    /// A flush this thread started has completed.
+    Flushed,
+}
+
+/// The file and what has been learnt while writing it. Perfetto calls the
+/// read callback on its own thread, hence the lock.
+struct Out {
+    file: std::fs::File,
+    bytes: u64,
+    error: Option<String>,
+    losses: Option<ServiceLosses>,
+    /// A `TraceStats` packet was seen since the last [`Cmd::Sync`].
+    fresh_stats: bool,
+}
+
+impl Out {
+    fn write(&mut self, data: &[u8]) {
+        use std::io::Write;
+        if self.error.is_some() || data.is_empty() {
+            return;
+        }
+        self.scan(data);
+        match self.file.write_all(data) {
+            Ok(()) => self.bytes += data.len() as u64,
+            Err(e) => self.error = Some(e.to_string()),
+        }
+    }
+
+    /// Finds the service's `TraceStats` among whole packets (each read
+    /// callback carries whole `Trace.packet` fields).
+    fn scan(&mut self, data: &[u8]) {
+        use crate::pb::Fields;
+        for (n, v) in Fields::new(data).map_while(Result::ok) {
+            let Some(p) = v.as_bytes().filter(|_| n == crate::wire::TRACE_PACKET) else {
+                continue;
+            };
+            // Service packets are small; skip large ones without a look.
+            if p.len() > 64 << 10 {
+                continue;
+            }
+            for (f, v) in Fields::new(p).map_while(Result::ok) {
+                if f == crate::wire::packet::TRACE_STATS
+                    && let Some(b) = v.as_bytes()
+                    && let Ok(l) = crate::reader::trace_stats(b)
+                {
+                    self.losses = Some(l);
+                    self.fresh_stats = true;
+                }
+            }
+        }
+    }
+}
+
+/// The standalone session. The SDK's session handle cannot leave the thread
+/// that made it, so a small thread owns it and takes commands.
+///
+/// The session does not use the service's `write_into_file`: that drains
+/// the central buffer only on a timer, and its `DISCARD` buffer stops
+/// accepting anything for the rest of the run once it filled between two
+/// writes. Instead the buffer is a ring, read into our own file on a timer
+/// *and* whenever the emitter has committed a quarter of the buffer
+/// ([`FileSession::read_now`]), before it writes more. Nothing is
+/// overwritten unread, and a killed process leaves a valid trace up to the
+/// last read.
+pub(crate) struct FileSession {
+    tx: mpsc::Sender<Cmd>,
+}
+
+/// How often the service marks its statistics for the next read (and
+/// snapshots clocks); the stop sequence waits this long once so that the
+/// file ends with current statistics.
+const STATS_PERIOD: Duration = Duration::from_millis(100);
+
 impl FileSession {
-    pub(crate) fn start(config: Vec<u8>) -> Result<FileSession, SessionError> {
-        let (tx, rx) = mpsc::channel::<mpsc::SyncSender<()>>();
+    /// Creates `path` (it must not exist) and starts the session.
+    pub(crate) fn start(
+        config: Vec<u8>,
+        path: &std::path::Path,
+        period: Duration,
+    ) -> Result<FileSession, SessionError> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|source| SessionError::File {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let out = Arc::new(Mutex::new(Out {
+            file,
+            bytes: 0,
+            error: None,
+            losses: None,
+            fresh_stats: false,
+        }));
+        let (tx, rx) = mpsc::channel::<Cmd>();
+        let own_tx = tx.clone();
         let (started_tx, started_rx) = mpsc::sync_channel::<Result<(), SessionError>>(1);
         std::thread::Builder::new()
             .name("gpu-trace-session".into())
@@ -307,14 +482,7 @@ impl FileSession {
                     s.setup(&config);
                     s.start_blocking();
                     let _ = started_tx.send(Ok(()));
-                    // Runs until told to stop, or until the tracer is gone.
-                    let reply = rx.recv().ok();
-                    s.flush_blocking(Duration::from_secs(5));
-                    s.stop_blocking();
-                    drop(s);
-                    if let Some(r) = reply {
-                        let _ = r.send(());
-                    }
+                    session_loop(&mut s, &own_tx, &rx, &out, period);
                 });
             })
             .map_err(SessionError::Thread)?;
@@ -325,32 +493,200 @@ impl FileSession {
         }
     }
 
-    /// Flushes and stops the session, which finalises the file.
-    pub(crate) fn stop(self, limit: Duration) -> bool {
+    /// A handle the emitter uses to have the buffer read before it writes
+    /// more.
+    pub(crate) fn reader(&self) -> SessionReader {
+        SessionReader(self.tx.clone())
+    }
+
+    /// Waits (at most `limit`) until the service's statistics cover
+    /// everything committed so far, and returns them.
+    pub(crate) fn sync(&self, limit: Duration) -> Option<ServiceLosses> {
         let (reply_tx, reply_rx) = mpsc::sync_channel(1);
-        if self.tx.send(reply_tx).is_err() {
-            return false;
+        self.tx.send(Cmd::Sync(reply_tx)).ok()?;
+        reply_rx.recv_timeout(limit).ok().flatten()
+    }
+
+    /// Flushes and stops the session and writes the rest of the file.
+    /// `None` if the session thread did not answer within `limit`.
+    pub(crate) fn stop(self, limit: Duration) -> Option<SessionReport> {
+        let (reply_tx, reply_rx) = mpsc::sync_channel(1);
+        self.tx.send(Cmd::Stop(reply_tx)).ok()?;
+        // Dropping `self` after this sends a second stop, which the
+        // finished thread never reads.
+        reply_rx.recv_timeout(limit).ok()
+    }
+}
+
+impl Drop for FileSession {
+    /// A session dropped without [`FileSession::stop`] still finalises its
+    /// file (the session thread holds a sender of its own, so it would not
+    /// notice).
+    fn drop(&mut self) {
+        let (reply_tx, _reply_rx) = mpsc::sync_channel(1);
+        let _ = self.tx.send(Cmd::Stop(reply_tx));
+    }
+}
+
+/// Asks the session thread to read the buffer into the file now.
+#[derive(Clone)]
+pub(crate) struct SessionReader(mpsc::Sender<Cmd>);
+
+impl SessionReader {
+    /// Returns once the buffer was read (or after `limit`).
+    pub(crate) fn read_now(&self, limit: Duration) -> bool {
+        let (reply_tx, reply_rx) = mpsc::sync_channel(1);
+        self.0.send(Cmd::Read(reply_tx)).is_ok() && reply_rx.recv_timeout(limit).is_ok()
+    }
+}
+
+fn read_into(s: &mut TracingSession, out: &Arc<Mutex<Out>>) {
+    let out = out.clone();
+    s.read_trace_blocking(move |data, _has_more| {
+        crate::guard::catch("trace read", || {
+            out.lock().unwrap_or_else(|e| e.into_inner()).write(data)
+        });
+    });
+}
+
+/// What a flush of the session was started for.
+enum AfterFlush {
+    /// The periodic read.
+    Read,
+    /// [`Cmd::Sync`].
+    Sync(mpsc::SyncSender<Option<ServiceLosses>>),
+    /// [`Cmd::Stop`].
+    Stop(mpsc::SyncSender<SessionReport>),
+}
+
+/// The session thread. Flushes are asynchronous: a flush runs our data
+/// sources' flush callbacks, whose emitter cycle may itself ask this thread
+/// to read ([`Cmd::Read`]) before it can answer.
+fn session_loop(
+    s: &mut TracingSession,
+    tx: &mpsc::Sender<Cmd>,
+    rx: &mpsc::Receiver<Cmd>,
+    out: &Arc<Mutex<Out>>,
+    period: Duration,
+) {
+    let stats_fresh = |out: &Arc<Mutex<Out>>| {
+        std::mem::take(&mut out.lock().unwrap_or_else(|e| e.into_inner()).fresh_stats)
+    };
+    let flush = |s: &mut TracingSession| {
+        let tx = tx.clone();
+        s.flush_async(Duration::from_secs(5), move |_ok| {
+            let _ = tx.send(Cmd::Flushed);
+        });
+    };
+    let mut last_read = Instant::now();
+    let mut pending: Option<AfterFlush> = None;
+    let mut queued: Vec<AfterFlush> = Vec::new();
+    loop {
+        let wait = if pending.is_some() {
+            Duration::from_secs(10)
+        } else {
+            period.saturating_sub(last_read.elapsed())
+        };
+        let cmd = match rx.recv_timeout(wait) {
+            Ok(c) => c,
+            Err(mpsc::RecvTimeoutError::Timeout) if pending.is_none() => {
+                pending = Some(AfterFlush::Read);
+                flush(s);
+                continue;
+            }
+            // A flush that never answered: go on as if it had.
+            Err(mpsc::RecvTimeoutError::Timeout) => Cmd::Flushed,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                finish(s, out);
+                return;
+            }
+        };
+        let after = match cmd {
+            Cmd::Read(reply) => {
+                read_into(s, out);
+                last_read = Instant::now();
+                let _ = reply.send(());
+                continue;
+            }
+            Cmd::Sync(reply) => AfterFlush::Sync(reply),
+            Cmd::Stop(reply) => AfterFlush::Stop(reply),
+            Cmd::Flushed => {
+                let Some(done) = pending.take() else { continue };
+                match done {
+                    AfterFlush::Read => {
+                        read_into(s, out);
+                        last_read = Instant::now();
+                    }
+                    AfterFlush::Sync(reply) => {
+                        // The service marks its statistics for the next
+                        // read every STATS_PERIOD: read until one carried
+                        // them.
+                        stats_fresh(out);
+                        let deadline = Instant::now() + 4 * STATS_PERIOD;
+                        loop {
+                            std::thread::sleep(STATS_PERIOD + Duration::from_millis(10));
+                            read_into(s, out);
+                            if stats_fresh(out) || Instant::now() > deadline {
+                                break;
+                            }
+                        }
+                        last_read = Instant::now();
+                        let losses = out.lock().unwrap_or_else(|e| e.into_inner()).losses;
+                        let _ = reply.send(losses);
+                    }
+                    AfterFlush::Stop(reply) => {
+                        let _ = reply.send(finish(s, out));
+                        return;
+                    }
+                }
+                if !queued.is_empty() {
+                    pending = Some(queued.remove(0));
+                    flush(s);
+                }
+                continue;
+            }
+        };
+        if pending.is_none() {
+            pending = Some(after);
+            flush(s);
+        } else {
+            queued.push(after);
         }
-        reply_rx.recv_timeout(limit).is_ok()
+    }
+}
+
+fn finish(s: &mut TracingSession, out: &Arc<Mutex<Out>>) -> SessionReport {
+    s.stop_blocking();
+    read_into(s, out);
+    let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+    if let Err(e) = o.file.sync_data()
+        && o.error.is_none()
+    {
+        o.error = Some(e.to_string());
+    }
+    SessionReport {
+        losses: o.losses,
+        bytes: o.bytes,
+        error: o.error.clone(),
     }
 }
 
 /// The in-process session's `TraceConfig`.
 pub(crate) fn file_trace_config(
-    path: &str,
     suffix: &str,
     buffer_kb: u32,
-    period: Duration,
     categories: &[&str],
     counters: bool,
 ) -> Vec<u8> {
     use crate::wire::config as c;
     let (rs, ctr) = data_source_names(suffix);
-    let period_ms = period.as_millis().clamp(100, u32::MAX as u128) as u64;
     let mut w = crate::pb::Writer::new();
     w.nested(c::BUFFERS, |b| {
+        // A ring: should the reader ever fall behind, the oldest unread
+        // chunks go (counted in the service's statistics) and recording
+        // goes on, where DISCARD would stop accepting anything for good.
         b.varint(c::BUFFER_SIZE_KB, buffer_kb as u64)
-            .varint(c::BUFFER_FILL_POLICY, c::FILL_POLICY_DISCARD);
+            .varint(c::BUFFER_FILL_POLICY, c::FILL_POLICY_RING_BUFFER);
     });
     if !categories.is_empty() {
         w.nested(c::DATA_SOURCES, |d| {
@@ -380,17 +716,17 @@ pub(crate) fn file_trace_config(
             });
         });
     }
-    w.bool(c::WRITE_INTO_FILE, true)
-        .string(c::OUTPUT_PATH, path)
-        .varint(c::FILE_WRITE_PERIOD_MS, period_ms)
-        // Flush producers before every write, so that a killed process
-        // leaves everything up to the last write (AUTO flushes every 5 s).
-        .varint(c::WRITE_FLUSH_MODE, c::WRITE_FLUSH_ENABLED)
-        .varint(c::FLUSH_TIMEOUT_MS, 5000)
+    w.varint(c::FLUSH_TIMEOUT_MS, 5000)
         // After a loss the trace processor ignores a sequence until its
         // interned data is described again: have it re-described regularly.
         .nested(c::INCREMENTAL_STATE_CONFIG, |i| {
             i.varint(c::INCREMENTAL_CLEAR_PERIOD_MS, 10_000);
+        })
+        .nested(c::BUILTIN_DATA_SOURCES, |b| {
+            b.varint(
+                c::BUILTIN_SNAPSHOT_INTERVAL_MS,
+                STATS_PERIOD.as_millis() as u64,
+            );
         })
         .varint(c::DATA_SOURCE_STOP_TIMEOUT_MS, 5000)
         .string(

@@ -6,6 +6,7 @@ use crate::emit::{ClockSpec, Encoder, Totals};
 use crate::model::{CounterId, CounterSpec, Device, DropKind, GpuApi};
 use crate::names::{Kernels, Names};
 use crate::registry::{Counters, Devices};
+use crate::reader::ServiceLosses;
 use crate::sink::{self, CounterRequest, DsSink, FileSession, TeSink, cat, te};
 use arc_swap::ArcSwapOption;
 use perfetto_sdk::producer::Backends;
@@ -104,9 +105,9 @@ pub enum StartError {
     /// The in-process session did not start.
     #[error(transparent)]
     Session(#[from] sink::SessionError),
-    /// The session started but the trace file could not be created.
-    #[error("the tracing service could not create {0}")]
-    FileNotCreated(PathBuf),
+    /// The session started but did not enable our data source.
+    #[error("the tracing session for {0} did not start recording")]
+    NotEnabled(PathBuf),
     /// A thread could not be spawned.
     #[error("could not start the emitter thread: {0}")]
     Thread(std::io::Error),
@@ -116,8 +117,15 @@ pub enum StartError {
 }
 
 enum CycleKind {
+    /// Write what is recorded, after the backend's periodic flush.
     Flush,
+    /// Session stop: force the backend's records out, write them and the
+    /// summary (once).
     Stop,
+    /// Process exit, before the session stops: as `Stop`, without the summary.
+    Drain,
+    /// Write the summary now, with the service's losses known so far.
+    Summary,
 }
 
 struct Request {
@@ -154,6 +162,12 @@ pub(crate) struct Inner {
     captured: AtomicBool,
     api_cat: usize,
     marker_cat: usize,
+    /// Reads the standalone session's buffer on request (file mode).
+    reader: Mutex<Option<sink::SessionReader>>,
+    /// The tracing service's losses, as last learnt (file mode).
+    service_losses: Mutex<Option<ServiceLosses>>,
+    /// The summary lines were written.
+    summary_written: AtomicBool,
 }
 
 impl Inner {
@@ -320,7 +334,22 @@ impl Tracer {
             GpuApi::Cuda => (cat::CUDA, cat::NVTX),
             GpuApi::Hip => (cat::HIP, cat::ROCTX),
         };
-        let recorder = Recorder::new(opts.limits);
+        // The backend's limits, unless INJECTION_QUEUE_SIZE asked for others.
+        let limits = if config.queue_kb == crate::config::DEFAULT_QUEUE_KB {
+            opts.limits
+        } else {
+            Limits::for_queue_kb(config.queue_kb)
+        };
+        // A batch is written whole between two pacing checks: keep it to an
+        // eighth of the buffer.
+        let limits = Limits {
+            events: limits
+                .events
+                .min(config.buffer_kb as usize * 1024 / 8 / std::mem::size_of::<crate::model::Event>())
+                .max(64),
+            ..limits
+        };
+        let recorder = Recorder::new(limits);
         let names = Arc::new(Names::default());
         let inner = Arc::new(Inner {
             recorder: recorder.clone(),
@@ -338,6 +367,9 @@ impl Tracer {
             captured: AtomicBool::new(false),
             api_cat,
             marker_cat,
+            reader: Mutex::new(None),
+            service_losses: Mutex::new(None),
+            summary_written: AtomicBool::new(false),
             api: opts.api,
             clock: opts.clock,
             config: config.clone(),
@@ -385,21 +417,19 @@ impl Tracer {
                 cats.push(cat::NAMES[marker_cat]);
             }
             let cfg = sink::file_trace_config(
-                &resolved.path.to_string_lossy(),
                 &suffix,
                 config.buffer_kb,
-                config.flush_period,
                 &cats,
                 config.recording.counters,
             );
-            let session = FileSession::start(cfg).inspect_err(|_| tracer.abandon())?;
+            let session = FileSession::start(cfg, &resolved.path, config.flush_period)
+                .inspect_err(|_| tracer.abandon())?;
             if !reg.rs.is_enabled() {
-                // The service could not create the file (it raced with
-                // someone else, or the directory changed under us).
                 session.stop(Duration::from_secs(2));
                 tracer.abandon();
-                return Err(StartError::FileNotCreated(resolved.path));
+                return Err(StartError::NotEnabled(resolved.path));
             }
+            *inner.reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.reader());
             *tracer.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
             crate::verbose!("writing {}", resolved.path.display());
             announce(&resolved.path);
@@ -500,14 +530,7 @@ impl Tracer {
     /// Writes everything recorded so far, after asking the backend to flush.
     /// Returns false if the emitter did not answer within `limit`.
     pub fn flush(&self, limit: Duration) -> bool {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.inner.request(
-            CycleKind::Flush,
-            Box::new(move || {
-                let _ = tx.send(());
-            }),
-        );
-        rx.recv_timeout(limit).is_ok()
+        self.run_cycle(CycleKind::Flush, limit)
     }
 
     /// Flushes, stops the session and finalises the file. Idempotent, does
@@ -525,18 +548,32 @@ impl Tracer {
                 crate::config::vars::CAPTURE_RANGE
             );
         }
-        let started = Instant::now();
         let session = self
             .session
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
+        let mut report = None;
         match session {
             Some(s) => {
-                // Stopping runs our stop callback, which drains everything.
-                if !s.stop(limit) {
+                // Everything recorded is written while the session still
+                // runs, then the service's statistics are read, so that the
+                // summary in the trace can say what Perfetto lost too.
+                self.run_cycle(CycleKind::Drain, limit);
+                let losses = s.sync(limit);
+                *self
+                    .inner
+                    .service_losses
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = losses;
+                self.run_cycle(CycleKind::Summary, limit);
+                *self.inner.reader.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                // Stopping runs our stop callback, which writes anything
+                // that came in since.
+                report = s.stop(limit);
+                if report.is_none() {
                     crate::warn!(
-                        "the trace session did not stop within {limit:?}; the file holds data up to the last periodic write"
+                        "the trace session did not stop within {limit:?}; the file holds data up to the last write"
                     );
                 }
             }
@@ -546,10 +583,53 @@ impl Tracer {
         }
         self.inner.recorder.close();
         sink::set_route(None);
-        let _ = started;
         self.stop_emitter();
-        if let Some(p) = &self.output {
-            crate::verbose!("trace written to {}", p.display());
+        if let Some(r) = &report {
+            if let Some(e) = &r.error {
+                crate::warn!(
+                    "writing {} failed ({e}); the file holds what was written before",
+                    self.output.as_deref().unwrap_or(std::path::Path::new("?")).display()
+                );
+            }
+            if r.losses.is_some() {
+                *self
+                    .inner
+                    .service_losses
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = r.losses;
+            }
+        }
+        self.say_losses();
+        if let (Some(p), Some(r)) = (&self.output, &report) {
+            crate::verbose!("trace written to {} ({} bytes)", p.display(), r.bytes);
+        }
+    }
+
+    fn run_cycle(&self, kind: CycleKind, limit: Duration) -> bool {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.inner.request(
+            kind,
+            Box::new(move || {
+                let _ = tx.send(());
+            }),
+        );
+        rx.recv_timeout(limit).is_ok()
+    }
+
+    /// One line on stderr when anything was lost anywhere, with the counts
+    /// and what would avoid it.
+    fn say_losses(&self) {
+        let lines = loss_report(
+            &self.inner.recorder.drop_counts(),
+            *self
+                .inner
+                .service_losses
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+            &self.inner.config,
+        );
+        if let Some(l) = lines {
+            crate::warn!("{l}");
         }
     }
 
@@ -660,6 +740,7 @@ fn emitter_loop(inner: Arc<Inner>) {
     );
     let mut last_backend_flush = Instant::now();
     let mut last_snapshot: Option<Instant> = None;
+    let mut pacer = Pacer::new(inner.config.buffer_kb as u64 * 1024);
     loop {
         let (requests, exit) = {
             let mut c = inner.ctl.lock().unwrap_or_else(|e| e.into_inner());
@@ -673,11 +754,14 @@ fn emitter_loop(inner: Arc<Inner>) {
             c.wake = false;
             (std::mem::take(&mut c.requests), c.exit)
         };
-        let stop = requests.iter().any(|r| matches!(r.kind, CycleKind::Stop));
+        let any = |f: fn(&CycleKind) -> bool| requests.iter().any(|r| f(&r.kind));
+        let stop = any(|k| matches!(k, CycleKind::Stop));
+        let forced = stop || any(|k| matches!(k, CycleKind::Drain));
+        let summary = stop || any(|k| matches!(k, CycleKind::Summary));
         let ok = crate::guard::catch("trace emitter", || {
             inner.refresh_sources();
             if !requests.is_empty() || last_backend_flush.elapsed() >= inner.config.flush_period {
-                inner.backend_flush(stop);
+                inner.backend_flush(forced);
                 last_backend_flush = Instant::now();
             }
             if let GpuClock::Custom { sample, .. } = &inner.clock
@@ -693,9 +777,15 @@ fn emitter_loop(inner: Arc<Inner>) {
                     );
                 }
             }
-            cycle(&inner, &mut enc);
-            if stop {
+            cycle(&inner, &mut enc, &mut pacer);
+            if summary && !inner.summary_written.swap(true, Ordering::AcqRel) {
                 write_summary(&inner, &mut enc);
+            }
+            if !requests.is_empty() {
+                // Whoever waits on a request expects its data to be in the
+                // service's buffer.
+                sink::flush_writers(&[inner.api_cat, inner.marker_cat], ACK_LIMIT);
+                pacer.acked();
             }
         });
         for r in requests {
@@ -730,23 +820,114 @@ fn write_rs(f: &mut RsWrite<'_>, enc: &mut Encoder) {
     });
 }
 
-fn cycle(inner: &Inner, enc: &mut Encoder) {
-    let Some(reg) = sink::registry() else { return };
+/// Most events in a group of batches written between two pacing checks.
+const GROUP_EVENTS: usize = 16 * 1024;
+/// How long the emitter waits for the service to take committed chunks.
+const ACK_LIMIT: Duration = Duration::from_secs(2);
+/// How long the emitter waits for the session to read its buffer.
+const READ_LIMIT: Duration = Duration::from_secs(5);
+/// Bytes the emitter writes before it waits for the service to take them:
+/// a quarter of the shared memory (`sink::SHMEM_KB`).
+const SHMEM_MARK: u64 = sink::SHMEM_KB as u64 * 1024 / 4;
+
+/// Keeps the emitter from outrunning Perfetto. Both limits are counted in
+/// bytes the emitter itself wrote ([`sink::bytes_written`]):
+/// - past [`SHMEM_MARK`] since the service last acknowledged a flush, it
+///   flushes and waits, so the shared memory between our writers and the
+///   service never fills (where the SDK's track-event writers would drop
+///   silently);
+/// - past a quarter of the central buffer since the standalone session last
+///   read it, it has the session read it into the file and waits, so the
+///   ring never overwrites what was not read.
+///
+/// The waits are the emitter's alone; upstream, full batches queue up to
+/// [`crate::Limits::sealed`] and vendor threads wait for room.
+struct Pacer {
+    acked_at: u64,
+    read_at: u64,
+    ack_mark: u64,
+    read_mark: u64,
+    /// Events per group: about `ack_mark` bytes of packets (events encode
+    /// to fewer bytes than they take in memory).
+    group_events: usize,
+}
+
+impl Pacer {
+    fn new(buffer_bytes: u64) -> Self {
+        let now = sink::bytes_written();
+        let read_mark = buffer_bytes / 4;
+        Self {
+            acked_at: now,
+            read_at: now,
+            ack_mark: SHMEM_MARK.min(read_mark),
+            read_mark,
+            group_events: (SHMEM_MARK.min(read_mark) as usize
+                / std::mem::size_of::<crate::model::Event>())
+            .clamp(1, GROUP_EVENTS),
+        }
+    }
+
+    fn acked(&mut self) {
+        self.acked_at = sink::bytes_written();
+    }
+
+    fn check(&mut self, inner: &Inner) {
+        let now = sink::bytes_written();
+        let reader = inner
+            .reader
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let must_read = reader.is_some() && now - self.read_at >= self.read_mark;
+        if now - self.acked_at >= self.ack_mark || must_read {
+            if !sink::flush_writers(&[inner.api_cat, inner.marker_cat], ACK_LIMIT) {
+                crate::verbose!("the tracing service did not take our chunks within {ACK_LIMIT:?}");
+            }
+            self.acked_at = now;
+        }
+        if must_read && let Some(r) = reader {
+            if !r.read_now(READ_LIMIT) {
+                crate::verbose!("the trace buffer was not read within {READ_LIMIT:?}");
+            }
+            self.read_at = now;
+        }
+    }
+}
+
+fn cycle(inner: &Inner, enc: &mut Encoder, pacer: &mut Pacer) {
     let batches = inner.recorder.drain();
-    let ids = enc.prepare(&batches);
+    let mut rest = &batches[..];
+    while !rest.is_empty() {
+        let mut n = 0;
+        let mut events = 0;
+        while n < rest.len() && (n == 0 || events + rest[n].events.len() <= pacer.group_events) {
+            events += rest[n].events.len();
+            n += 1;
+        }
+        let (group, tail) = rest.split_at(n);
+        write_group(inner, enc, group);
+        pacer.check(inner);
+        rest = tail;
+    }
+    inner.recorder.recycle(batches);
+}
+
+fn write_group(inner: &Inner, enc: &mut Encoder, batches: &[crate::collector::Batch]) {
+    let Some(reg) = sink::registry() else { return };
+    let ids = enc.prepare(batches);
     write_rs(
-        &mut |enc: &mut Encoder, seq, sink| enc.write_render_stages(seq, &batches, &ids, sink),
+        &mut |enc: &mut Encoder, seq, sink| enc.write_render_stages(seq, batches, &ids, sink),
         enc,
     );
     let has = |f: fn(&crate::model::Event) -> bool| batches.iter().any(|b| b.events.iter().any(f));
     if has(|e| matches!(e, crate::model::Event::Api(_))) {
         te::trace(inner.api_cat, |ctx| {
-            enc.write_api_calls(&batches, &mut TeSink(ctx))
+            enc.write_api_calls(batches, &mut TeSink(ctx))
         });
     }
     if has(|e| matches!(e, crate::model::Event::Marker(_))) {
         te::trace(inner.marker_cat, |ctx| {
-            enc.write_markers(&batches, &mut TeSink(ctx))
+            enc.write_markers(batches, &mut TeSink(ctx))
         });
     }
     if has(|e| {
@@ -757,11 +938,10 @@ fn cycle(inner: &Inner, enc: &mut Encoder) {
     }) {
         reg.ctr.trace(|ctx| {
             ctx.with_incremental_state(|ctx, seq| {
-                enc.write_counters(seq, &batches, &mut DsSink(ctx));
+                enc.write_counters(seq, batches, &mut DsSink(ctx));
             });
         });
     }
-    inner.recorder.recycle(batches);
 }
 
 fn write_summary(inner: &Inner, enc: &mut Encoder) {
@@ -774,11 +954,11 @@ fn write_summary(inner: &Inner, enc: &mut Encoder) {
             t.kernels, t.memory_ops, t.api_calls, t.markers, t.counter_samples
         ),
     )];
-    let dropped: Vec<String> = drops
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(k, n)| format!("{}={n}", k.key()))
-        .collect();
+    let losses = *inner
+        .service_losses
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let dropped = loss_counts(&drops, losses);
     lines.push((
         !dropped.is_empty(),
         format!(
@@ -796,10 +976,65 @@ fn write_summary(inner: &Inner, enc: &mut Encoder) {
             enc,
         );
     }
-    if !dropped.is_empty() {
-        crate::warn_once!("some events were dropped: {}", dropped.join(", "));
-    }
     if inner.config.mode == Mode::System {
         crate::verbose!("{}", lines[0].1);
     }
+}
+
+/// `key=count` for every non-zero loss: ours by [`DropKind`], the tracing
+/// service's prefixed `perfetto_`.
+fn loss_counts(drops: &[(DropKind, u64)], service: Option<ServiceLosses>) -> Vec<String> {
+    let mut out: Vec<String> = drops
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{}={n}", k.key()))
+        .collect();
+    if let Some(l) = service {
+        out.extend(l.describe().into_iter().map(|d| format!("perfetto_{d}")));
+    }
+    out
+}
+
+/// The exit line when anything was lost: the counts, and for each kind the
+/// setting that would avoid it.
+fn loss_report(
+    drops: &[(DropKind, u64)],
+    service: Option<ServiceLosses>,
+    config: &Config,
+) -> Option<String> {
+    let counts = loss_counts(drops, service);
+    let lost_service = service.is_some_and(|l| l.lost() > 0);
+    if !drops.iter().any(|(_, n)| *n > 0) && !lost_service {
+        return None;
+    }
+    let n = |k: DropKind| drops.iter().find(|(d, _)| *d == k).map_or(0, |x| x.1);
+    let mut advice = Vec::new();
+    if n(DropKind::ThreadBuffer) > 0 {
+        advice.push(format!(
+            "events came faster than they could be written: raise {} (now {} KiB) or trace fewer sources",
+            crate::config::vars::QUEUE_SIZE,
+            config.queue_kb
+        ));
+    }
+    if n(DropKind::VendorRecords) > 0 {
+        advice.push("the vendor library ran out of record buffers while the writer was behind: trace fewer sources (-t gpu)".to_owned());
+    }
+    if lost_service {
+        advice.push(format!(
+            "Perfetto's buffer overflowed: raise {} (now {} KiB)",
+            crate::config::vars::BUFFER_SIZE,
+            config.buffer_kb
+        ));
+    }
+    if n(DropKind::InvalidRecords) > 0 {
+        advice.push("records without an end (work still running at exit) were left out".to_owned());
+    }
+    if n(DropKind::Counters) > 0 {
+        advice.push("some counter values could not be collected".to_owned());
+    }
+    Some(format!(
+        "the trace is incomplete: {}; {}",
+        counts.join(" "),
+        advice.join("; ")
+    ))
 }

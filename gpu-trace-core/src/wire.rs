@@ -7,7 +7,8 @@
 
 use perfetto_sdk::protos::config::data_source_config::DataSourceConfigFieldNumber as Dsc;
 use perfetto_sdk::protos::config::trace_config::{
-    TraceConfigBufferConfigFieldNumber as Buf, TraceConfigDataSourceFieldNumber as TcDs,
+    TraceConfigBufferConfigFieldNumber as Buf, TraceConfigBuiltinDataSourceFieldNumber as Bds,
+    TraceConfigDataSourceFieldNumber as TcDs,
     TraceConfigFieldNumber as Tc, TraceConfigIncrementalStateConfigFieldNumber as Isc,
 };
 use perfetto_sdk::protos::config::track_event::track_event_config::TrackEventConfigFieldNumber as Tec;
@@ -281,7 +282,10 @@ pub mod config {
     pub const INCREMENTAL_CLEAR_PERIOD_MS: u32 = Isc::ClearPeriodMs as u32;
     pub const BUFFER_SIZE_KB: u32 = Buf::SizeKb as u32;
     pub const BUFFER_FILL_POLICY: u32 = Buf::FillPolicy as u32;
+    pub const FILL_POLICY_RING_BUFFER: u64 = 1;
     pub const FILL_POLICY_DISCARD: u64 = 2;
+    pub const BUILTIN_DATA_SOURCES: u32 = Tc::BuiltinDataSources as u32;
+    pub const BUILTIN_SNAPSHOT_INTERVAL_MS: u32 = Bds::SnapshotIntervalMs as u32;
     pub const DS_CONFIG: u32 = TcDs::Config as u32;
     pub const DSC_NAME: u32 = Dsc::Name as u32;
     pub const DSC_TARGET_BUFFER: u32 = Dsc::TargetBuffer as u32;

@@ -74,6 +74,8 @@ fn child() {
         }
         "system" => {}
         "overflow" => overflow(&tracer),
+        "flood" => flood(&tracer, true),
+        "loss" => flood(&tracer, false),
         "capture" => capture(&tracer),
         other => panic!("unknown scenario {other}"),
     }
@@ -323,6 +325,68 @@ fn overflow(tracer: &Tracer) {
             status: 0,
         });
     }
+}
+
+const FLOOD_THREADS: u64 = 4;
+const FLOOD_PER_THREAD: u64 = 60_000;
+
+/// Kernels with their launch slices from several threads, as fast as they
+/// can be recorded: megabytes more than the central buffer holds between
+/// two timed reads. With `paced`, each thread waits for room every 1,000
+/// events, as a vendor's delivery thread does; without, a tiny queue
+/// (`INJECTION_QUEUE_SIZE`) must overflow and count its drops.
+fn flood(tracer: &Tracer, paced: bool) {
+    let names = tracer.names().clone();
+    let kernels = tracer.kernels().clone();
+    let n = kernels.names(&names, "_Z5floodv");
+    let k = kernels.register(KernelDesc {
+        mangled: n.mangled,
+        demangled: n.demangled,
+        display: n.display,
+        arch: names.intern("sm_90"),
+        args: vec![],
+    });
+    let launch = names.intern("cuLaunchKernel");
+    let rec = tracer.recorder().clone();
+    std::thread::scope(|s| {
+        for t in 0..FLOOD_THREADS {
+            let rec = rec.clone();
+            s.spawn(move || {
+                let tid = gpu_trace_core::clock::thread_id();
+                let mut clock = now();
+                for i in 0..FLOOD_PER_THREAD {
+                    if paced && i % 1000 == 0 {
+                        rec.wait_for_room(Duration::from_secs(30));
+                    }
+                    let corr = 1 + t * 1_000_000 + i;
+                    clock += 3_000;
+                    rec.api(ApiCall {
+                        name: launch,
+                        thread: tid,
+                        start: clock,
+                        end: clock + 1_000,
+                        correlation_id: corr,
+                        submits: true,
+                        waits: smallvec![],
+                        status: 0,
+                    });
+                    rec.kernel(KernelExec {
+                        device: 0,
+                        context: 1,
+                        stream: 7 + t,
+                        correlation_id: corr,
+                        start: clock + 2_000,
+                        end: clock + 2_500,
+                        kernel: k,
+                        grid: Dim3::new(1, 1, 1),
+                        block: Dim3::new(32, 1, 1),
+                        waves_per_sm: None,
+                        graph_node: 0,
+                    });
+                }
+            });
+        }
+    });
 }
 
 /// Prints each source change the backend is told of, as `SOURCES gpu api
@@ -921,5 +985,96 @@ fn overflowing_thread_buffers_are_counted_in_the_trace() {
     // 200k events are far more than one batch holds, but well within the
     // sealed-batch budget: the burst is absorbed, nothing is dropped.
     assert_eq!(dropped, 0);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_flood_faster_than_the_file_is_written_loses_nothing() {
+    let dir = tmpdir("flood");
+    // A 1 MiB ring, read every second by the clock: the flood writes tens
+    // of megabytes between two timed reads, so only reads by fill level
+    // keep it whole.
+    let out = run_child(
+        "flood",
+        &dir,
+        &[
+            ("INJECTION_TRACE", "gpu,api"),
+            ("INJECTION_BUFFER_SIZE", "1M"),
+        ],
+    );
+    let path = output_of(&out);
+    let t = Trace::open(&path).unwrap();
+    let total = FLOOD_THREADS * FLOOD_PER_THREAD;
+    assert_eq!(t.kernels().count() as u64, total, "every kernel once");
+    let launches: Vec<_> = t
+        .slices
+        .iter()
+        .filter(|s| s.name == "cuLaunchKernel")
+        .collect();
+    assert_eq!(launches.len() as u64, total, "every launch slice once");
+    let ids = t.gpu_events_by_id();
+    assert!(
+        launches
+            .iter()
+            .all(|s| s.submissions.len() == 1 && ids.contains_key(&s.submissions[0])),
+        "every launch points at its kernel"
+    );
+    assert!(
+        t.drop_counts().unwrap().iter().all(|(_, n)| *n == 0),
+        "{:?}",
+        t.drop_counts()
+    );
+    assert_eq!(t.losses.map(|l| l.lost()), Some(0), "{:?}", t.losses);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("incomplete"), "{err}");
+    if let Some(problems) = gpu_trace_core::testing::tp_problems(&path) {
+        assert!(problems.is_empty(), "trace processor: {problems:?}");
+        // What the UI shows: every kernel a GPU slice, each with one arrow
+        // from its launch.
+        let n = gpu_trace_core::testing::tp_query(
+            &path,
+            "select (select count(*) from gpu_slice where name = 'flood'), \
+                    (select count(*) from flow f join slice s on f.slice_in = s.id \
+                     where s.name = 'flood');",
+        )
+        .unwrap();
+        assert_eq!(n[0], [total.to_string(), total.to_string()]);
+    }
+    validate(&path);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_forced_loss_is_counted_in_the_trace_and_said_once() {
+    let dir = tmpdir("loss");
+    let out = run_child(
+        "loss",
+        &dir,
+        &[
+            ("INJECTION_TRACE", "gpu,api"),
+            ("INJECTION_QUEUE_SIZE", "64K"),
+        ],
+    );
+    let path = output_of(&out);
+    let t = Trace::open(&path).unwrap();
+    let drops = t.drop_counts().unwrap();
+    let dropped = drops
+        .iter()
+        .find(|(k, _)| k == "thread_buffer")
+        .map_or(0, |d| d.1);
+    let written = t.kernels().count() as u64 + t.slices.len() as u64;
+    let total = 2 * FLOOD_THREADS * FLOOD_PER_THREAD;
+    assert!(dropped > 0, "a 64 KiB queue cannot hold the burst");
+    assert_eq!(written + dropped, total, "written or counted, never both");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("incomplete")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].starts_with("gpu-trace: "), "{err}");
+    assert!(
+        said[0].contains(&format!("thread_buffer={dropped}")),
+        "{err}"
+    );
+    assert!(said[0].contains("INJECTION_QUEUE_SIZE"), "{err}");
+    validate(&path);
     std::fs::remove_dir_all(dir).unwrap();
 }
