@@ -78,6 +78,9 @@ struct StatsArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// Exit 1 when a trace reports anything lost (or was not finalised).
+    #[arg(long)]
+    strict: bool,
     /// Traces to summarise.
     #[arg(required = true)]
     traces: Vec<PathBuf>,
@@ -204,6 +207,13 @@ fn stats_cmd(a: StatsArgs) -> ExitCode {
                 }
                 for pr in t.problems.iter().take(5) {
                     eprintln!("gpu-trace: {}: {pr}", p.display());
+                }
+                if a.strict && !stats::complete(&s) {
+                    eprintln!(
+                        "gpu-trace: {}: the trace is incomplete (--strict)",
+                        p.display()
+                    );
+                    ok = false;
                 }
             }
             Err(e) => {

@@ -74,10 +74,11 @@ pub(crate) struct Summary {
     pub(crate) ranges: Vec<Row>,
     /// Per-kernel counters: name → (samples, mean, min, max).
     pub(crate) counters: Vec<(String, u64, f64, f64, f64)>,
-    /// Drop counts the tool wrote into the trace.
-    pub(crate) drops: Vec<(String, u64)>,
-    /// Chunks the tracing service lost.
-    pub(crate) service_losses: u64,
+    /// Everything lost, by kind: the tool's own counts (from its summary
+    /// line) and the tracing service's (`perfetto_*`, from its statistics).
+    /// `None` when the trace has no summary line: it was not finalised, so
+    /// what was lost is unknown.
+    pub(crate) losses: Option<Vec<(String, u64)>>,
     /// Devices.
     pub(crate) devices: Vec<String>,
 }
@@ -134,11 +135,22 @@ pub(crate) fn summarize(t: &Trace) -> Summary {
                 (n.to_owned(), v.len() as u64, mean, min, max)
             })
             .collect(),
-        drops: t.drop_counts().unwrap_or_default(),
-        service_losses: t
-            .losses
-            .map(|l| l.lost())
-            .unwrap_or(0),
+        losses: t.drop_counts().map(|ours| {
+            // The service's last statistics are final; the tool's copy of
+            // them in its summary may be a moment older.
+            let mut all: Vec<(String, u64)> = ours
+                .into_iter()
+                .filter(|(k, n)| *n > 0 && (t.losses.is_none() || !k.starts_with("perfetto_")))
+                .collect();
+            if let Some(l) = t.losses {
+                all.extend(
+                    l.counts()
+                        .into_iter()
+                        .map(|(k, n)| (format!("perfetto_{k}"), n)),
+                );
+            }
+            all
+        }),
         devices: t
             .devices
             .iter()
@@ -184,6 +196,7 @@ fn table(out: &mut String, title: &str, rows: &[Row], with_bytes: bool) {
 /// Renders the summary as text tables.
 pub(crate) fn render(s: &Summary) -> String {
     let mut out = String::new();
+    let _ = writeln!(out, "Losses: {}", loss_line(s));
     for d in &s.devices {
         let _ = writeln!(out, "{d}");
     }
@@ -201,22 +214,26 @@ pub(crate) fn render(s: &Summary) -> String {
             let _ = writeln!(out, " {k:>7}  {mean:>12.4}  {min:>12.4}  {max:>12.4}  {n}");
         }
     }
-    let drops: Vec<String> = s.drops.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let _ = writeln!(
-        out,
-        "\nDropped: {}{}",
-        if drops.is_empty() {
-            "nothing".to_owned()
-        } else {
-            drops.join(" ")
-        },
-        if s.service_losses > 0 {
-            format!("; tracing service lost {} chunks", s.service_losses)
-        } else {
-            String::new()
-        }
-    );
     out
+}
+
+/// Whether the trace says it holds everything that happened.
+pub(crate) fn complete(s: &Summary) -> bool {
+    s.losses.as_ref().is_some_and(|l| l.is_empty())
+}
+
+fn loss_line(s: &Summary) -> String {
+    match &s.losses {
+        None => "unknown: the trace has no summary (the process did not finish tracing; data after the last write is missing)".to_owned(),
+        Some(l) if l.is_empty() => "none".to_owned(),
+        Some(l) => format!(
+            "{} (the trace is incomplete)",
+            l.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    }
 }
 
 fn row_json(r: &Row) -> serde_json::Value {
@@ -237,8 +254,8 @@ pub(crate) fn to_json(s: &Summary) -> serde_json::Value {
         "ranges": s.ranges.iter().map(row_json).collect::<Vec<_>>(),
         "counters": s.counters.iter().map(|(n, k, mean, min, max)| serde_json::json!({
             "name": n, "kernels": k, "mean": mean, "min": min, "max": max})).collect::<Vec<_>>(),
-        "dropped": s.drops.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
-        "service_lost_chunks": s.service_losses,
+        "dropped": s.losses.iter().flatten().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+        "complete": complete(s),
     })
 }
 

@@ -229,6 +229,19 @@ impl<'a> ApiCallback<'a> {
         }
     }
 
+    /// The size argument of a 1-D asynchronous copy (bytes) or set
+    /// (elements); `None` for other calls.
+    pub fn size(&self) -> Option<u64> {
+        let p = self.data.functionParams;
+        // SAFETY: as in `stream`.
+        unsafe {
+            match self.domain {
+                ApiDomain::Runtime => params::runtime_size(self.cbid, p),
+                ApiDomain::Driver => params::driver_size(self.cbid, p),
+            }
+        }
+    }
+
     /// The event argument (opaque handle) of event record, event synchronize
     /// and stream-wait-event.
     pub fn event(&self) -> Option<u64> {

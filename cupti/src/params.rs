@@ -370,6 +370,98 @@ pub(crate) unsafe fn driver_stream(cbid: u32, p: *const c_void) -> Option<u64> {
     }
 }
 
+/// The size argument of the 1-D asynchronous copies and sets: bytes for
+/// copies, elements for sets. Only its being zero is used (such a call
+/// succeeds and runs nothing on the GPU).
+///
+/// # Safety
+///
+/// As [`runtime_stream`], for runtime callback id `cbid`.
+pub(crate) unsafe fn runtime_size(cbid: u32, p: *const c_void) -> Option<u64> {
+    if p.is_null() {
+        return None;
+    }
+    macro_rules! read {
+        ($ty:ident, $field:ident) => {
+            // SAFETY: for this id CUPTI passes a `$ty` (module docs); non-null above.
+            Some(unsafe { (*p.cast::<sys::$ty>()).$field } as u64)
+        };
+    }
+    match R(cbid) {
+        R::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 => {
+            read!(cudaMemcpyAsync_v3020_params, count)
+        }
+        R::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000 => {
+            read!(cudaMemcpyAsync_ptsz_v7000_params, count)
+        }
+        R::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000 => {
+            read!(cudaMemcpyPeerAsync_v4000_params, count)
+        }
+        R::CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020 => {
+            read!(cudaMemsetAsync_v3020_params, count)
+        }
+        R::CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000 => {
+            read!(cudaMemsetAsync_ptsz_v7000_params, count)
+        }
+        _ => None,
+    }
+}
+
+/// As [`runtime_size`], for driver callback id `cbid`.
+///
+/// # Safety
+///
+/// As [`driver_stream`].
+pub(crate) unsafe fn driver_size(cbid: u32, p: *const c_void) -> Option<u64> {
+    if p.is_null() {
+        return None;
+    }
+    macro_rules! read {
+        ($ty:ident, $field:ident) => {
+            // SAFETY: for this id CUPTI passes a `$ty` (module docs); non-null above.
+            Some(unsafe { (*p.cast::<sys::$ty>()).$field } as u64)
+        };
+    }
+    match D(cbid) {
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync => read!(cuMemcpyHtoDAsync_params, ByteCount),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync => read!(cuMemcpyDtoHAsync_params, ByteCount),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync => read!(cuMemcpyDtoDAsync_params, ByteCount),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2 => {
+            read!(cuMemcpyHtoDAsync_v2_params, ByteCount)
+        }
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2 => {
+            read!(cuMemcpyDtoHAsync_v2_params, ByteCount)
+        }
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2 => {
+            read!(cuMemcpyDtoDAsync_v2_params, ByteCount)
+        }
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz => {
+            read!(cuMemcpyHtoDAsync_v2_ptsz_params, ByteCount)
+        }
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz => {
+            read!(cuMemcpyDtoHAsync_v2_ptsz_params, ByteCount)
+        }
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz => {
+            read!(cuMemcpyDtoDAsync_v2_ptsz_params, ByteCount)
+        }
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync => read!(cuMemcpyAsync_params, ByteCount),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz => {
+            read!(cuMemcpyAsync_ptsz_params, ByteCount)
+        }
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync => read!(cuMemcpyPeerAsync_params, ByteCount),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync_ptsz => {
+            read!(cuMemcpyPeerAsync_ptsz_params, ByteCount)
+        }
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async => read!(cuMemsetD8Async_params, N),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async => read!(cuMemsetD16Async_params, N),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async => read!(cuMemsetD32Async_params, N),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz => read!(cuMemsetD8Async_ptsz_params, N),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz => read!(cuMemsetD16Async_ptsz_params, N),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz => read!(cuMemsetD32Async_ptsz_params, N),
+        _ => None,
+    }
+}
+
 /// The event argument of a runtime API call (record / synchronize / wait).
 ///
 /// # Safety

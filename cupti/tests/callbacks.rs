@@ -563,3 +563,59 @@ fn cuda13_triple_chevron_launch_is_decoded() {
         Some((CallKind::KernelLaunch, Some(0x99), Some([2048, 1, 1])))
     );
 }
+
+#[test]
+fn api_view_reads_the_size_of_async_copies_and_sets() {
+    let _g = serial();
+    let cupti = common::cupti(&[]);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let sub = Subscriber::subscribe(&cupti, move |cb: &Callback<'_>| {
+        if let Callback::Api(api) = cb {
+            s2.lock()
+                .unwrap()
+                .push((api.kind(), api.size(), api.stream()));
+        }
+    })
+    .unwrap();
+    for bytes in [0usize, 4096] {
+        let p = sys::cuMemcpyHtoDAsync_v2_params {
+            dstDevice: 0x1000,
+            srcHost: std::ptr::null(),
+            ByteCount: bytes,
+            hStream: 0x7 as sys::CUstream,
+        };
+        let id =
+            sys::CUpti_driver_api_trace_cbid_enum::CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2.0;
+        let d = api_data(
+            sys::CUpti_ApiCallbackSite::CUPTI_API_ENTER,
+            c"cuMemcpyHtoDAsync_v2",
+            (&raw const p).cast(),
+        );
+        fire(DRIVER, id, (&raw const d).cast());
+    }
+    let p = sys::cudaMemsetAsync_v3020_params {
+        devPtr: std::ptr::null_mut(),
+        value: 0,
+        count: 0,
+        stream: 0x9 as sys::cudaStream_t,
+    };
+    let id =
+        sys::CUpti_runtime_api_trace_cbid_enum::CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020.0;
+    let d = api_data(
+        sys::CUpti_ApiCallbackSite::CUPTI_API_ENTER,
+        c"cudaMemsetAsync",
+        (&raw const p).cast(),
+    );
+    fire(RUNTIME, id, (&raw const d).cast());
+    drop(sub);
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        *seen,
+        [
+            (CallKind::Memcpy, Some(0), Some(0x7)),
+            (CallKind::Memcpy, Some(4096), Some(0x7)),
+            (CallKind::Memset, Some(0), Some(0x9)),
+        ]
+    );
+}

@@ -270,6 +270,14 @@ impl ServiceLosses {
 
     /// `name=value` pairs of the non-zero counts, for messages.
     pub fn describe(&self) -> Vec<String> {
+        self.counts()
+            .into_iter()
+            .map(|(k, n)| format!("{k}={n}"))
+            .collect()
+    }
+
+    /// The non-zero counts by name.
+    pub fn counts(&self) -> Vec<(&'static str, u64)> {
         [
             ("chunks_discarded", self.chunks_discarded),
             ("chunks_overwritten", self.chunks_overwritten),
@@ -281,7 +289,6 @@ impl ServiceLosses {
         ]
         .into_iter()
         .filter(|(_, n)| *n > 0)
-        .map(|(k, n)| format!("{k}={n}"))
         .collect()
     }
 }

@@ -7,6 +7,7 @@
 //! tracer through [`ROUTE`], which [`crate::Tracer`] sets and clears.
 
 use crate::emit::{CtrSeq, PacketSink, RsSeq, TrackEventSink};
+use crate::reader::ServiceLosses;
 use crate::tracer::Inner;
 use arc_swap::ArcSwapOption;
 use perfetto_sdk::data_source::{
@@ -16,7 +17,6 @@ use perfetto_sdk::producer::{Backends, Producer, ProducerInitArgsBuilder};
 use perfetto_sdk::protos::trace::interned_data::interned_data::InternedDataFieldNumber;
 use perfetto_sdk::tracing_session::TracingSession;
 use perfetto_sdk::track_event::TrackEvent;
-use crate::reader::ServiceLosses;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};

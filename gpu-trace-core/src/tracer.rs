@@ -5,8 +5,8 @@ use crate::config::{CaptureRange, Config, Mode};
 use crate::emit::{ClockSpec, Encoder, Totals};
 use crate::model::{CounterId, CounterSpec, Device, DropKind, GpuApi};
 use crate::names::{Kernels, Names};
-use crate::registry::{Counters, Devices};
 use crate::reader::ServiceLosses;
+use crate::registry::{Counters, Devices};
 use crate::sink::{self, CounterRequest, DsSink, FileSession, TeSink, cat, te};
 use arc_swap::ArcSwapOption;
 use perfetto_sdk::producer::Backends;
@@ -345,7 +345,11 @@ impl Tracer {
         let limits = Limits {
             events: limits
                 .events
-                .min(config.buffer_kb as usize * 1024 / 8 / std::mem::size_of::<crate::model::Event>())
+                .min(
+                    config.buffer_kb as usize * 1024
+                        / 8
+                        / std::mem::size_of::<crate::model::Event>(),
+                )
                 .max(64),
             ..limits
         };
@@ -588,7 +592,10 @@ impl Tracer {
             if let Some(e) = &r.error {
                 crate::warn!(
                     "writing {} failed ({e}); the file holds what was written before",
-                    self.output.as_deref().unwrap_or(std::path::Path::new("?")).display()
+                    self.output
+                        .as_deref()
+                        .unwrap_or(std::path::Path::new("?"))
+                        .display()
                 );
             }
             if r.losses.is_some() {

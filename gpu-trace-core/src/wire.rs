@@ -8,8 +8,8 @@
 use perfetto_sdk::protos::config::data_source_config::DataSourceConfigFieldNumber as Dsc;
 use perfetto_sdk::protos::config::trace_config::{
     TraceConfigBufferConfigFieldNumber as Buf, TraceConfigBuiltinDataSourceFieldNumber as Bds,
-    TraceConfigDataSourceFieldNumber as TcDs,
-    TraceConfigFieldNumber as Tc, TraceConfigIncrementalStateConfigFieldNumber as Isc,
+    TraceConfigDataSourceFieldNumber as TcDs, TraceConfigFieldNumber as Tc,
+    TraceConfigIncrementalStateConfigFieldNumber as Isc,
 };
 use perfetto_sdk::protos::config::track_event::track_event_config::TrackEventConfigFieldNumber as Tec;
 use perfetto_sdk::protos::trace::clock_snapshot::{

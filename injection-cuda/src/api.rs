@@ -246,6 +246,11 @@ impl ApiState {
                     | CallKind::Memcpy
                     | CallKind::Memset
             );
+        // A zero-sized copy or set succeeds and runs nothing: no GPU work
+        // to point at.
+        if submits && matches!(kind, CallKind::Memcpy | CallKind::Memset) && cb.size() == Some(0) {
+            submits = false;
+        }
         // Only while some stream captures does a launch need the (driver)
         // question whether it ran at all.
         if submits

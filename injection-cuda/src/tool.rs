@@ -4,6 +4,17 @@ use crate::api::{ApiState, TRACED_KINDS};
 use crate::records::{DevicesSink, RecordState};
 use cupti::Cupti;
 use cupti::activity::{self, Activity, ActivityConfig, ActivityKind};
+
+/// CUPTI's activity buffers: 4 MiB each (about 20,000 kernel records), at
+/// most 8 (32 MiB) in CUPTI's hands or waiting for us. The emitter keeps
+/// up with launch rates several times the fastest seen, so a few are in
+/// use; past the cap CUPTI drops records and counts them, and we report
+/// the count. This cap is part of the memory bound README states.
+const ACTIVITY_BUFFERS: ActivityConfig = ActivityConfig {
+    buffer_size: 4 << 20,
+    initial_buffers: 2,
+    max_buffers: 8,
+};
 use cupti::callback::{Callback, Domain, ResourceEvent, Subscriber};
 use cupti::cbid::ApiDomain;
 use gpu_trace_core::config::{ApiLayer, CaptureRange};
@@ -330,7 +341,7 @@ impl Tool {
 
         let activity = {
             let shared = shared.clone();
-            match activity::register(&cupti, ActivityConfig::default(), move |records| {
+            match activity::register(&cupti, ACTIVITY_BUFFERS, move |records| {
                 shared.on_records(records)
             }) {
                 Ok(a) => Some(a),
