@@ -122,6 +122,7 @@ def parse_result(text):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="target/release", help="directory with libgpu_trace_cuda.so and gpu-trace")
+    ap.add_argument("--old-bin", default="", help="directory with an earlier libgpu_trace_cuda.so: modes ending in _old run it, side by side")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT", "harness-results"))
@@ -144,6 +145,9 @@ def main():
         return
     os.makedirs(a.out, exist_ok=True)
     lib = os.path.abspath(f"{a.bin}/libgpu_trace_cuda.so")
+    old_lib = os.path.abspath(f"{a.old_bin}/libgpu_trace_cuda.so") if a.old_bin else ""
+    if any(m.endswith("_old") for m in a.modes.split(",")) and not os.path.exists(old_lib):
+        sys.exit("modes ending in _old need --old-bin DIR with libgpu_trace_cuda.so")
     cli = os.path.abspath(f"{a.bin}/gpu-trace")
     work = tempfile.mkdtemp(prefix="gt-harness-")
     arts = build(work, want_sample="nvidia_sample" in a.modes.split(","))
@@ -184,6 +188,9 @@ def main():
             env["CUDA_INJECTION64_PATH"] = arts["nvidia_sample"]
         elif mode.startswith("gt_"):
             env["CUDA_INJECTION64_PATH"] = lib
+            if mode.endswith("_old"):
+                env["CUDA_INJECTION64_PATH"] = old_lib
+                mode = mode[: -len("_old")]
             if "_rt" in mode:
                 env["INJECTION_API_LAYER"] = "runtime"
             mode = mode.replace("_rt", "")
@@ -195,14 +202,14 @@ def main():
                 env["INJECTION_TRACE"] = "gpu"
             elif mode in ("gt_full", "gt_paused"):
                 env["INJECTION_TRACE"] = "gpu,api,nvtx"
-                env["NVTX_INJECTION64_PATH"] = lib
+                env["NVTX_INJECTION64_PATH"] = env["CUDA_INJECTION64_PATH"]
                 if mode == "gt_paused":
                     env["INJECTION_CAPTURE_RANGE"] = "cudaProfilerApi"
             elif mode == "gt_api":
                 env["INJECTION_TRACE"] = "gpu,api"
             elif mode == "gt_nvtx":
                 env["INJECTION_TRACE"] = "gpu,nvtx"
-                env["NVTX_INJECTION64_PATH"] = lib
+                env["NVTX_INJECTION64_PATH"] = env["CUDA_INJECTION64_PATH"]
         return env, out
 
     results = {}  # (wl, mode) -> list of dicts

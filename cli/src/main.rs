@@ -208,6 +208,13 @@ fn stats_cmd(a: StatsArgs) -> ExitCode {
                 for pr in t.problems.iter().take(5) {
                     eprintln!("gpu-trace: {}: {pr}", p.display());
                 }
+                if let Some((name, ts)) = s.dangling.first() {
+                    eprintln!(
+                        "gpu-trace: {}: {} API calls point at GPU work that is not in the trace (the first: {name} at {ts} ns)",
+                        p.display(),
+                        s.dangling.len()
+                    );
+                }
                 if a.strict && !stats::complete(&s) {
                     eprintln!(
                         "gpu-trace: {}: the trace is incomplete (--strict)",

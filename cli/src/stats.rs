@@ -81,6 +81,9 @@ pub(crate) struct Summary {
     pub(crate) losses: Option<Vec<(String, u64)>>,
     /// Devices.
     pub(crate) devices: Vec<String>,
+    /// API slices whose submission arrow points at GPU work that is not in
+    /// the trace: (name, start ns), in trace order.
+    pub(crate) dangling: Vec<(String, u64)>,
 }
 
 /// Summarises `t`.
@@ -151,6 +154,14 @@ pub(crate) fn summarize(t: &Trace) -> Summary {
             }
             all
         }),
+        dangling: {
+            let ids = t.gpu_events_by_id();
+            t.slices
+                .iter()
+                .filter(|s| s.submissions.iter().any(|id| !ids.contains_key(id)))
+                .map(|s| (s.name.clone(), s.ts))
+                .collect()
+        },
         devices: t
             .devices
             .iter()
