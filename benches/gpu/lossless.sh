@@ -9,19 +9,21 @@
 #
 # BIN: libgpu_trace_cuda.so, gpu-trace, gpu-check of this build; OLD_BIN:
 # an earlier build's libgpu_trace_cuda.so (omit to skip the comparison);
-# TP: trace_processor_shell (default BIN/trace_processor_shell). Writes to
-# $OUT (default ./lossless-out). Steps are skipped with LOSSLESS_SKIP=
-# "big,jax,harness" (comma list).
+# TP: trace_processor_shell (default BIN/trace_processor_shell). Everything
+# goes into $OUT/lossless.tar.gz ($OUT defaults to .). Steps are skipped
+# with LOSSLESS_SKIP="big,jax,harness" (comma list).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="$(cd "$1" && pwd)"
 old="${2:+$(cd "$2" && pwd)}"
 tp="${3:-$bin/trace_processor_shell}"
-out="${OUT:-lossless-out}"
-mkdir -p "$out"
+dest="${OUT:-.}"
 skip=",${LOSSLESS_SKIP:-},"
 n="${LOSSLESS_KERNELS:-10000000}"
 work="$(mktemp -d -t lossless.XXXXXX)"
+out="$work/lossless"
+mkdir -p "$out"
+trap 'tar -czf "$dest/lossless.tar.gz" -C "$work" lossless; rm -rf "$work"' EXIT
 say() { echo "== $*"; }
 
 python3 "$here/harness.py" --build-only "$work/b" >"$out/build.txt" 2>&1 || { cat "$out/build.txt"; exit 1; }
@@ -63,4 +65,3 @@ if [[ "$skip" != *,harness,* ]]; then
     python3 "$here/harness.py" --bin "$bin" ${old:+--old-bin "$old"} --reps "${LOSSLESS_REPS:-4}" \
         --workloads launch_1t,launch_4t --modes "$modes" --out "$out/harness" 2>&1 | tail -40
 fi
-rm -rf "$work"

@@ -27,6 +27,7 @@ pub fn file_tracer(tag: &str) -> (Tracer, PathBuf) {
             events: 1 << 20,
             text: 1 << 20,
             sealed: 64,
+            ..Limits::default()
         },
     })
     .expect("tracer");

@@ -67,9 +67,12 @@ pub struct Limits {
     /// Marker text bytes per batch.
     pub text: usize,
     /// Full batches (all threads together) that may wait for the emitter.
-    /// With the defaults, at most 16 × 8192 events of ≤128 bytes (16 MiB)
+    /// With the defaults, at most 8 × 8192 events of ≤128 bytes (8 MiB)
     /// are ever queued, and only while the emitter is behind.
     pub sealed: usize,
+    /// How long one event may wait for room when the queue is full before
+    /// it is dropped (`INJECTION_QUEUE_FULL`): zero drops at once.
+    pub stall: Duration,
 }
 
 impl Default for Limits {
@@ -89,9 +92,23 @@ impl Limits {
             events,
             text: (events * 32).max(4096),
             sealed: (bytes / (events * per_event)).max(1),
+            stall: STALL_LIMIT,
         }
     }
 }
+
+/// What became of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    Recorded,
+    /// Every sealed batch the queue may hold waits for the emitter.
+    QueueFull,
+    /// Larger than a whole batch (marker text past [`Limits::text`]).
+    TooLarge,
+}
+
+/// The longest one event waits for room in a full queue, by default.
+pub const STALL_LIMIT: Duration = Duration::from_millis(500);
 
 /// Emptied batches kept for reuse.
 const POOL_LIMIT: usize = 4;
@@ -127,6 +144,11 @@ pub(crate) struct Shared {
     /// Signalled after every drain, for [`Recorder::wait_for_room`].
     drained: Condvar,
     drained_lock: Mutex<()>,
+    /// Time recording threads spent waiting for room, ns.
+    stalled_ns: AtomicU64,
+    /// A wait for room ran out: the emitter is stuck. Until it drains
+    /// again, nobody waits (each event would wait the whole limit).
+    gave_up: AtomicBool,
 }
 
 struct Wake(Box<dyn Fn() + Send + Sync>);
@@ -157,6 +179,8 @@ impl Recorder {
                 pool: Mutex::new(Vec::new()),
                 drained: Condvar::new(),
                 drained_lock: Mutex::new(()),
+                stalled_ns: AtomicU64::new(0),
+                gave_up: AtomicBool::new(false),
             }),
         }
     }
@@ -275,41 +299,110 @@ impl Recorder {
                 }
             }
         });
-        let (ok, wake) = match outcome {
+        let (mut fill, wake) = match outcome {
             Ok(r) => r,
             // The thread is exiting and its thread-locals are gone: record
             // into a buffer that is not cached.
             Err(_) => self.fill(&self.register(), &f),
         };
-        if !ok {
-            shared.drops[DropKind::ThreadBuffer as usize].fetch_add(1, Ordering::Relaxed);
-        }
         if wake {
             self.wake();
         }
+        if fill == Fill::QueueFull {
+            fill = self.stall(|| {
+                match LOCAL.try_with(|slot| match &*slot.borrow() {
+                    Some((id, buf)) if *id == shared.id => Some(self.fill(buf, &f).0),
+                    _ => None,
+                }) {
+                    Ok(Some(r)) => r,
+                    _ => self.fill(&self.register(), &f).0,
+                }
+            });
+        }
+        if fill != Fill::Recorded {
+            shared.drops[DropKind::ThreadBuffer as usize].fetch_add(1, Ordering::Relaxed);
+        }
     }
 
-    /// Returns (recorded, wake the emitter).
-    fn fill(&self, buf: &ThreadBuffer, f: &impl Fn(&mut Batch, &Limits) -> bool) -> (bool, bool) {
+    /// The queue is full: the emitter is behind. Waits for it to drain, at
+    /// most [`Limits::stall`] for this event, then gives up (the event is
+    /// dropped and counted). The thread's stall is the emitter's catch-up
+    /// time; a program that records faster than events can be written runs
+    /// at the writer's pace instead of losing them. Never on the emitter
+    /// itself (a vendor flush runs on a helper thread meanwhile, see
+    /// `Inner::backend_flush`).
+    fn stall(&self, mut retry: impl FnMut() -> Fill) -> Fill {
+        let shared = &self.shared;
+        if shared.limits.stall.is_zero()
+            || DRAINER.with(|d| d.get())
+            || shared.gave_up.load(Ordering::Relaxed)
+        {
+            return Fill::QueueFull;
+        }
+        let started = Instant::now();
+        let deadline = started + shared.limits.stall;
+        let mut fill = Fill::QueueFull;
+        while fill == Fill::QueueFull && shared.enabled.load(Ordering::Relaxed) {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                break;
+            };
+            self.wake();
+            {
+                let g = shared
+                    .drained_lock
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                if shared.sealed.load(Ordering::Acquire) >= shared.limits.sealed {
+                    let _ = shared
+                        .drained
+                        .wait_timeout(g, left.min(Duration::from_millis(5)));
+                }
+            }
+            fill = retry();
+        }
+        if fill == Fill::QueueFull {
+            shared.gave_up.store(true, Ordering::Relaxed);
+        }
+        shared
+            .stalled_ns
+            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        fill
+    }
+
+    /// Total time recording threads waited for the emitter (see `stall`).
+    pub fn stalled(&self) -> Duration {
+        Duration::from_nanos(self.shared.stalled_ns.load(Ordering::Relaxed))
+    }
+
+    /// Returns (outcome, wake the emitter).
+    fn fill(&self, buf: &ThreadBuffer, f: &impl Fn(&mut Batch, &Limits) -> bool) -> (Fill, bool) {
         let shared = &self.shared;
         let limits = &shared.limits;
         let mut slot = buf.slot.lock().unwrap_or_else(|e| e.into_inner());
         if f(&mut slot.current, limits) {
-            return (true, slot.current.events.len() == limits.events / 2);
+            return (
+                Fill::Recorded,
+                slot.current.events.len() == limits.events / 2,
+            );
+        }
+        // An event that does not fit an empty batch never will.
+        if slot.current.events.is_empty() {
+            return (Fill::TooLarge, false);
         }
         // Full: seal it if the queue has room, and retry on a fresh batch.
-        if slot.current.events.is_empty()
-            || shared.sealed.fetch_add(1, Ordering::AcqRel) >= limits.sealed
-        {
-            if !slot.current.events.is_empty() {
-                shared.sealed.fetch_sub(1, Ordering::AcqRel);
-            }
-            return (false, true);
+        if shared.sealed.fetch_add(1, Ordering::AcqRel) >= limits.sealed {
+            shared.sealed.fetch_sub(1, Ordering::AcqRel);
+            return (Fill::QueueFull, true);
         }
         let fresh = self.fresh_batch(slot.current.thread);
         let full = std::mem::replace(&mut slot.current, fresh);
         slot.sealed.push(full);
-        (f(&mut slot.current, limits), true)
+        let fill = if f(&mut slot.current, limits) {
+            Fill::Recorded
+        } else {
+            Fill::TooLarge
+        };
+        (fill, true)
     }
 
     fn fresh_batch(&self, thread: u32) -> Batch {
@@ -378,22 +471,58 @@ impl Recorder {
     /// Takes every thread's events: per thread, its sealed batches in order,
     /// then the batch being filled. Give the batches back with
     /// [`Recorder::recycle`] once written.
+    #[cfg(test)]
     pub(crate) fn drain(&self) -> Vec<Batch> {
+        self.drain_some(usize::MAX)
+    }
+
+    /// The limits this recorder was made with.
+    pub fn limits(&self) -> Limits {
+        self.shared.limits
+    }
+
+    /// As [`Recorder::drain`], but takes batches only up to `max_events`
+    /// events (at least one batch when there is any): each thread's oldest
+    /// sealed batches first, its batch being filled once none is left, the
+    /// threads taken in turn. Room in the queue appears as soon as each
+    /// part is taken, so that a thread waiting for room waits for one part
+    /// to be written, not for everything queued.
+    pub(crate) fn drain_some(&self, max_events: usize) -> Vec<Batch> {
         let shared = &self.shared;
-        let mut out = Vec::new();
+        let mut out: Vec<Batch> = Vec::new();
+        let mut budget = max_events;
         let mut threads = shared.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let fits =
+            |out: &Vec<Batch>, budget: usize, b: &Batch| out.is_empty() || budget >= b.events.len();
         threads.retain(|(tid, buf)| {
+            let alive = Arc::strong_count(buf) > 1;
             let mut slot = buf.slot.lock().unwrap_or_else(|e| e.into_inner());
-            let sealed = slot.sealed.len();
-            out.append(&mut slot.sealed);
-            shared.sealed.fetch_sub(sealed, Ordering::AcqRel);
-            if !slot.current.events.is_empty() {
-                let fresh = self.fresh_batch(*tid);
-                out.push(std::mem::replace(&mut slot.current, fresh));
+            let mut taken = 0;
+            while !slot.sealed.is_empty() && fits(&out, budget, &slot.sealed[0]) {
+                let b = slot.sealed.remove(0);
+                budget = budget.saturating_sub(b.events.len());
+                out.push(b);
+                taken += 1;
             }
-            // Only the registry holds a buffer whose thread has exited.
-            Arc::strong_count(buf) > 1
+            shared.sealed.fetch_sub(taken, Ordering::AcqRel);
+            if slot.sealed.is_empty()
+                && !slot.current.events.is_empty()
+                && fits(&out, budget, &slot.current)
+            {
+                let fresh = self.fresh_batch(*tid);
+                let b = std::mem::replace(&mut slot.current, fresh);
+                budget = budget.saturating_sub(b.events.len());
+                out.push(b);
+            }
+            // Only the registry holds a buffer whose thread has exited;
+            // it goes once nothing of it is left.
+            alive || !slot.sealed.is_empty() || !slot.current.events.is_empty()
         });
+        if !threads.is_empty() {
+            // The next part starts with the next thread.
+            threads.rotate_left(1);
+        }
+        shared.gave_up.store(false, Ordering::Relaxed);
         drop(threads);
         let _g = shared
             .drained_lock
@@ -484,6 +613,7 @@ mod tests {
             events: 10,
             text: 16,
             sealed: 0,
+            stall: Duration::ZERO,
         });
         for i in 0..15 {
             r.kernel(KernelExec {
@@ -518,6 +648,7 @@ mod tests {
             events: 10,
             text: 16,
             sealed: 2,
+            stall: Duration::ZERO,
         });
         for i in 0..40 {
             r.api(api(i));
@@ -544,6 +675,7 @@ mod tests {
             events: 10,
             text: 16,
             sealed: 1,
+            stall: Duration::ZERO,
         });
         r.marker(1, 0, "0123456789", |text| Marker::Mark {
             domain: None,
@@ -571,6 +703,7 @@ mod tests {
             events: 4,
             text: 16,
             sealed: 2,
+            stall: Duration::ZERO,
         });
         for i in 0..8 {
             r.api(api(i));

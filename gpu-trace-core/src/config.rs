@@ -30,8 +30,10 @@ pub mod vars {
     pub const CAPTURE_RANGE: &str = "INJECTION_CAPTURE_RANGE";
     /// Memory for recorded events waiting to be written.
     pub const QUEUE_SIZE: &str = "INJECTION_QUEUE_SIZE";
+    /// What a recording thread does when that queue is full: `wait` or `drop`.
+    pub const QUEUE_FULL: &str = "INJECTION_QUEUE_FULL";
     /// Every variable, for diagnostics.
-    pub const ALL: [&str; 11] = [
+    pub const ALL: [&str; 12] = [
         VERBOSE,
         METRICS,
         SUFFIX,
@@ -43,6 +45,7 @@ pub mod vars {
         API_LAYER,
         CAPTURE_RANGE,
         QUEUE_SIZE,
+        QUEUE_FULL,
     ];
 }
 
@@ -141,6 +144,9 @@ pub struct Config {
     pub buffer_kb: u32,
     /// Memory for recorded events waiting for the writer, KiB.
     pub queue_kb: u32,
+    /// Whether a thread that finds the queue full waits for room (briefly,
+    /// per event) or drops the event at once.
+    pub queue_full_waits: bool,
     /// File write and flush period.
     pub flush_period: Duration,
     /// What standalone mode records.
@@ -157,8 +163,8 @@ pub const DEFAULT_OUTPUT: &str = "%n-%p.pftrace";
 pub const DEFAULT_BUFFER_KB: u32 = 64 * 1024;
 /// Default flush period.
 pub const DEFAULT_FLUSH_PERIOD: Duration = Duration::from_millis(1000);
-/// Default queue of recorded events: 16 MiB.
-pub const DEFAULT_QUEUE_KB: u32 = 16 * 1024;
+/// Default queue of recorded events: 8 MiB.
+pub const DEFAULT_QUEUE_KB: u32 = 8 * 1024;
 const MIN_QUEUE_KB: u32 = 64;
 const MAX_QUEUE_KB: u32 = 1024 * 1024;
 const MIN_BUFFER_KB: u32 = 1024;
@@ -177,6 +183,7 @@ impl Default for Config {
             mode: Mode::File,
             buffer_kb: DEFAULT_BUFFER_KB,
             queue_kb: DEFAULT_QUEUE_KB,
+            queue_full_waits: true,
             flush_period: DEFAULT_FLUSH_PERIOD,
             recording: Recording::default(),
             api_layer: ApiLayer::default(),
@@ -318,9 +325,17 @@ impl Config {
                 _ => bad(
                     vars::QUEUE_SIZE,
                     &v,
-                    "a size between 64K and 1G, like 16M",
-                    "16M".into(),
+                    "a size between 64K and 1G, like 8M",
+                    "8M".into(),
                 ),
+            }
+        }
+
+        if let Some(v) = get(vars::QUEUE_FULL) {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "wait" | "" => c.queue_full_waits = true,
+                "drop" => c.queue_full_waits = false,
+                _ => bad(vars::QUEUE_FULL, &v, "wait or drop", "wait".into()),
             }
         }
 
@@ -574,6 +589,7 @@ mod tests {
             (vars::FLUSH_PERIOD_MS, "-5"),
             (vars::QUEUE_SIZE, "4K"),
             (vars::QUEUE_SIZE, "lots"),
+            (vars::QUEUE_FULL, "block"),
             (vars::FLUSH_PERIOD_MS, "10"),
             (vars::TRACE, "gpu,telemetry"),
         ];
@@ -592,6 +608,7 @@ mod tests {
                 vars::MODE => assert_eq!(c.mode, d.mode),
                 vars::BUFFER_SIZE => assert_eq!(c.buffer_kb, d.buffer_kb),
                 vars::QUEUE_SIZE => assert_eq!(c.queue_kb, d.queue_kb),
+                vars::QUEUE_FULL => assert!(c.queue_full_waits),
                 vars::FLUSH_PERIOD_MS => assert_eq!(c.flush_period, d.flush_period),
                 vars::TRACE => assert_eq!(c.recording, d.recording),
                 _ => {}
@@ -610,8 +627,10 @@ mod tests {
             (vars::FLUSH_PERIOD_MS, "250"),
             (vars::TRACE, "gpu"),
             (vars::QUEUE_SIZE, "1M"),
+            (vars::QUEUE_FULL, "Drop"),
         ]);
         assert_eq!(c.queue_kb, 1024);
+        assert!(!c.queue_full_waits);
         assert!(p.is_empty(), "{p:?}");
         assert!(c.verbose);
         assert_eq!(c.suffix.as_deref(), Some("mytool"));

@@ -253,19 +253,19 @@ fn count(n: usize) {
 }
 
 /// Commits the emitter's open chunks on every sequence (our data sources and
-/// the track-event categories `cats`) and waits, at most `limit`, until the
-/// service has taken them: the shared memory those chunks used is free
-/// again. Returns false on a timeout.
+/// the track-event categories `cats`); the returned [`Acks`] completes when
+/// the service has taken them, so that the shared memory those chunks used
+/// is free again.
 ///
 /// The SDK's track-event writers drop packets, unannounced, when the shared
 /// memory is full (their policy cannot be configured); pacing the emitter
 /// with these acknowledgements keeps it from ever filling.
-pub(crate) fn flush_writers(cats: &[usize], limit: Duration) -> bool {
-    let Some(reg) = registry() else { return true };
-    let pending = Arc::new((Mutex::new(0usize), std::sync::Condvar::new()));
-    let ack = |pending: &Arc<(Mutex<usize>, std::sync::Condvar)>| {
-        *pending.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        let p = pending.clone();
+pub(crate) fn flush_writers(cats: &[usize]) -> Acks {
+    let acks = Acks(Arc::new((Mutex::new(0usize), std::sync::Condvar::new())));
+    let Some(reg) = registry() else { return acks };
+    let ack = |acks: &Acks| {
+        *acks.0.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        let p = acks.0.clone();
         // Runs on Perfetto's thread, where a panic would abort: nothing
         // here can panic.
         move || {
@@ -274,24 +274,36 @@ pub(crate) fn flush_writers(cats: &[usize], limit: Duration) -> bool {
             p.1.notify_all();
         }
     };
-    reg.rs.trace(|ctx| ctx.flush(ack(&pending)));
-    reg.ctr.trace(|ctx| ctx.flush(ack(&pending)));
+    reg.rs.trace(|ctx| ctx.flush(ack(&acks)));
+    reg.ctr.trace(|ctx| ctx.flush(ack(&acks)));
     for &c in cats {
-        te::trace(c, |ctx| ctx.flush(ack(&pending)));
+        te::trace(c, |ctx| ctx.flush(ack(&acks)));
     }
-    let deadline = Instant::now() + limit;
-    let mut n = pending.0.lock().unwrap_or_else(|e| e.into_inner());
-    while *n > 0 {
-        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-            return false;
-        };
-        n = pending
-            .1
-            .wait_timeout(n, left)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
+    acks
+}
+
+/// Outstanding acknowledgements of one [`flush_writers`].
+#[derive(Clone)]
+pub(crate) struct Acks(Arc<(Mutex<usize>, std::sync::Condvar)>);
+
+impl Acks {
+    /// Waits, at most `limit`, for every acknowledgement. False on a timeout.
+    pub(crate) fn wait(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        let mut n = self.0.0.lock().unwrap_or_else(|e| e.into_inner());
+        while *n > 0 {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return false;
+            };
+            n = self
+                .0
+                .1
+                .wait_timeout(n, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        true
     }
-    true
 }
 
 /// A data-source sequence as a [`PacketSink`].
@@ -386,38 +398,40 @@ struct Out {
 }
 
 impl Out {
-    fn write(&mut self, data: &[u8]) {
+    fn write(&mut self, data: &[u8], last: bool) {
         use std::io::Write;
         if self.error.is_some() || data.is_empty() {
             return;
         }
-        self.scan(data);
+        if last {
+            self.scan(data);
+        }
         match self.file.write_all(data) {
             Ok(()) => self.bytes += data.len() as u64,
             Err(e) => self.error = Some(e.to_string()),
         }
     }
 
-    /// Finds the service's `TraceStats` among whole packets (each read
-    /// callback carries whole `Trace.packet` fields).
+    /// Picks up the service's `TraceStats`: when a read emits them, they are
+    /// its very last packet, so only the last packet of a read's last piece
+    /// is looked at (each piece holds whole `Trace.packet` fields).
     fn scan(&mut self, data: &[u8]) {
         use crate::pb::Fields;
-        for (n, v) in Fields::new(data).map_while(Result::ok) {
-            let Some(p) = v.as_bytes().filter(|_| n == crate::wire::TRACE_PACKET) else {
-                continue;
-            };
-            // Service packets are small; skip large ones without a look.
-            if p.len() > 64 << 10 {
-                continue;
-            }
-            for (f, v) in Fields::new(p).map_while(Result::ok) {
-                if f == crate::wire::packet::TRACE_STATS
-                    && let Some(b) = v.as_bytes()
-                    && let Ok(l) = crate::reader::trace_stats(b)
-                {
-                    self.losses = Some(l);
-                    self.fresh_stats = true;
-                }
+        let Some(p) = Fields::new(data)
+            .map_while(Result::ok)
+            .filter(|(n, _)| *n == crate::wire::TRACE_PACKET)
+            .last()
+            .and_then(|(_, v)| v.as_bytes())
+        else {
+            return;
+        };
+        for (f, v) in Fields::new(p).map_while(Result::ok) {
+            if f == crate::wire::packet::TRACE_STATS
+                && let Some(b) = v.as_bytes()
+                && let Ok(l) = crate::reader::trace_stats(b)
+            {
+                self.losses = Some(l);
+                self.fresh_stats = true;
             }
         }
     }
@@ -533,18 +547,21 @@ impl Drop for FileSession {
 pub(crate) struct SessionReader(mpsc::Sender<Cmd>);
 
 impl SessionReader {
-    /// Returns once the buffer was read (or after `limit`).
-    pub(crate) fn read_now(&self, limit: Duration) -> bool {
+    /// Asks for a read; the receiver answers once it is done.
+    pub(crate) fn request(&self) -> mpsc::Receiver<()> {
         let (reply_tx, reply_rx) = mpsc::sync_channel(1);
-        self.0.send(Cmd::Read(reply_tx)).is_ok() && reply_rx.recv_timeout(limit).is_ok()
+        let _ = self.0.send(Cmd::Read(reply_tx));
+        reply_rx
     }
 }
 
 fn read_into(s: &mut TracingSession, out: &Arc<Mutex<Out>>) {
     let out = out.clone();
-    s.read_trace_blocking(move |data, _has_more| {
+    s.read_trace_blocking(move |data, has_more| {
         crate::guard::catch("trace read", || {
-            out.lock().unwrap_or_else(|e| e.into_inner()).write(data)
+            out.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .write(data, !has_more)
         });
     });
 }

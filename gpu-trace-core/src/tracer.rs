@@ -278,8 +278,39 @@ impl Inner {
         crate::guard::catch("backend sources_changed", || b.sources_changed(&now));
     }
 
-    fn backend_flush(&self, forced: bool) {
-        if let Some(b) = self.backend.load_full() {
+    /// Runs the backend's flush on a helper thread while the emitter goes on
+    /// writing: a vendor flush (`cuptiActivityFlushAll`) can wait for the
+    /// vendor's delivery thread, which may be waiting for room in our
+    /// queue, which only the emitter makes.
+    fn backend_flush(&self, forced: bool, mut write: impl FnMut()) {
+        let Some(b) = self.backend.load_full() else {
+            return;
+        };
+        let done = AtomicBool::new(false);
+        let spawned = std::thread::scope(|s| {
+            let flusher = std::thread::Builder::new()
+                .name("gpu-trace-flush".into())
+                .spawn_scoped(s, || {
+                    crate::guard::catch("backend flush", || b.flush(forced));
+                    done.store(true, Ordering::Release);
+                    self.wake();
+                });
+            if flusher.is_err() {
+                return false;
+            }
+            while !done.load(Ordering::Acquire) {
+                write();
+                let c = self.ctl.lock().unwrap_or_else(|e| e.into_inner());
+                if !done.load(Ordering::Acquire) {
+                    let _ = self
+                        .cv
+                        .wait_timeout(c, Duration::from_millis(5))
+                        .unwrap_or_else(|e| e.into_inner());
+                }
+            }
+            true
+        });
+        if !spawned {
             crate::guard::catch("backend flush", || b.flush(forced));
         }
     }
@@ -343,6 +374,11 @@ impl Tracer {
         // A batch is written whole between two pacing checks: keep it to an
         // eighth of the buffer.
         let limits = Limits {
+            stall: if config.queue_full_waits {
+                limits.stall
+            } else {
+                Duration::ZERO
+            },
             events: limits
                 .events
                 .min(
@@ -747,7 +783,11 @@ fn emitter_loop(inner: Arc<Inner>) {
     );
     let mut last_backend_flush = Instant::now();
     let mut last_snapshot: Option<Instant> = None;
-    let mut pacer = Pacer::new(inner.config.buffer_kb as u64 * 1024);
+    let limits = inner.recorder.limits();
+    let mut pacer = Pacer::new(
+        inner.config.buffer_kb as u64 * 1024,
+        limits.events * limits.sealed,
+    );
     loop {
         let (requests, exit) = {
             let mut c = inner.ctl.lock().unwrap_or_else(|e| e.into_inner());
@@ -765,10 +805,13 @@ fn emitter_loop(inner: Arc<Inner>) {
         let stop = any(|k| matches!(k, CycleKind::Stop));
         let forced = stop || any(|k| matches!(k, CycleKind::Drain));
         let summary = stop || any(|k| matches!(k, CycleKind::Summary));
+        let mut more = false;
         let ok = crate::guard::catch("trace emitter", || {
             inner.refresh_sources();
             if !requests.is_empty() || last_backend_flush.elapsed() >= inner.config.flush_period {
-                inner.backend_flush(forced);
+                inner.backend_flush(forced, || {
+                    cycle(&inner, &mut enc, &mut pacer, false);
+                });
                 last_backend_flush = Instant::now();
             }
             if let GpuClock::Custom { sample, .. } = &inner.clock
@@ -784,19 +827,21 @@ fn emitter_loop(inner: Arc<Inner>) {
                     );
                 }
             }
-            cycle(&inner, &mut enc, &mut pacer);
+            more = cycle(&inner, &mut enc, &mut pacer, !requests.is_empty());
             if summary && !inner.summary_written.swap(true, Ordering::AcqRel) {
                 write_summary(&inner, &mut enc);
             }
             if !requests.is_empty() {
                 // Whoever waits on a request expects its data to be in the
                 // service's buffer.
-                sink::flush_writers(&[inner.api_cat, inner.marker_cat], ACK_LIMIT);
-                pacer.acked();
+                pacer.sync(&inner);
             }
         });
         for r in requests {
             (r.done)();
+        }
+        if more {
+            inner.ctl.lock().unwrap_or_else(|e| e.into_inner()).wake = true;
         }
         if ok.is_none() {
             // Stop recording: nothing will drain the buffers any more.
@@ -833,90 +878,121 @@ const GROUP_EVENTS: usize = 16 * 1024;
 const ACK_LIMIT: Duration = Duration::from_secs(2);
 /// How long the emitter waits for the session to read its buffer.
 const READ_LIMIT: Duration = Duration::from_secs(5);
-/// Bytes the emitter writes before it waits for the service to take them:
-/// a quarter of the shared memory (`sink::SHMEM_KB`).
+/// Bytes the emitter writes between two flushes of its writers: a quarter
+/// of the shared memory (`sink::SHMEM_KB`).
 const SHMEM_MARK: u64 = sink::SHMEM_KB as u64 * 1024 / 4;
 
-/// Keeps the emitter from outrunning Perfetto. Both limits are counted in
-/// bytes the emitter itself wrote ([`sink::bytes_written`]):
-/// - past [`SHMEM_MARK`] since the service last acknowledged a flush, it
-///   flushes and waits, so the shared memory between our writers and the
-///   service never fills (where the SDK's track-event writers would drop
+/// Keeps the emitter from outrunning Perfetto, without making it wait for
+/// Perfetto in the common case. Both limits are counted in bytes the
+/// emitter itself wrote ([`sink::bytes_written`]), and each works as a
+/// window of two:
+/// - every `ack_mark` bytes it flushes its writers; before the next flush
+///   it waits for the acknowledgements of the previous one, so at most two
+///   marks (half the shared memory) are ever uncommitted, and the shared
+///   memory never fills (where the SDK's track-event writers would drop
 ///   silently);
-/// - past a quarter of the central buffer since the standalone session last
-///   read it, it has the session read it into the file and waits, so the
-///   ring never overwrites what was not read.
+/// - every `read_mark` bytes (an eighth of the central buffer) it asks the
+///   standalone session to read the buffer into the file; before the next
+///   request it waits for the previous read, so the ring never holds more
+///   than about half its size unread, and never overwrites what was not
+///   read.
 ///
 /// The waits are the emitter's alone; upstream, full batches queue up to
 /// [`crate::Limits::sealed`] and vendor threads wait for room.
 struct Pacer {
-    acked_at: u64,
-    read_at: u64,
+    flushed_at: u64,
+    requested_at: u64,
     ack_mark: u64,
     read_mark: u64,
+    acks: Option<sink::Acks>,
+    read: Option<std::sync::mpsc::Receiver<()>>,
     /// Events per group: about `ack_mark` bytes of packets (events encode
     /// to fewer bytes than they take in memory).
     group_events: usize,
 }
 
 impl Pacer {
-    fn new(buffer_bytes: u64) -> Self {
+    /// `queue_events`: how many events the recorder's queue holds. A part
+    /// is at most half of it, so that a thread waiting for room gets it
+    /// after half a queue is written.
+    fn new(buffer_bytes: u64, queue_events: usize) -> Self {
         let now = sink::bytes_written();
-        let read_mark = buffer_bytes / 4;
+        let read_mark = buffer_bytes / 8;
+        let ack_mark = SHMEM_MARK.min(read_mark);
         Self {
-            acked_at: now,
-            read_at: now,
-            ack_mark: SHMEM_MARK.min(read_mark),
+            flushed_at: now,
+            requested_at: now,
+            ack_mark,
             read_mark,
-            group_events: (SHMEM_MARK.min(read_mark) as usize
-                / std::mem::size_of::<crate::model::Event>())
-            .clamp(1, GROUP_EVENTS),
+            acks: None,
+            read: None,
+            group_events: (ack_mark as usize / std::mem::size_of::<crate::model::Event>())
+                .min(queue_events / 2)
+                .clamp(1, GROUP_EVENTS),
         }
     }
 
-    fn acked(&mut self) {
-        self.acked_at = sink::bytes_written();
+    /// Flushes the writers now and waits for it (a request's data must be
+    /// in the buffer when it is answered).
+    fn sync(&mut self, inner: &Inner) {
+        self.wait_acks();
+        sink::flush_writers(&[inner.api_cat, inner.marker_cat]).wait(ACK_LIMIT);
+        self.flushed_at = sink::bytes_written();
+    }
+
+    fn wait_acks(&mut self) {
+        if let Some(a) = self.acks.take()
+            && !a.wait(ACK_LIMIT)
+        {
+            crate::verbose!("the tracing service did not take our chunks within {ACK_LIMIT:?}");
+        }
     }
 
     fn check(&mut self, inner: &Inner) {
         let now = sink::bytes_written();
-        let reader = inner
-            .reader
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let must_read = reader.is_some() && now - self.read_at >= self.read_mark;
-        if now - self.acked_at >= self.ack_mark || must_read {
-            if !sink::flush_writers(&[inner.api_cat, inner.marker_cat], ACK_LIMIT) {
-                crate::verbose!("the tracing service did not take our chunks within {ACK_LIMIT:?}");
-            }
-            self.acked_at = now;
+        if now - self.flushed_at >= self.ack_mark {
+            self.wait_acks();
+            self.acks = Some(sink::flush_writers(&[inner.api_cat, inner.marker_cat]));
+            self.flushed_at = now;
         }
-        if must_read && let Some(r) = reader {
-            if !r.read_now(READ_LIMIT) {
+        if now - self.requested_at >= self.read_mark {
+            if let Some(r) = self.read.take()
+                && r.recv_timeout(READ_LIMIT).is_err()
+            {
                 crate::verbose!("the trace buffer was not read within {READ_LIMIT:?}");
             }
-            self.read_at = now;
+            let reader = inner
+                .reader
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            self.read = reader.map(|r| r.request());
+            self.requested_at = now;
         }
     }
 }
 
-fn cycle(inner: &Inner, enc: &mut Encoder, pacer: &mut Pacer) {
-    let batches = inner.recorder.drain();
-    let mut rest = &batches[..];
-    while !rest.is_empty() {
-        let mut n = 0;
-        let mut events = 0;
-        while n < rest.len() && (n == 0 || events + rest[n].events.len() <= pacer.group_events) {
-            events += rest[n].events.len();
-            n += 1;
+/// How long a cycle that no request waits for may write before the emitter
+/// looks at its requests and sources again.
+const CYCLE_LIMIT: Duration = Duration::from_millis(200);
+
+/// Writes what is recorded, part after part. With `all`, until nothing is
+/// left (someone waits for it); else for at most [`CYCLE_LIMIT`]. Returns
+/// whether events were left.
+fn cycle(inner: &Inner, enc: &mut Encoder, pacer: &mut Pacer, all: bool) -> bool {
+    let started = Instant::now();
+    loop {
+        let batches = inner.recorder.drain_some(pacer.group_events);
+        if batches.is_empty() {
+            return false;
         }
-        let (group, tail) = rest.split_at(n);
-        write_group(inner, enc, group);
+        write_group(inner, enc, &batches);
         pacer.check(inner);
-        rest = tail;
+        inner.recorder.recycle(batches);
+        if !all && started.elapsed() >= CYCLE_LIMIT {
+            return true;
+        }
     }
-    inner.recorder.recycle(batches);
 }
 
 fn write_group(inner: &Inner, enc: &mut Encoder, batches: &[crate::collector::Batch]) {
@@ -1017,11 +1093,20 @@ fn loss_report(
     let n = |k: DropKind| drops.iter().find(|(d, _)| *d == k).map_or(0, |x| x.1);
     let mut advice = Vec::new();
     if n(DropKind::ThreadBuffer) > 0 {
-        advice.push(format!(
-            "events came faster than they could be written: raise {} (now {} KiB) or trace fewer sources",
-            crate::config::vars::QUEUE_SIZE,
-            config.queue_kb
-        ));
+        advice.push(if config.queue_full_waits {
+            format!(
+                "events came faster than they could be written: raise {} (now {} KiB) or trace fewer sources",
+                crate::config::vars::QUEUE_SIZE,
+                config.queue_kb
+            )
+        } else {
+            format!(
+                "events came faster than they could be written: leave {}=drop out (threads then wait briefly for room) or raise {} (now {} KiB)",
+                crate::config::vars::QUEUE_FULL,
+                crate::config::vars::QUEUE_SIZE,
+                config.queue_kb
+            )
+        });
     }
     if n(DropKind::VendorRecords) > 0 {
         advice.push("the vendor library ran out of record buffers while the writer was behind: trace fewer sources (-t gpu)".to_owned());

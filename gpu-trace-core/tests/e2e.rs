@@ -348,13 +348,23 @@ fn flood(tracer: &Tracer, paced: bool) {
     });
     let launch = names.intern("cuLaunchKernel");
     let rec = tracer.recorder().clone();
+    // Larger runs by hand: FLOOD_PER_THREAD=N FLOOD_THREADS=T.
+    let env = |k: &str, d: u64| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let per_thread = env("FLOOD_PER_THREAD", FLOOD_PER_THREAD);
+    let threads = env("FLOOD_THREADS", FLOOD_THREADS);
+    let t0 = std::time::Instant::now();
     std::thread::scope(|s| {
-        for t in 0..FLOOD_THREADS {
+        for t in 0..threads {
             let rec = rec.clone();
             s.spawn(move || {
                 let tid = gpu_trace_core::clock::thread_id();
                 let mut clock = now();
-                for i in 0..FLOOD_PER_THREAD {
+                for i in 0..per_thread {
                     if paced && i % 1000 == 0 {
                         rec.wait_for_room(Duration::from_secs(30));
                     }
@@ -387,6 +397,11 @@ fn flood(tracer: &Tracer, paced: bool) {
             });
         }
     });
+    println!(
+        "FLOOD events={} seconds={:.3}",
+        2 * threads * per_thread,
+        t0.elapsed().as_secs_f64()
+    );
 }
 
 /// Prints each source change the backend is told of, as `SOURCES gpu api
@@ -1053,6 +1068,7 @@ fn a_forced_loss_is_counted_in_the_trace_and_said_once() {
         &[
             ("INJECTION_TRACE", "gpu,api"),
             ("INJECTION_QUEUE_SIZE", "64K"),
+            ("INJECTION_QUEUE_FULL", "drop"),
         ],
     );
     let path = output_of(&out);
@@ -1074,7 +1090,34 @@ fn a_forced_loss_is_counted_in_the_trace_and_said_once() {
         said[0].contains(&format!("thread_buffer={dropped}")),
         "{err}"
     );
-    assert!(said[0].contains("INJECTION_QUEUE_SIZE"), "{err}");
+    assert!(said[0].contains("INJECTION_QUEUE_FULL=drop"), "{err}");
     validate(&path);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_full_queue_makes_threads_wait_instead_of_dropping() {
+    let dir = tmpdir("wait");
+    // The same unpaced burst as the forced loss, into a small queue: by
+    // default a thread that finds it full waits for the writer.
+    let out = run_child(
+        "loss",
+        &dir,
+        &[
+            ("INJECTION_TRACE", "gpu,api"),
+            ("INJECTION_QUEUE_SIZE", "1M"),
+        ],
+    );
+    let t = Trace::open(output_of(&out)).unwrap();
+    let total = FLOOD_THREADS * FLOOD_PER_THREAD;
+    assert_eq!(t.kernels().count() as u64, total);
+    assert_eq!(t.slices.len() as u64, total);
+    assert!(
+        t.drop_counts().unwrap().iter().all(|(_, n)| *n == 0),
+        "{:?}",
+        t.drop_counts()
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("incomplete"), "{err}");
     std::fs::remove_dir_all(dir).unwrap();
 }

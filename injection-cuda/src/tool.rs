@@ -5,15 +5,17 @@ use crate::records::{DevicesSink, RecordState};
 use cupti::Cupti;
 use cupti::activity::{self, Activity, ActivityConfig, ActivityKind};
 
-/// CUPTI's activity buffers: 4 MiB each (about 20,000 kernel records), at
-/// most 8 (32 MiB) in CUPTI's hands or waiting for us. The emitter keeps
-/// up with launch rates several times the fastest seen, so a few are in
-/// use; past the cap CUPTI drops records and counts them, and we report
-/// the count. This cap is part of the memory bound README states.
+/// CUPTI's activity buffers: 1 MiB each (about 5,000 kernel records), at
+/// most 48 in CUPTI's hands or waiting for us. CUPTI fills buffers per
+/// stream, so a program with many streams (XLA's autotuner, NCCL) holds
+/// many at once; a buffer's untouched pages cost no memory, so small
+/// buffers in numbers keep both the drop risk and the resident memory low.
+/// Past the cap CUPTI drops records and counts them, and we report the
+/// count. The cap is part of the memory bound README states.
 const ACTIVITY_BUFFERS: ActivityConfig = ActivityConfig {
-    buffer_size: 4 << 20,
-    initial_buffers: 2,
-    max_buffers: 8,
+    buffer_size: 1 << 20,
+    initial_buffers: 4,
+    max_buffers: 48,
 };
 use cupti::callback::{Callback, Domain, ResourceEvent, Subscriber};
 use cupti::cbid::ApiDomain;
