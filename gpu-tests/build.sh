@@ -35,6 +35,7 @@ programs=(
     "empty_kernels empty_kernels.cu"
     "memops memops.cu"
     "graph graph.cu"
+    "graph_copies graph_copies.cu"
     "launch_paths launch_paths.cu $drv"
     "launch_paths_ptsz launch_paths.cu --default-stream per-thread $drv"
     "nosync_exit nosync_exit.cu"

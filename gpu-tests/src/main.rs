@@ -1,13 +1,14 @@
 //! `gpu-check CASE TRACE EXPECT-FILE`: compares a trace with what the test
 //! program printed. Prints `PASS case: ...` (exit 0) or `FAIL case: ...`
-//! (exit 1); bad usage exits 2.
+//! (exit 1); bad usage exits 2. With `--expect-loss STDERR-FILE` the
+//! trace must report a forced loss that the program's stderr states once.
 
 use gpu_tests::{CASES, Options, check_files};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 const USAGE: &str = "usage: gpu-check [--label NAME] [--device-name TEXT] [--sync-slack-ns N] \
-[--validate PYTHON [--validator SCRIPT]] CASE TRACE EXPECT-FILE";
+[--validate PYTHON [--validator SCRIPT]] [--expect-loss STDERR-FILE] CASE TRACE EXPECT-FILE";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -15,6 +16,7 @@ fn main() -> ExitCode {
     let mut label = None;
     let mut python = None;
     let mut validator = None;
+    let mut loss_file = None;
     let mut pos = Vec::new();
     while let Some(a) = args.next() {
         let mut value = |what: &str| args.next().ok_or_else(|| format!("{a} needs {what}"));
@@ -28,6 +30,7 @@ fn main() -> ExitCode {
             }),
             "--validate" => value("a python").map(|v| python = Some(v)),
             "--validator" => value("a path").map(|v| validator = Some(PathBuf::from(v))),
+            "--expect-loss" => value("the program's stderr file").map(|v| loss_file = Some(v)),
             "-h" | "--help" => {
                 println!("{USAGE}\ncases: {}", case_names());
                 return ExitCode::SUCCESS;
@@ -62,6 +65,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(f) = loss_file {
+        match std::fs::read(&f) {
+            Ok(b) => o.expect_loss = Some(String::from_utf8_lossy(&b).into_owned()),
+            Err(e) => {
+                println!("FAIL {label}: cannot read {f}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     let trace = Path::new(&trace);
     let mut report = check_files(&case, &label, trace, &text, &o);
     if let Some(py) = python {

@@ -8,7 +8,8 @@
 //! then on altered expectations and on a trace with known defects, and
 //! checks that each difference is named.
 
-use gpu_tests::{Expect, Options, check_files};
+use gpu_tests::check::LOSS_LINE;
+use gpu_tests::{Expect, Options, Report, check_files};
 use gpu_trace_core::model::*;
 use gpu_trace_core::{Config, GpuClock, Limits, Recorder, Tracer, TracerOptions};
 use smallvec::{SmallVec, smallvec};
@@ -58,6 +59,10 @@ fn child() {
         "occupancy" => occupancy(&app),
         "broken" => broken(&app),
         "big" => big(&app),
+        "dangling" => dangling(&app),
+        "graph_copies" => graph_copies(&app, false),
+        "graph_copies_fixed" => graph_copies(&app, true),
+        "loss" => loss(&app),
         other => panic!("unknown scenario {other}"),
     };
     tracer.shutdown(std::time::Duration::from_secs(20));
@@ -213,6 +218,20 @@ impl App {
                 value,
                 memory: MemoryKind::Device,
             },
+        });
+    }
+
+    /// A copy or memset of correlation `corr` (graph nodes share theirs).
+    fn mem(&self, corr: u64, start: u64, bytes: u64, kind: MemoryOpKind) {
+        self.rec.memory(MemoryOp {
+            device: 0,
+            context: 1,
+            stream: 7,
+            correlation_id: corr,
+            start,
+            end: start + 1_000,
+            bytes,
+            kind,
         });
     }
 
@@ -533,15 +552,46 @@ fn broken(app: &App) -> String {
         .into()
 }
 
-/// 100,000 launches from 8 threads, like the full-size empty_kernels case.
+/// 100,000 launches from 8 threads, like the full-size empty_kernels case
+/// (`GPU_TESTS_SYNTHETIC_BIG_N` launches instead, to measure the checker on
+/// larger traces). The kernel carries the interned arguments the CUDA
+/// injection gives every kernel (registers, shared memory, occupancy), since
+/// the reader copies them into each kernel event.
 fn big(app: &App) -> String {
-    let k = app.kernel("_Z5emptyv", &[]);
+    let n: u64 = std::env::var("GPU_TESTS_SYNTHETIC_BIG_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let u = ArgValue::Uint;
+    let k = app.kernel(
+        "_Z5emptyv",
+        &[
+            ("launch__registers_per_thread", u(16)),
+            ("launch__shared_mem_per_block_static", u(0)),
+            ("launch__shared_mem_per_block_dynamic", u(0)),
+            ("launch__shared_mem_config_size", u(32768)),
+            ("launch__block_size", u(32)),
+            ("launch__occupancy_limit_blocks", u(32)),
+            ("launch__occupancy_limit_registers", u(64)),
+            ("launch__occupancy_limit_shared_mem", u(32)),
+            ("launch__occupancy_limit_warps", u(64)),
+            (
+                "sm__maximum_warps_per_active_cycle_pct",
+                ArgValue::Double(50.0),
+            ),
+            (
+                "sm__maximum_warps_avg_per_active_cycle",
+                ArgValue::Double(32.0),
+            ),
+        ],
+    );
+    let per: Vec<u64> = (0..8).map(|i| n / 8 + u64::from(i < n % 8)).collect();
     std::thread::scope(|s| {
-        for i in 0..8u64 {
+        for (i, count) in per.iter().enumerate() {
             s.spawn(move || {
                 let mut th = Thread::current();
-                for j in 0..12_500u64 {
-                    app.launch(&mut th, "cudaLaunchKernel_v7000", plain(k, 10 + i));
+                for j in 0..*count {
+                    app.launch(&mut th, "cudaLaunchKernel_v7000", plain(k, 10 + i as u64));
                     if j % 1000 == 999 {
                         // Let the emitter drain, as a real launch loop does.
                         std::thread::sleep(std::time::Duration::from_millis(1));
@@ -550,10 +600,124 @@ fn big(app: &App) -> String {
             });
         }
     });
-    "EXPECT case=empty_kernels kernels=100000 kernel.empty=100000 threads=8 \
-     per_thread=12500,12500,12500,12500,12500,12500,12500,12500 stream_per_thread=1 streams=8 \
-     submit_api.empty=cudaLaunchKernel grid.empty=1,1,1 block.empty=32,1,1"
+    let list: Vec<String> = per.iter().map(u64::to_string).collect();
+    format!(
+        "EXPECT case=empty_kernels kernels={n} kernel.empty={n} threads=8 \
+         per_thread={} stream_per_thread=1 streams=8 \
+         submit_api.empty=cudaLaunchKernel grid.empty=1,1,1 block.empty=32,1,1",
+        list.join(",")
+    )
+}
+
+/// Three kernels and a call that claims to submit work that never comes
+/// (as a zero-byte copy would): one dangling arrow, nothing else wrong.
+fn dangling(app: &App) -> String {
+    let k = app.kernel("_Z5emptyv", &[]);
+    let mut th = Thread::current();
+    for _ in 0..3 {
+        app.launch(&mut th, "cudaLaunchKernel_v7000", plain(k, 4));
+    }
+    app.api(&mut th, "cuMemcpyHtoDAsync_v2", true, smallvec![]);
+    "EXPECT case=empty_kernels kernels=3 kernel.empty=3 threads=1 per_thread=3 \
+     stream_per_thread=1 streams=1 memcpy=0 memset=0"
         .into()
+}
+
+/// The layout of cuda/graph_copies.cu with M launches, recorded as the
+/// CUDA injection records it: graph copies and memsets carry no
+/// graph_node_id (the model has none for memory operations), so the nodes
+/// after the first of each launch have no submitter. Without `fixed`, the
+/// zero-byte copy and memset also claim a submission (dangling arrows), and
+/// the stream sync after them waits for the memset that never ran.
+fn graph_copies(app: &App, fixed: bool) -> String {
+    use CopyKind::*;
+    use MemoryKind::*;
+    let (b, m) = (4096u64, 3u64);
+    let k = app.kernel("_Z17graph_copy_kernelPiPKim", &[]);
+    let copy = |src, dst, kind| MemoryOpKind::Copy {
+        kind,
+        src,
+        dst,
+        peer: None,
+    };
+    let mut th = Thread::current();
+    let plain_copy = app.api(&mut th, "cuMemcpyHtoDAsync_v2", true, smallvec![]);
+    app.mem(plain_copy, th.clock + 5_000, b, copy(Pinned, Device, HtoD));
+    app.api(&mut th, "cuMemcpyHtoDAsync_v2", !fixed, smallvec![]);
+    let zero_set = app.api(&mut th, "cuMemsetD8Async", !fixed, smallvec![]);
+    // The sync waits for the last call that submitted.
+    let last = if fixed { plain_copy } else { zero_set };
+    app.api(&mut th, "cuStreamSynchronize", false, smallvec![last]);
+    // The capture: calls that run nothing.
+    for f in [
+        "cuMemcpyHtoDAsync_v2",
+        "cuMemsetD8Async",
+        "cuLaunchKernel",
+        "cuMemcpyDtoHAsync_v2",
+    ] {
+        app.api(&mut th, f, false, smallvec![]);
+    }
+    for _ in 0..m {
+        let corr = app.api(&mut th, "cuGraphLaunch", true, smallvec![]);
+        let t = th.clock + 5_000;
+        app.mem(corr, t, b, copy(Pinned, Device, HtoD));
+        app.mem(
+            corr,
+            t + 2_000,
+            b,
+            MemoryOpKind::Set {
+                value: 0x5a,
+                memory: Device,
+            },
+        );
+        app.exec(
+            corr,
+            t + 4_000,
+            Launch {
+                graph_node: 77,
+                ..plain(k, 7)
+            },
+        );
+        app.mem(corr, t + 8_000, b, copy(Device, Pinned, DtoH));
+    }
+    format!(
+        "EXPECT case=graph_copies arg.bytes={b} arg.m={m} kernels={m} graph_kernels={m} \
+         kernel.graph_copy_kernel={m} graph_nodes.graph_copy_kernel=1 grid.graph_copy_kernel=1,1,1 \
+         block.graph_copy_kernel=32,1,1 memcpy={} copy.HtoD={} copy.DtoH={m} copy_bytes.HtoD={} \
+         copy_bytes.DtoH={} copy_kinds=HtoD:pinned:device:{},DtoH:device:pinned:{m} memset={m} \
+         memset_bytes={} memset_values=90:{m} api.cudaGraphLaunch={m} arrows.cudaGraphLaunch={m} \
+         arrows.cudaMemcpyAsync=1 arrows.cudaMemsetAsync=0 arrows.cudaLaunchKernel=0",
+        2 * m + 1,
+        m + 1,
+        (m + 1) * b,
+        m * b,
+        m + 1,
+        m * b,
+    )
+}
+
+/// Launches from 4 threads as fast as they can be recorded; run with a
+/// 64 KiB queue that drops when full (`INJECTION_QUEUE_SIZE=64K
+/// INJECTION_QUEUE_FULL=drop`) it must drop and count.
+fn loss(app: &App) -> String {
+    let k = app.kernel("_Z5emptyv", &[]);
+    let (threads, per) = (4u64, 60_000u64);
+    std::thread::scope(|s| {
+        for i in 0..threads {
+            s.spawn(move || {
+                let mut th = Thread::current();
+                for _ in 0..per {
+                    app.launch(&mut th, "cudaLaunchKernel_v7000", plain(k, 10 + i));
+                }
+            });
+        }
+    });
+    let n = threads * per;
+    format!(
+        "EXPECT case=empty_kernels arg.n={n} arg.t={threads} kernels={n} kernel.empty={n} \
+         grid.empty=1,1,1 block.empty=32,1,1 submit_api.empty=cudaLaunchKernel threads={threads} \
+         per_thread={per},{per},{per},{per} stream_per_thread=1 streams={threads} memcpy=0 memset=0"
+    )
 }
 
 // --------------------------------------------------------------- parent side
@@ -562,6 +726,7 @@ struct Run {
     dir: PathBuf,
     trace: PathBuf,
     stdout: String,
+    stderr: String,
 }
 
 impl Drop for Run {
@@ -571,6 +736,11 @@ impl Drop for Run {
 }
 
 fn run(scenario: &str) -> Run {
+    run_with(scenario, &[])
+}
+
+/// Runs the child with `env` set besides the output path.
+fn run_with(scenario: &str, env: &[(&str, &str)]) -> Run {
     let dir = std::env::temp_dir().join(format!(
         "gpu-tests-synthetic-{}-{scenario}",
         std::process::id()
@@ -584,8 +754,10 @@ fn run(scenario: &str) -> Run {
         cmd.env_remove(v);
     }
     cmd.env("INJECTION_OUTPUT", dir.join(format!("{scenario}.pftrace")));
+    cmd.envs(env.iter().copied());
     let out = cmd.output().expect("run child");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
         out.status.success(),
         "child {scenario}: {stdout}\n{}",
@@ -596,10 +768,15 @@ fn run(scenario: &str) -> Run {
         .find_map(|l| l.split("OUTPUT=").nth(1))
         .map(PathBuf::from)
         .expect("OUTPUT line");
-    Run { dir, trace, stdout }
+    Run {
+        dir,
+        trace,
+        stdout,
+        stderr,
+    }
 }
 
-fn report(case: &str, trace: &Path, expect: &str) -> gpu_tests::Report {
+fn report(case: &str, trace: &Path, expect: &str) -> Report {
     check_files(case, case, trace, expect, &Options::default())
 }
 
@@ -627,6 +804,13 @@ fn assert_fails(case: &str, r: &Run, from: &str, to: &str, needle: &str) {
 fn empty_kernels_per_thread_and_streams() {
     let r = run("empty_kernels");
     assert_pass("empty_kernels", &r);
+    assert!(
+        number(
+            &report("empty_kernels", &r.trace, &r.stdout),
+            "dangling_arrows"
+        ) == Some("0"),
+        "dangling_arrows=0 is on the verdict line"
+    );
     assert_fails(
         "empty_kernels",
         &r,
@@ -900,6 +1084,220 @@ fn defects_in_a_trace_are_each_named() {
             .starts_with("FAIL empty_kernels: "),
         "{text}"
     );
+}
+
+/// A key number of a report.
+fn number<'a>(rep: &'a Report, key: &str) -> Option<&'a str> {
+    rep.numbers
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn a_dangling_arrow_alone_fails_the_check() {
+    let r = run("dangling");
+    let rep = report("empty_kernels", &r.trace, &r.stdout);
+    assert_eq!(rep.failures.len(), 1, "{}", rep.render());
+    assert!(
+        rep.failures[0]
+            .starts_with("1 submission arrows point at no GPU event (from cuMemcpyHtoDAsync_v2"),
+        "{}",
+        rep.render()
+    );
+    assert_eq!(number(&rep, "dangling_arrows"), Some("1"));
+    assert!(
+        rep.render()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("FAIL empty_kernels: 1 submission arrows"),
+        "{}",
+        rep.render()
+    );
+}
+
+#[test]
+fn graph_copies_counts_hold_and_the_gaps_are_named() {
+    // As the injection records it today: zero-byte calls claim submissions,
+    // graph copies and memsets are not marked as graph nodes.
+    let r = run("graph_copies");
+    let rep = report("graph_copies", &r.trace, &r.stdout);
+    let text = rep.render();
+    let wanted = [
+        "2 submission arrows point at no GPU event (from ",
+        "6 GPU events have no submitting API slice (6 with a second-space id",
+        "6 of them copies/memsets, likely graph memcpy/memset nodes without a graph_node_id",
+        "1 wait arrows point at no GPU event",
+        "submission arrows from cudaMemcpyAsync calls: trace has 2, program says 1",
+        "submission arrows from cudaMemsetAsync calls: trace has 1, program says 0",
+    ];
+    for needle in wanted {
+        assert!(
+            rep.failures.iter().any(|f| f.contains(needle)),
+            "missing {needle:?} in\n{text}"
+        );
+    }
+    assert_eq!(rep.failures.len(), 5, "only these fail:\n{text}");
+    assert_eq!(number(&rep, "dangling_arrows"), Some("2"));
+
+    // Zero-byte calls that submit nothing: only the graph nodes remain.
+    let r = run("graph_copies_fixed");
+    let rep = report("graph_copies", &r.trace, &r.stdout);
+    assert_eq!(rep.failures.len(), 1, "{}", rep.render());
+    assert!(rep.failures[0].starts_with("6 GPU events have no submitting API slice"));
+    assert_eq!(number(&rep, "dangling_arrows"), Some("0"));
+    assert_eq!(number(&rep, "graph_nodes_without_arrow"), Some("3"));
+    assert_fails(
+        "graph_copies",
+        &r,
+        "arrows.cudaLaunchKernel=0",
+        "arrows.cudaLaunchKernel=1",
+        "submission arrows from cudaLaunchKernel calls: trace has 0",
+    );
+    assert_fails(
+        "graph_copies",
+        &r,
+        "copy_bytes.HtoD=16384",
+        "copy_bytes.HtoD=16385",
+        "bytes copied HtoD",
+    );
+    assert_fails(
+        "graph_copies",
+        &r,
+        "memset=3 ",
+        "memset=4 ",
+        "memsets: trace has 3",
+    );
+    assert_fails(
+        "graph_copies",
+        &r,
+        " memset_bytes=12288",
+        "",
+        "did not state memset_bytes",
+    );
+}
+
+#[test]
+fn a_forced_loss_passes_only_as_expected() {
+    let r = run_with(
+        "loss",
+        &[
+            ("INJECTION_QUEUE_SIZE", "64K"),
+            ("INJECTION_QUEUE_FULL", "drop"),
+        ],
+    );
+    // Without --expect-loss the drops fail the check.
+    let rep = report("empty_kernels", &r.trace, &r.stdout);
+    assert!(
+        rep.failures
+            .iter()
+            .any(|f| f.starts_with("events were dropped: ") && f.contains("thread_buffer=")),
+        "{}",
+        rep.render()
+    );
+    let lossy = |stderr: &str, expect: &str, trace: &Path| {
+        check_files(
+            "empty_kernels",
+            "forced_loss",
+            trace,
+            expect,
+            &Options {
+                expect_loss: Some(stderr.into()),
+                ..Options::default()
+            },
+        )
+    };
+    let rep = lossy(&r.stderr, &r.stdout, &r.trace);
+    assert!(rep.passed(), "{}\nstderr: {}", rep.render(), r.stderr);
+    let n: u64 = number(&rep, "thread_buffer").unwrap().parse().unwrap();
+    assert!(n > 0);
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with(LOSS_LINE))
+        .expect("a loss line");
+    assert!(line.contains(&format!("thread_buffer={n}")), "{line}");
+    assert!(
+        rep.notes
+            .iter()
+            .any(|n| n.contains("skipped under --expect-loss")),
+        "{}",
+        rep.render()
+    );
+
+    let fails = |rep: Report, needle: &str| {
+        assert!(
+            rep.failures.iter().any(|f| f.contains(needle)),
+            "no failure mentions {needle:?}:\n{}",
+            rep.render()
+        );
+    };
+    fails(lossy("", &r.stdout, &r.trace), "has no line starting with");
+    fails(
+        lossy(&format!("{}{line}\n", r.stderr), &r.stdout, &r.trace),
+        "has 2 lines starting with",
+    );
+    let other = r.stderr.replace(
+        &format!("thread_buffer={n}"),
+        &format!("thread_buffer={}", n + 1),
+    );
+    fails(
+        lossy(&other, &r.stdout, &r.trace),
+        &format!(
+            "says thread_buffer={}, the trace says thread_buffer={n}",
+            n + 1
+        ),
+    );
+    fails(
+        lossy(
+            &r.stderr,
+            &r.stdout.replacen("kernels=240000", "kernels=10", 1),
+            &r.trace,
+        ),
+        "more than the 10 the program made",
+    );
+    // A trace that lost nothing is not a forced loss.
+    let clean = run("empty_kernels");
+    fails(
+        lossy("", &clean.stdout, &clean.trace),
+        "the trace counts thread_buffer=0",
+    );
+
+    // The binary: --expect-loss STDERR-FILE.
+    let dir = r.trace.parent().unwrap();
+    let (out, err) = (dir.join("loss.out"), dir.join("loss.err"));
+    std::fs::write(&out, &r.stdout).unwrap();
+    std::fs::write(&err, &r.stderr).unwrap();
+    let bin = env!("CARGO_BIN_EXE_gpu-check");
+    let o = Command::new(bin)
+        .arg("--label")
+        .arg("forced_loss")
+        .arg("--expect-loss")
+        .arg(&err)
+        .arg("empty_kernels")
+        .arg(&r.trace)
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .starts_with("PASS forced_loss: "),
+        "{text}"
+    );
+    let o = Command::new(bin)
+        .arg("--expect-loss")
+        .arg(dir.join("missing.err"))
+        .arg("empty_kernels")
+        .arg(&r.trace)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
 }
 
 /// The full-size case's trace is checked in a few seconds (run with
