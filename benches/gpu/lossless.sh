@@ -38,6 +38,10 @@ if [[ "$skip" != *,big,* ]]; then
         python3 "$here/maxrss.py" "$bin/gpu-trace" record --no-stats -o "$tr" -- "$loop" "$n" "$t" >"$out/traced_${t}t.txt" 2>&1
         echo "rc=$?"; tail -4 "$out/traced_${t}t.txt"
         ls -la "$tr"
+        # What the writer says it wrote (the summary line near the end).
+        grep -a -o "gpu-trace summary: [a-z_=0-9 ]*" "$tr" | tail -1
+        grep -a -o "gpu-trace dropped: [a-z_=0-9 ]*" "$tr" | tail -1
+        if [ "$t" != "${LOSSLESS_TP_THREADS:-8}" ]; then rm -f "$tr"; continue; fi
         cat >"$work/q.sql" <<'SQL'
 select
   (select count(*) from gpu_slice where name like '%empty%') as kernels,

@@ -188,6 +188,7 @@ impl App {
     ) {
         let corr = self.api(th, api, true, smallvec![]);
         self.rec.memory(MemoryOp {
+            graph_node: 0,
             device: 0,
             context: 1,
             stream: 7,
@@ -207,6 +208,7 @@ impl App {
     fn memset(&self, th: &mut Thread, bytes: u64, value: u32) {
         let corr = self.api(th, "cudaMemset_v3020", true, smallvec![]);
         self.rec.memory(MemoryOp {
+            graph_node: 0,
             device: 0,
             context: 1,
             stream: 7,
@@ -224,6 +226,7 @@ impl App {
     /// A copy or memset of correlation `corr` (graph nodes share theirs).
     fn mem(&self, corr: u64, start: u64, bytes: u64, kind: MemoryOpKind) {
         self.rec.memory(MemoryOp {
+            graph_node: 0,
             device: 0,
             context: 1,
             stream: 7,

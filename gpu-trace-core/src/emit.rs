@@ -609,6 +609,9 @@ impl Encoder {
         for &n in used {
             self.intern_arg_name(seq, n);
         }
+        if m.graph_node != 0 {
+            self.intern_arg_name(seq, a.graph_node);
+        }
         let p = &mut self.pkt;
         p.clear();
         rs_header(p, seq, m.start, &self.interned);
@@ -637,6 +640,9 @@ impl Encoder {
                         arg_uint(l, a.value, value as u64);
                         arg_str(l, a.memory_kind, memory.name());
                     }
+                }
+                if m.graph_node != 0 {
+                    arg_uint(l, a.graph_node, m.graph_node);
                 }
             });
         });

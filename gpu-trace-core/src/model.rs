@@ -322,6 +322,8 @@ pub struct MemoryOp {
     pub bytes: u64,
     /// Copy or set.
     pub kind: MemoryOpKind,
+    /// Node id when the operation ran as part of a graph launch, else 0.
+    pub graph_node: u64,
 }
 
 /// A runtime or driver API call on a CPU thread.

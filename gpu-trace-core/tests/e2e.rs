@@ -185,6 +185,7 @@ fn workload(tracer: &Tracer, gpu_offset: u64) {
                     let (gs, ge) = (end + 5_000 - gpu_offset, end + 9_000 - gpu_offset);
                     match i % 10 {
                         5 => rec.memory(MemoryOp {
+                            graph_node: 0,
                             device,
                             context: device + 1,
                             stream,
@@ -200,6 +201,7 @@ fn workload(tracer: &Tracer, gpu_offset: u64) {
                             },
                         }),
                         7 => rec.memory(MemoryOp {
+                            graph_node: 0,
                             device,
                             context: device + 1,
                             stream,

@@ -346,6 +346,7 @@ impl RecordState {
         }
         let dev = self.device(m.device_id());
         self.recorder.memory(MemoryOp {
+            graph_node: m.graph_node_id(),
             device: dev.gpu_id,
             context: m.context_id(),
             stream: m.stream_id() as u64,
@@ -370,6 +371,7 @@ impl RecordState {
         let src = self.device(m.src_device_id()).gpu_id;
         let dst = self.device(m.dst_device_id()).gpu_id;
         self.recorder.memory(MemoryOp {
+            graph_node: m.graph_node_id(),
             device: dev.gpu_id,
             context: m.context_id(),
             stream: m.stream_id() as u64,
@@ -392,6 +394,7 @@ impl RecordState {
         }
         let dev = self.device(m.device_id());
         self.recorder.memory(MemoryOp {
+            graph_node: m.graph_node_id(),
             device: dev.gpu_id,
             context: m.context_id(),
             stream: m.stream_id() as u64,

@@ -350,6 +350,7 @@ impl GpuRecords {
         }
         .unwrap_or(0);
         self.recorder.memory(MemoryOp {
+            graph_node: 0,
             device,
             context: device,
             stream: COPY_STREAM,
