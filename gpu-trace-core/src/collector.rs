@@ -121,6 +121,23 @@ thread_local! {
     // Set on the emitter thread, which must never wait for itself (a
     // vendor flush it starts delivers records on this thread).
     static DRAINER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    // Set on a vendor's delivery thread (it calls `wait_for_room`): the
+    // half of the queue that application threads may not fill is its own.
+    static VENDOR: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// How many sealed batches the calling thread may leave queued: all for a
+/// vendor's delivery thread, half for application threads. Application
+/// threads that record faster than the emitter writes then wait (see
+/// `Recorder::stall`) before the vendor's thread does, which cannot wait
+/// for long: its library keeps producing records into a bounded buffer
+/// pool, and drops them when the pool runs dry.
+fn sealed_cap(limits: &Limits) -> usize {
+    if VENDOR.with(|v| v.get()) {
+        limits.sealed
+    } else {
+        (limits.sealed / 2).max(1).min(limits.sealed)
+    }
 }
 
 /// Marks the calling thread as the one that drains (the emitter).
@@ -352,7 +369,7 @@ impl Recorder {
                     .drained_lock
                     .lock()
                     .unwrap_or_else(|e| e.into_inner());
-                if shared.sealed.load(Ordering::Acquire) >= shared.limits.sealed {
+                if shared.sealed.load(Ordering::Acquire) >= sealed_cap(&shared.limits) {
                     let _ = shared
                         .drained
                         .wait_timeout(g, left.min(Duration::from_millis(5)));
@@ -390,7 +407,7 @@ impl Recorder {
             return (Fill::TooLarge, false);
         }
         // Full: seal it if the queue has room, and retry on a fresh batch.
-        if shared.sealed.fetch_add(1, Ordering::AcqRel) >= limits.sealed {
+        if shared.sealed.fetch_add(1, Ordering::AcqRel) >= sealed_cap(limits) {
             shared.sealed.fetch_sub(1, Ordering::AcqRel);
             return (Fill::QueueFull, true);
         }
@@ -417,13 +434,16 @@ impl Recorder {
         b
     }
 
-    /// For a vendor's buffer thread (never an application thread): waits,
-    /// at most `limit`, while half or more of the sealed-batch budget is in
-    /// use, so that a burst slows the vendor's delivery (which has its own
-    /// bounded, counted buffering) rather than being dropped here.
+    /// For a vendor's buffer thread (never an application thread), before
+    /// it records a buffer's worth: marks the thread as the vendor's (half
+    /// the queue is reserved for it), and waits, at most `limit`, while the
+    /// whole queue is in use, so that a burst slows the vendor's delivery
+    /// (which has its own bounded, counted buffering) rather than being
+    /// dropped here.
     pub fn wait_for_room(&self, limit: Duration) {
+        VENDOR.with(|v| v.set(true));
         let shared = &self.shared;
-        let busy = || shared.sealed.load(Ordering::Acquire) >= shared.limits.sealed / 2;
+        let busy = || shared.sealed.load(Ordering::Acquire) >= shared.limits.sealed;
         if !busy() || !shared.enabled.load(Ordering::Relaxed) || DRAINER.with(|d| d.get()) {
             return;
         }
@@ -653,8 +673,9 @@ mod tests {
         for i in 0..40 {
             r.api(api(i));
         }
-        // 2 sealed batches + the current one hold 30; the last 10 are dropped.
-        assert_eq!(r.drop_counts()[DropKind::ThreadBuffer as usize].1, 10);
+        // An application thread may fill half the sealed budget: 1 sealed
+        // batch + the current one hold 20; the last 20 are dropped.
+        assert_eq!(r.drop_counts()[DropKind::ThreadBuffer as usize].1, 20);
         let ids: Vec<u64> = r
             .drain()
             .iter()
@@ -664,12 +685,32 @@ mod tests {
                 _ => unreachable!(),
             })
             .collect();
-        assert_eq!(ids, (0..30).collect::<Vec<_>>());
+        assert_eq!(ids, (0..20).collect::<Vec<_>>());
         // The budget is free again after the drain.
-        for i in 0..25 {
+        for i in 0..15 {
             r.api(api(i));
         }
-        assert_eq!(r.drop_counts()[DropKind::ThreadBuffer as usize].1, 10);
+        assert_eq!(r.drop_counts()[DropKind::ThreadBuffer as usize].1, 20);
+        // A vendor's delivery thread (it waits for room first) may fill
+        // the whole budget, where an application thread may not: beside
+        // the one sealed batch above, it seals one more and holds 20.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                r.wait_for_room(Duration::ZERO);
+                for i in 0..40 {
+                    r.api(api(100 + i));
+                }
+            });
+        });
+        assert_eq!(r.drop_counts()[DropKind::ThreadBuffer as usize].1, 20 + 20);
+        for i in 0..10 {
+            r.api(api(200 + i));
+        }
+        assert_eq!(
+            r.drop_counts()[DropKind::ThreadBuffer as usize].1,
+            20 + 20 + 5,
+            "the application thread gets no room beyond half"
+        );
         // Marker text that would overflow a batch seals it too.
         let r = Recorder::new(Limits {
             events: 10,
