@@ -618,7 +618,10 @@ impl Tracer {
                 }
             }
             None => {
-                self.flush(limit);
+                // System mode: what is left, then the summary, goes to
+                // whichever sessions are still running.
+                self.run_cycle(CycleKind::Drain, limit);
+                self.run_cycle(CycleKind::Summary, limit);
             }
         }
         self.inner.recorder.close();
