@@ -180,7 +180,14 @@ fn record(a: RecordArgs) -> ExitCode {
             }
         }
     }
-    if traces.is_empty() && (cuda.is_some() || hip.is_some()) {
+    let system_only = a
+        .mode
+        .clone()
+        .or_else(|| std::env::var(gpu_trace_core::config::vars::MODE).ok())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("system"));
+    if system_only {
+        eprintln!("gpu-trace: system mode: the running traced session holds the trace");
+    } else if traces.is_empty() && (cuda.is_some() || hip.is_some()) {
         eprintln!(
             "gpu-trace: no trace was written (the command used no GPU, or tracing failed; rerun with --verbose)"
         );
