@@ -483,7 +483,8 @@ fn output_of(out: &Output) -> PathBuf {
     PathBuf::from(line)
 }
 
-use gpu_trace_core::testing::validate;
+use gpu_trace_core::testing::{tp_agrees_with_reader, tp_problems, tp_tables, validate};
+use std::collections::BTreeMap;
 
 fn pid_of(out: &Output) -> i64 {
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -687,6 +688,418 @@ fn check_workload(t: &Trace, pid: i64) {
     }
 }
 
+/// What the trace processor (the UI's engine) shows of the workload: the
+/// same numbers as [`check_workload`], through its tables. Skipped (said
+/// on stderr) without a trace processor.
+fn check_workload_in_tp(path: &Path, t: &Trace, pid: i64) {
+    let Some(problems) = tp_problems(path) else {
+        return;
+    };
+    assert!(problems.is_empty(), "trace processor: {problems:?}");
+    let seen = tp_agrees_with_reader(path, t).unwrap();
+    assert_eq!(seen.unfinished, 0, "slices that never end");
+
+    let tables = tp_tables(
+        path,
+        &format!(
+            "select s.name, k.name, extract_arg(k.dimension_arg_set_id, 'gpu'), count(*),
+                    min(s.dur), sum(extract_arg(s.arg_set_id, 'device')
+                                    = extract_arg(k.dimension_arg_set_id, 'gpu'))
+               from gpu_slice s join track k on s.track_id = k.id
+              where k.type = 'gpu_render_stage' group by 1, 2, 3;
+             select s.name, extract_arg(a, 'kernel_name'), extract_arg(a, 'kernel_demangled_name'),
+                    extract_arg(a, 'arch'),
+                    extract_arg(a, 'launch.grid_size.x'), extract_arg(a, 'launch.grid_size.y'),
+                    extract_arg(a, 'launch.grid_size.z'),
+                    extract_arg(a, 'launch.workgroup_size.x'), extract_arg(a, 'launch.workgroup_size.y'),
+                    extract_arg(a, 'launch.workgroup_size.z'),
+                    extract_arg(a, 'launch__registers_per_thread'),
+                    extract_arg(a, 'sm__maximum_warps_per_active_cycle_pct'),
+                    round(extract_arg(a, 'launch__waves_per_multiprocessor'), 2),
+                    extract_arg(a, 'graph_node_id') is not null, count(*)
+               from (select name, arg_set_id as a from gpu_slice
+                      where extract_arg(arg_set_id, 'kernel_name') is not null) s
+              group by 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14;
+             select group_concat(extract_arg(arg_set_id, 'graph_node_id'))
+               from (select arg_set_id from gpu_slice
+                      where extract_arg(arg_set_id, 'graph_node_id') is not null order by ts);
+             select s.name, extract_arg(a, 'bytes'), extract_arg(a, 'src_kind'),
+                    extract_arg(a, 'dst_kind'), extract_arg(a, 'value'),
+                    extract_arg(a, 'memory_kind'), count(*)
+               from (select name, arg_set_id as a from gpu_slice where name like 'Mem%') s
+              group by 1, 2, 3, 4, 5, 6;
+             select name, count(*), sum(n_out = 1), sum(n_gpu_after = 1) from (
+               select s.name,
+                      (select count(*) from flow f where f.slice_out = s.id) as n_out,
+                      (select count(*) from flow f join gpu_slice g on f.slice_in = g.id
+                        where f.slice_out = s.id and g.ts > s.ts) as n_gpu_after
+                 from slice s
+                where extract_arg(s.arg_set_id,
+                                  'gpu_correlation.render_stage_submission_event_ids[0]')
+                      is not null)
+              group by 1;
+             select o.id in (select id from gpu_slice), i.id in (select id from gpu_slice),
+                    i.name, count(*)
+               from flow f join slice o on f.slice_out = o.id join slice i on f.slice_in = i.id
+              group by 1, 2, 3;
+             select count(*) from gpu_slice g join track k on g.track_id = k.id
+              where k.type = 'gpu_render_stage'
+                and not exists (select 1 from flow f where f.slice_in = g.id);
+             select k.name, k.gpu_id, k.unit, k.description, count(c.id), sum(c.value > 0),
+                    max(c.value)
+               from gpu_counter_track k left join counter c on c.track_id = k.id
+              group by k.id;
+             select count(*) from counter c join gpu_counter_track k on c.track_id = k.id
+              where c.value > 0 and not exists (
+                select 1 from gpu_slice s join track g on s.track_id = g.id
+                 where extract_arg(g.dimension_arg_set_id, 'gpu') = k.gpu_id
+                   and s.ts <= c.ts and c.ts < s.ts + s.dur);
+             select s.name, s.depth, ifnull(p.name, ''), s.dur = 0, count(*)
+               from slice s left join slice p on s.parent_id = p.id
+              where s.id not in (select id from gpu_slice)
+              group by 1, 2, 3, 4;
+             select s.name, th.tid, ifnull(th.name, ''), pr.pid
+               from slice s join thread_track tt on s.track_id = tt.id
+               join thread th using (utid) join process pr using (upid)
+              where s.depth = 0 and s.id not in (select id from gpu_slice);
+             select s.name, k.name, k.type, pr.pid, extract_arg(s.arg_set_id, 'debug.domain')
+               from slice s join process_track k on s.track_id = k.id
+               join process pr using (upid);
+             select pid, name from process where pid = {pid};"
+        ),
+    )
+    .unwrap();
+    let [
+        gpu_tracks,
+        kernel_args,
+        graph_nodes,
+        memory_args,
+        submitters,
+        flows,
+        gpu_without_arrow,
+        counter_tracks,
+        samples_outside,
+        slices,
+        thread_slices,
+        process_slices,
+        process,
+    ]: [Vec<Vec<String>>; 13] = tables.try_into().unwrap();
+
+    // GPU slices: every kernel, copy and memset once, on the queue of its
+    // stream and on its GPU, each with a duration.
+    let mut want: BTreeMap<(String, String), (u32, u64)> = BTreeMap::new();
+    for th in 0..THREADS {
+        let device = (th % 2) as u32;
+        let queue = format!("GPU {device} · stream {}", 10 + th);
+        for i in 0..LAUNCHES_PER_THREAD {
+            let name = match i % 10 {
+                5 => "Memcpy HtoD",
+                7 => "Memset",
+                _ if i % 2 == 0 => "vecAdd",
+                _ => "at::native::elementwise_kernel",
+            };
+            want.entry((name.into(), queue.clone()))
+                .or_insert((device, 0))
+                .1 += 1;
+        }
+    }
+    want.insert(
+        ("vecAdd".into(), "GPU 0 · stream 99".into()),
+        (0, GRAPH_NODES),
+    );
+    let got: BTreeMap<(String, String), (u32, u64)> = gpu_tracks
+        .iter()
+        .map(|r| {
+            assert_eq!(r[4], "4000", "duration of {} on {}", r[0], r[1]);
+            assert_eq!(
+                r[5], r[3],
+                "{} on {}: device arg = the track's GPU",
+                r[0], r[1]
+            );
+            (
+                (r[0].clone(), r[1].clone()),
+                (r[2].parse().unwrap(), r[3].parse().unwrap()),
+            )
+        })
+        .collect();
+    assert_eq!(got, want, "GPU slices per (name, queue): (gpu, count)");
+
+    // Kernel launch arguments, as the UI lists them.
+    let demangled = |n: &str| {
+        t.kernels()
+            .find_map(|k| k.kernel.as_ref().filter(|i| i.name == n))
+            .map(|i| i.demangled.clone())
+            .unwrap()
+    };
+    let per_thread = |name: &str| -> u64 {
+        THREADS
+            * (0..LAUNCHES_PER_THREAD)
+                .filter(|i| i % 10 != 5 && i % 10 != 7)
+                .filter(|i| (i % 2 == 0) == (name == "vecAdd"))
+                .count() as u64
+    };
+    let row = |name: &str,
+               mangled: &str,
+               grid: [u32; 3],
+               block: [u32; 3],
+               waves: &str,
+               graph: bool,
+               n: u64| {
+        let mut r = vec![
+            name.to_owned(),
+            mangled.to_owned(),
+            demangled(mangled),
+            "sm_90".into(),
+        ];
+        r.extend(grid.iter().chain(&block).map(u32::to_string));
+        r.extend(["32".into(), "100.000000".into(), waves.to_owned()]);
+        r.extend([u8::from(graph).to_string(), n.to_string()]);
+        r
+    };
+    let mut want_args = vec![
+        row(
+            "vecAdd",
+            "_Z6vecAddPfS_S_i",
+            [1024, 1, 1],
+            [256, 1, 1],
+            "1.940000",
+            false,
+            per_thread("vecAdd"),
+        ),
+        row(
+            "at::native::elementwise_kernel",
+            "_ZN2at6native18elementwise_kernelILi128ELi4EEEvi",
+            [1024, 1, 1],
+            [256, 1, 1],
+            "1.940000",
+            false,
+            per_thread("at::native::elementwise_kernel"),
+        ),
+        row(
+            "vecAdd",
+            "_Z6vecAddPfS_S_i",
+            [8, 8, 1],
+            [32, 8, 1],
+            "[NULL]",
+            true,
+            GRAPH_NODES,
+        ),
+    ];
+    want_args.sort();
+    let mut kernel_args = kernel_args;
+    kernel_args.sort();
+    assert_eq!(
+        kernel_args, want_args,
+        "kernel slices grouped by their args"
+    );
+    let nodes: Vec<String> = (0..GRAPH_NODES).map(|n| (1000 + n).to_string()).collect();
+    assert_eq!(
+        graph_nodes,
+        [[nodes.join(",")]],
+        "graph node ids in time order"
+    );
+    let n_ops = (THREADS * LAUNCHES_PER_THREAD / 10).to_string();
+    let mut memory_args = memory_args;
+    memory_args.sort();
+    assert_eq!(
+        memory_args,
+        [
+            [
+                "Memcpy HtoD",
+                "4096",
+                "pinned",
+                "device",
+                "[NULL]",
+                "[NULL]",
+                &n_ops
+            ],
+            ["Memset", "1000", "[NULL]", "[NULL]", "0", "device", &n_ops],
+        ]
+    );
+
+    // Arrows: every API slice that submitted work has exactly one, to a GPU
+    // slice that starts after it; waits come from GPU slices; only the
+    // graph's further nodes (which share its one correlation) have none.
+    let launches_of = |name: &str| -> u64 {
+        THREADS
+            * (0..LAUNCHES_PER_THREAD)
+                .filter(|i| match name {
+                    "cudaMemcpyAsync" => i % 10 == 5,
+                    "cudaMemsetAsync" => i % 10 == 7,
+                    _ => i % 10 != 5 && i % 10 != 7,
+                })
+                .count() as u64
+    };
+    let mut want_submitters: Vec<Vec<String>> =
+        ["cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync"]
+            .iter()
+            .map(|n| {
+                let c = launches_of(n).to_string();
+                vec![n.to_string(), c.clone(), c.clone(), c]
+            })
+            .collect();
+    want_submitters.push(vec![
+        "cudaGraphLaunch".into(),
+        "1".into(),
+        "1".into(),
+        "1".into(),
+    ]);
+    want_submitters.sort();
+    let mut submitters = submitters;
+    submitters.sort();
+    assert_eq!(
+        submitters, want_submitters,
+        "API slices with a submission: (name, n, n with one arrow, n with one arrow to later GPU work)"
+    );
+    let n_launch_arrows: u64 = THREADS * LAUNCHES_PER_THREAD + 1;
+    let n_waits = THREADS * (LAUNCHES_PER_THREAD / 25);
+    let mut flow_kinds: BTreeMap<(bool, bool, bool), u64> = BTreeMap::new();
+    for r in &flows {
+        let key = (r[0] == "1", r[1] == "1", r[2] == "cudaStreamSynchronize");
+        *flow_kinds.entry(key).or_default() += r[3].parse::<u64>().unwrap();
+    }
+    assert_eq!(
+        flow_kinds,
+        BTreeMap::from([
+            ((false, true, false), n_launch_arrows),
+            ((true, false, true), n_waits)
+        ]),
+        "arrows by (from GPU, to GPU, to a sync): {flows:?}"
+    );
+    assert_eq!(gpu_without_arrow, [[(GRAPH_NODES - 1).to_string()]]);
+
+    // Counters: one track per counter and GPU with its unit and description;
+    // per-kernel values and their return to zero, inside a kernel of that GPU.
+    let per_gpu = THREADS / 2 * LAUNCHES_PER_THREAD.div_ceil(50);
+    let mut want_counters = Vec::new();
+    for gpu in 0..2 {
+        for (name, unit, desc, max) in [
+            (
+                "dram__bytes_read.sum.per_second",
+                "B/s",
+                "DRAM read bandwidth",
+                "1500000000000.000000",
+            ),
+            (
+                "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                "%",
+                "SM throughput",
+                "55.500000",
+            ),
+        ] {
+            want_counters.push(
+                [
+                    name,
+                    &gpu.to_string(),
+                    unit,
+                    desc,
+                    &(2 * per_gpu).to_string(),
+                    &per_gpu.to_string(),
+                    max,
+                ]
+                .map(str::to_owned)
+                .to_vec(),
+            );
+        }
+    }
+    want_counters.sort();
+    let mut counter_tracks = counter_tracks;
+    counter_tracks.sort();
+    assert_eq!(
+        counter_tracks, want_counters,
+        "counter tracks: (name, gpu, unit, description, values, non-zero, max)"
+    );
+    assert_eq!(
+        samples_outside,
+        [["0"]],
+        "counter values outside every kernel of their GPU"
+    );
+
+    // NVTX ranges hold their thread's API calls; the graph launch, the
+    // cross-thread range and the mark stand alone.
+    let mut want_slices: BTreeMap<(String, u32, String, bool), u64> = BTreeMap::new();
+    for th in 0..THREADS {
+        let worker = format!("worker {th}");
+        want_slices.insert((worker.clone(), 0, String::new(), false), 1);
+        for (n, c) in [
+            (
+                "cudaLaunchKernel",
+                launches_of("cudaLaunchKernel") / THREADS,
+            ),
+            ("cudaMemcpyAsync", launches_of("cudaMemcpyAsync") / THREADS),
+            ("cudaMemsetAsync", launches_of("cudaMemsetAsync") / THREADS),
+            ("cudaStreamSynchronize", n_waits / THREADS),
+        ] {
+            want_slices.insert((n.into(), 1, worker.clone(), false), c);
+        }
+    }
+    for n in ["cudaGraphLaunch", "epoch 1"] {
+        want_slices.insert((n.into(), 0, String::new(), false), 1);
+    }
+    want_slices.insert(("checkpoint".into(), 0, String::new(), true), 1);
+    let got_slices: BTreeMap<(String, u32, String, bool), u64> = slices
+        .iter()
+        .map(|r| {
+            (
+                (
+                    r[0].clone(),
+                    r[1].parse().unwrap(),
+                    r[2].clone(),
+                    r[3] == "1",
+                ),
+                r[4].parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got_slices, want_slices,
+        "(name, depth, parent, instant) → count"
+    );
+
+    // Threads and the process: the ranges sit on the thread tracks of four
+    // threads of the traced process, named as the system names them (the
+    // emitter names a thread when it first writes its events; one that has
+    // exited by then is "thread <tid>").
+    let mut worker_tids = std::collections::BTreeSet::new();
+    for r in &thread_slices {
+        assert_eq!(
+            r[3],
+            pid.to_string(),
+            "{} on a thread of another process",
+            r[0]
+        );
+        let tid: i64 = r[1].parse().unwrap();
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).ok();
+        assert!(
+            r[2] == format!("thread {tid}") || r[2] == "child" || Some(r[2].clone()) == comm,
+            "thread {tid} is named {:?}",
+            r[2]
+        );
+        if r[0].starts_with("worker ") {
+            worker_tids.insert(tid);
+        }
+    }
+    assert_eq!(worker_tids.len() as u64, THREADS, "{thread_slices:?}");
+    assert_eq!(
+        process_slices,
+        [[
+            "epoch 1",
+            "Ranges (MyLib)",
+            "process_merged_track_event",
+            &pid.to_string(),
+            "MyLib"
+        ]]
+    );
+    let exe = std::env::current_exe().unwrap();
+    assert_eq!(process.len(), 1, "{process:?}");
+    assert!(
+        Path::new(&process[0][1]).file_name() == exe.file_name(),
+        "process {pid} is named {:?}, not after {}",
+        process[0][1],
+        exe.display()
+    );
+}
+
 #[test]
 fn standalone_trace_has_everything_once_and_validates() {
     let dir = tmpdir("basic");
@@ -705,6 +1118,7 @@ fn standalone_trace_has_everything_once_and_validates() {
     assert!(path.starts_with(&dir));
     let t = Trace::open(&path).unwrap();
     check_workload(&t, pid_of(&out));
+    check_workload_in_tp(&path, &t, pid_of(&out));
     assert_eq!(
         t.data_sources,
         vec!["track_event", "gpu.renderstages.nv", "gpu.counters.nv"]
@@ -727,6 +1141,8 @@ fn custom_gpu_clock_is_converted_with_snapshots() {
     let t = Trace::open(&path).unwrap();
     assert_eq!(t.custom_clocks_used.len(), 1);
     check_workload(&t, pid_of(&out));
+    // The trace processor converts the GPU clock as our reader does.
+    check_workload_in_tp(&path, &t, pid_of(&out));
     validate(&path);
     std::fs::remove_dir_all(dir).unwrap();
 }

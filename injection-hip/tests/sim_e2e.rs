@@ -77,7 +77,7 @@ fn our_lines(stderr: &str) -> Vec<&str> {
         .collect()
 }
 
-use gpu_trace_core::testing::validate;
+use gpu_trace_core::testing::{tp_agrees_with_reader, tp_problems, tp_tables, validate};
 
 // ------------------------------------------------------------------ what the script implies
 
@@ -219,9 +219,450 @@ fn every_scripted_event_is_in_the_trace_once_and_correct() {
     check_api(&t, r, &s, &expected);
     check_markers(&t);
     check_counters(&t, &kernels, &s, &sc);
+    check_in_tp(&path, &t, r, &s, &sc, &expected);
 
     validate(&path);
     cleanup(&dir);
+}
+
+/// A drawn track-event slice the script implies: (name, depth, parent range, instant, on a thread
+/// track).
+type Drawn = (String, u32, String, bool, bool);
+
+/// The slices the script draws, by count: each thread's HIP calls (hipSetDevice is followed,
+/// not drawn) and roctx pushes nest in the ranges pushed before them; start/stop ranges sit
+/// on a process track.
+fn drawn(s: &Scenario) -> BTreeMap<Drawn, u64> {
+    fn walk(ops: &[Op], stack: &mut Vec<String>, out: &mut BTreeMap<Drawn, u64>) {
+        for op in ops {
+            let (depth, parent) = (
+                stack.len() as u32,
+                stack.last().cloned().unwrap_or_default(),
+            );
+            let mut add = |name: &str, instant: bool, thread: bool| {
+                let key = if thread {
+                    (name.to_owned(), depth, parent.clone(), instant, true)
+                } else {
+                    (name.to_owned(), 0, String::new(), instant, false)
+                };
+                *out.entry(key).or_default() += 1;
+            };
+            match op {
+                Op::Malloc { .. } => add("hipMalloc", false, true),
+                Op::Free { .. } => add("hipFree", false, true),
+                Op::Memcpy { stream: None, .. } => add("hipMemcpy", false, true),
+                Op::Memcpy { .. } => add("hipMemcpyAsync", false, true),
+                Op::Launch { .. } => add("hipLaunchKernel", false, true),
+                Op::StreamSync { .. } => add("hipStreamSynchronize", false, true),
+                Op::DeviceSync { .. } => add("hipDeviceSynchronize", false, true),
+                Op::EventRecord { .. } => add("hipEventRecord", false, true),
+                Op::EventSync { .. } => add("hipEventSynchronize", false, true),
+                Op::Mark { message } => add(message, true, true),
+                Op::RangePush { message } => {
+                    add(message, false, true);
+                    stack.push(message.clone());
+                }
+                Op::RangePop => {
+                    stack.pop();
+                }
+                Op::RangeStart { message, .. } => add(message, false, false),
+                Op::RangeStop { .. } | Op::SleepUs { .. } => {}
+                Op::Repeat { times, ops } => {
+                    for _ in 0..*times {
+                        walk(ops, stack, out);
+                    }
+                }
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    for t in &s.threads {
+        walk(&t.ops, &mut Vec::new(), &mut out);
+    }
+    out
+}
+
+/// What the trace processor (the UI's engine) shows of the scripted program: the numbers the
+/// script implies, through its tables. Skipped (said on stderr) without a trace processor.
+fn check_in_tp(
+    path: &Path,
+    t: &Trace,
+    r: &rocprofiler_sim::Report,
+    s: &Script,
+    sc: &Scenario,
+    expected: &rocprofiler_sim::Expected,
+) {
+    let Some(problems) = tp_problems(path) else {
+        return;
+    };
+    assert!(problems.is_empty(), "trace processor: {problems:?}");
+    let seen = tp_agrees_with_reader(path, t).unwrap();
+    assert_eq!(seen.unfinished, 0, "slices that never end");
+
+    let tables = tp_tables(
+        path,
+        "create perfetto view rs as
+           select s.id, s.ts, s.dur, s.name, s.arg_set_id as a, k.name as queue,
+                  extract_arg(k.dimension_arg_set_id, 'gpu') as gpu
+             from gpu_slice s join track k on s.track_id = k.id
+            where k.type = 'gpu_render_stage';
+         select ifnull(extract_arg(a, 'kernel_name'), name), count(*), sum(dur > 0),
+                sum(extract_arg(a, 'device') = gpu), sum(queue like 'GPU ' || gpu || ' · stream %'),
+                ifnull(sum(extract_arg(a, 'bytes')), 0)
+           from rs group by 1;
+         select extract_arg(a, 'kernel_name'), gpu,
+                extract_arg(a, 'launch.grid_size.x'), extract_arg(a, 'launch.grid_size.y'),
+                extract_arg(a, 'launch.grid_size.z'), extract_arg(a, 'launch.workgroup_size.x'),
+                extract_arg(a, 'launch.workgroup_size.y'), extract_arg(a, 'launch.workgroup_size.z'),
+                extract_arg(a, 'vgpr_count'), extract_arg(a, 'sgpr_count'),
+                extract_arg(a, 'agpr_count'), extract_arg(a, 'lds_size'),
+                extract_arg(a, 'lds_size_static'), extract_arg(a, 'scratch_size'),
+                extract_arg(a, 'arch'), queue
+           from rs where extract_arg(a, 'kernel_name') is not null;
+         select s.name, count(*), sum(n = 1) from (
+           select s.name, (select count(*) from flow f join rs g on f.slice_in = g.id
+                            where f.slice_out = s.id and g.ts >= s.ts) as n
+             from slice s
+            where extract_arg(s.arg_set_id,
+                              'gpu_correlation.render_stage_submission_event_ids[0]') is not null
+              and (select count(*) from flow f where f.slice_out = s.id) = 1) s
+          group by 1;
+         select count(*), sum(n = 1) from (
+           select (select count(*) from flow f join slice o on f.slice_out = o.id
+                    where f.slice_in = g.id and o.name like 'hip%' and o.ts <= g.ts) as n
+             from rs g);
+         select i.name, o.name, o.gpu, o.ts + o.dur <= i.ts + i.dur
+           from flow f join rs o on f.slice_out = o.id join slice i on f.slice_in = i.id;
+         select count(*) from flow f
+          where f.slice_out not in (select id from rs) and f.slice_in not in (select id from rs);
+         select k.name, k.gpu_id, ifnull(k.unit, ''), k.description, count(c.id)
+           from gpu_counter_track k left join counter c on c.track_id = k.id group by k.id;
+         select extract_arg(g.a, 'kernel_name'), g.gpu, g.ts, k.name, printf('%.17g', c.value)
+           from counter c join gpu_counter_track k on c.track_id = k.id
+           join rs g on g.gpu = k.gpu_id and g.ts = c.ts
+          where c.value != 0 and extract_arg(g.a, 'kernel_name') is not null;
+         select s.name, s.depth, ifnull(p.name, ''), s.dur = 0,
+                s.track_id in (select id from thread_track), count(*), sum(s.dur >= 0)
+           from slice s left join slice p on s.parent_id = p.id
+          where s.id not in (select id from gpu_slice) group by 1, 2, 3, 4, 5;
+         select distinct th.tid, ifnull(th.name, ''), pr.pid
+           from slice s join thread_track tt on s.track_id = tt.id
+           join thread th using (utid) join process pr using (upid)
+          where s.name like 'hip%';
+         select distinct pr.pid from gpu_slice g join process pr using (upid);",
+    )
+    .unwrap();
+    let [
+        per_name,
+        kernel_rows,
+        submitters,
+        gpu_arrows,
+        waits,
+        other_flows,
+        counter_tracks,
+        counter_values,
+        slices,
+        threads,
+        gpu_pids,
+    ]: [Vec<Vec<String>>; 11] = tables.try_into().unwrap();
+    let num = |v: &str| -> u64 { v.parse().unwrap_or_else(|_| panic!("not a number: {v:?}")) };
+
+    // GPU slices: every dispatch (by symbol) and copy (by direction) once, each with a duration,
+    // on a queue of its own GPU; the bytes of the copies.
+    let mut want: BTreeMap<String, u64> = expected.dispatches_by_symbol.clone();
+    for (dir, n) in &expected.memory_copies {
+        let name = match dir.as_str() {
+            "HOST_TO_DEVICE" => "Memcpy HtoD",
+            "DEVICE_TO_HOST" => "Memcpy DtoH",
+            _ => "Memcpy DtoD",
+        };
+        want.insert(name.to_owned(), *n);
+    }
+    let mut got = BTreeMap::new();
+    let mut bytes = 0;
+    for row in &per_name {
+        let n = num(&row[1]);
+        assert_eq!(
+            [num(&row[2]), num(&row[3]), num(&row[4])],
+            [n; 3],
+            "{}: (with a duration, device arg = track's GPU, queue of that GPU)",
+            row[0]
+        );
+        got.insert(row[0].clone(), n);
+        if row[0].starts_with("Memcpy") {
+            bytes += num(&row[5]);
+        }
+    }
+    assert_eq!(got, want, "GPU slices by kernel symbol or copy name");
+    assert_eq!(bytes, expected.memory_copy_bytes, "bytes copied");
+
+    // Kernel launch arguments as scripted for the symbol and device; the ISA of the GPU.
+    let gpus = sc.gpus();
+    let mut queues: BTreeMap<(String, String), String> = BTreeMap::new();
+    for row in &kernel_rows {
+        let device = num(&row[1]) as u32;
+        let v: Vec<u64> = row[2..14].iter().map(|x| num(x)).collect();
+        let spec = sc.kernels.iter().find(|k| k.symbol == row[0]).unwrap();
+        assert!(
+            s.launches.iter().any(|l| {
+                l.symbol == row[0]
+                    && l.device == device
+                    && v[..6]
+                        == [l.grid, l.block]
+                            .concat()
+                            .iter()
+                            .map(|&x| u64::from(x))
+                            .collect::<Vec<_>>()
+                    && v[9] == l.lds
+            }),
+            "unscripted launch {row:?}"
+        );
+        assert_eq!(
+            v[6..9].to_vec(),
+            [spec.vgpr, spec.sgpr, spec.accum_vgpr].map(u64::from),
+            "{row:?}"
+        );
+        assert_eq!(
+            v[10..12].to_vec(),
+            [spec.lds, spec.scratch].map(u64::from),
+            "{row:?}"
+        );
+        assert_eq!(
+            row[14], gpus[device as usize].name,
+            "ISA of the GPU: {row:?}"
+        );
+        queues.insert((spec.name.clone(), row[1].clone()), row[15].clone());
+    }
+    assert_eq!(kernel_rows.len() as u64, expected.kernel_dispatches);
+    assert_ne!(
+        queues[&("gemm".to_owned(), "0".to_owned())],
+        queues[&("vadd".to_owned(), "0".to_owned())],
+        "kernels of different HIP streams on one queue"
+    );
+
+    // Arrows: each HIP call that submitted work has exactly one, to GPU work that starts after
+    // it; each GPU slice has exactly one, from a HIP call before it. Waits come from finished
+    // GPU work into the synchronising call: the last work of the stream, event or device.
+    let mut want_submitters: BTreeMap<String, u64> = BTreeMap::new();
+    for x in t.slices.iter().filter(|x| !x.submissions.is_empty()) {
+        *want_submitters.entry(x.name.clone()).or_default() += 1;
+    }
+    let launches = expected.hip_calls["hipLaunchKernel"];
+    assert_eq!(want_submitters.get("hipLaunchKernel"), Some(&launches));
+    let got_submitters: BTreeMap<String, u64> = submitters
+        .iter()
+        .map(|row| {
+            assert_eq!(row[1], row[2], "{}: an arrow to later GPU work", row[0]);
+            (row[0].clone(), num(&row[1]))
+        })
+        .collect();
+    assert_eq!(
+        got_submitters, want_submitters,
+        "HIP calls with a submission and exactly one arrow"
+    );
+    let n_gpu = expected.kernel_dispatches + expected.memory_copies.values().sum::<u64>();
+    assert_eq!(
+        gpu_arrows,
+        [[n_gpu.to_string(), n_gpu.to_string()]],
+        "GPU slices with exactly one arrow from an earlier HIP call"
+    );
+    let mut stream_targets = Vec::new();
+    let mut event_targets = Vec::new();
+    let mut device_waits: BTreeMap<String, u64> = BTreeMap::new();
+    for row in &waits {
+        assert_eq!(row[3], "1", "{} waits on unfinished {}", row[0], row[1]);
+        let target = format!("{}@{}", row[1], row[2]);
+        match row[0].as_str() {
+            "hipStreamSynchronize" => stream_targets.push(target),
+            "hipEventSynchronize" => event_targets.push(target),
+            "hipDeviceSynchronize" => *device_waits.entry(row[2].clone()).or_default() += 1,
+            other => panic!("a wait arrow into {other}"),
+        }
+    }
+    stream_targets.sort();
+    assert_eq!(stream_targets, ["Memcpy DtoH@1", "gemm@0", "reduce@0"]);
+    assert_eq!(event_targets, ["vadd@0"]);
+    let n_device_waits: usize = t
+        .slices
+        .iter()
+        .filter(|x| x.name == "hipDeviceSynchronize")
+        .map(|x| x.waits.len())
+        .sum();
+    assert_eq!(
+        device_waits.values().sum::<u64>() as usize,
+        n_device_waits,
+        "{device_waits:?}"
+    );
+    assert_eq!(other_flows, [["0"]], "arrows between two non-GPU slices");
+
+    // Counters: a track per counter and GPU for the counters asked for that the GPU offers,
+    // with the GPU's description; each dispatch's value, combined per rule, at its start; a
+    // return to zero at its end.
+    let wanted = [
+        "SQ_WAVES",
+        "SQ_INSTS_VALU",
+        "TA_BUSY_max",
+        "TA_BUSY_min",
+        "GRBM_GUI_ACTIVE",
+    ];
+    let mut want_tracks = Vec::new();
+    for (gpu, agent) in gpus.iter().enumerate() {
+        let n = s.launches.iter().filter(|l| l.device == gpu as u32).count();
+        for c in agent
+            .counters
+            .iter()
+            .filter(|c| wanted.contains(&c.name.as_str()))
+        {
+            want_tracks.push(vec![
+                c.name.clone(),
+                gpu.to_string(),
+                String::new(),
+                c.description.clone(),
+                (2 * n).to_string(),
+            ]);
+        }
+    }
+    want_tracks.sort();
+    // KNOWN DEFECT (the trace, not the test): the emitter's counter descriptor for each GPU
+    // lists every counter registered for any GPU (emit.rs, `write_counter_point` describes
+    // `Counters::snapshot()` whole), so the trace processor draws an empty track for a counter
+    // on a GPU that does not offer it (SQ_INSTS_VALU on the MI300X). Pinned exactly: when the
+    // descriptors become per GPU, `empty` must be empty and this expectation goes.
+    let mut offered_somewhere: Vec<(String, String)> = Vec::new();
+    for agent in &gpus {
+        for c in agent
+            .counters
+            .iter()
+            .filter(|c| wanted.contains(&c.name.as_str()))
+        {
+            if !offered_somewhere.iter().any(|(n, _)| *n == c.name) {
+                offered_somewhere.push((c.name.clone(), c.description.clone()));
+            }
+        }
+    }
+    let mut want_empty = Vec::new();
+    for (gpu, agent) in gpus.iter().enumerate() {
+        for (name, desc) in &offered_somewhere {
+            if !agent.counters.iter().any(|c| &c.name == name) {
+                want_empty.push(vec![
+                    name.clone(),
+                    gpu.to_string(),
+                    String::new(),
+                    desc.clone(),
+                    "0".to_owned(),
+                ]);
+            }
+        }
+    }
+    want_empty.sort();
+    let (mut empty, mut counter_tracks): (Vec<_>, Vec<_>) =
+        counter_tracks.into_iter().partition(|row| row[4] == "0");
+    counter_tracks.sort();
+    empty.sort();
+    assert_eq!(
+        counter_tracks, want_tracks,
+        "counter tracks with values: (name, gpu, unit, description, values)"
+    );
+    assert_eq!(
+        empty, want_empty,
+        "empty counter tracks (the known defect above)"
+    );
+    let mut want_values: Vec<(String, u64, String, f64)> = Vec::new();
+    for k in t.kernels() {
+        let info = k.kernel.as_ref().unwrap();
+        let device = k.gpu_id.unwrap() as u32;
+        let launch = s
+            .launches
+            .iter()
+            .find(|l| l.symbol == info.name && l.device == device)
+            .unwrap();
+        for c in gpus[device as usize]
+            .counters
+            .iter()
+            .filter(|c| wanted.contains(&c.name.as_str()))
+        {
+            let v = expected_value(&c.name, launch.counters.get(&c.name), c.instances);
+            want_values.push((info.name.clone(), u64::from(device), c.name.clone(), v));
+        }
+    }
+    let mut got_values: Vec<(String, u64, String, f64)> = counter_values
+        .iter()
+        .map(|row| {
+            (
+                row[0].clone(),
+                num(&row[1]),
+                row[3].clone(),
+                row[4].parse().unwrap(),
+            )
+        })
+        .collect();
+    let key = |a: &(String, u64, String, f64), b: &(String, u64, String, f64)| {
+        (&a.0, a.1, &a.2)
+            .cmp(&(&b.0, b.1, &b.2))
+            .then(a.3.total_cmp(&b.3))
+    };
+    want_values.sort_by(key);
+    got_values.sort_by(key);
+    assert_eq!(
+        got_values, want_values,
+        "(kernel, gpu, counter, value at the kernel's start)"
+    );
+
+    // roctx ranges hold the HIP calls made inside them; the mark sits in its range; the
+    // start/stop range is on a process track; nothing is left open.
+    let got_slices: BTreeMap<Drawn, u64> = slices
+        .iter()
+        .map(|row| {
+            assert_eq!(row[5], row[6], "{row:?}: slices that never end");
+            (
+                (
+                    row[0].clone(),
+                    num(&row[1]) as u32,
+                    row[2].clone(),
+                    row[3] == "1",
+                    row[4] == "1",
+                ),
+                num(&row[5]),
+            )
+        })
+        .collect();
+    let want_slices = drawn(sc);
+    let mut calls = expected.hip_calls.clone();
+    calls.remove("hipSetDevice");
+    let mut drawn_calls: BTreeMap<String, u64> = BTreeMap::new();
+    for ((name, ..), n) in want_slices.iter().filter(|(k, _)| k.0.starts_with("hip")) {
+        *drawn_calls.entry(name.clone()).or_default() += n;
+    }
+    assert_eq!(drawn_calls, calls, "the walk of the script");
+    assert_eq!(
+        got_slices, want_slices,
+        "(name, depth, parent, instant, on a thread track) → count"
+    );
+
+    // Threads and the process: the HIP calls are on the application's threads, all in the
+    // process whose GPU work it is; the threads carry the names the program gave them (or,
+    // once they have exited before the emitter described them, "thread <tid>").
+    let mut tids: Vec<u64> = threads.iter().map(|row| num(&row[0])).collect();
+    tids.sort_unstable();
+    let mut app = r.app_thread_ids.clone();
+    app.sort_unstable();
+    assert_eq!(tids, app, "threads of the HIP calls");
+    for row in &threads {
+        let named = row[1]
+            .strip_prefix("app-")
+            .is_some_and(|i| i.parse::<usize>().is_ok_and(|i| i < sc.threads.len()));
+        assert!(
+            named || row[1] == format!("thread {}", row[0]),
+            "thread {} is named {:?}",
+            row[0],
+            row[1]
+        );
+    }
+    assert_eq!(gpu_pids.len(), 1, "GPU work of one process: {gpu_pids:?}");
+    assert!(
+        threads.iter().all(|row| row[2] == gpu_pids[0][0]),
+        "HIP calls in another process than the GPU work: {threads:?} {gpu_pids:?}"
+    );
 }
 
 fn check_devices(t: &Trace) {
