@@ -1,6 +1,6 @@
 //! Helpers for this workspace's tests. Not an API.
 
-use crate::reader::Trace;
+use crate::reader::{GpuEvent, Slice, Trace};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -201,6 +201,9 @@ pub struct TpAgreement {
     pub unfinished: usize,
     /// Flows (submission and wait arrows).
     pub flows: usize,
+    /// Wait arrows of the trace the trace processor does not draw (see
+    /// [`tp_wait_arrows`]).
+    pub hidden_waits: usize,
     /// GPU counter values.
     pub counter_values: usize,
 }
@@ -208,8 +211,9 @@ pub struct TpAgreement {
 /// Loads `path` in the trace processor and checks that it shows exactly
 /// what our reader decoded from it (`t`): every GPU slice with its start,
 /// duration, name and GPU; every track-event slice and instant with its
-/// start, duration, name and (for slices) depth; every submission and wait
-/// arrow between the same two slices; every GPU counter value with its GPU
+/// start, duration, name and (for slices) depth; every submission arrow
+/// and every wait arrow it can draw ([`tp_wait_arrows`]) between the same
+/// two slices; every GPU counter value with its GPU
 /// and time. Panics with the differences. `None` when skipped.
 pub fn tp_agrees_with_reader(path: &Path, t: &Trace) -> Option<TpAgreement> {
     let tables = tp_tables(
@@ -308,9 +312,10 @@ pub fn tp_agrees_with_reader(path: &Path, t: &Trace) -> Option<TpAgreement> {
         for g in s.submissions.iter().filter_map(|id| by_id.get(id)) {
             ours_flows.push((s.ts as i64, s.name.clone(), g.ts as i64, g.name.clone()));
         }
-        for g in s.waits.iter().filter_map(|id| by_id.get(id)) {
-            ours_flows.push((g.ts as i64, g.name.clone(), s.ts as i64, s.name.clone()));
-        }
+    }
+    let waits = tp_wait_arrows(t);
+    for (g, s) in &waits.drawn {
+        ours_flows.push((g.ts as i64, g.name.clone(), s.ts as i64, s.name.clone()));
     }
     let n_flows = tp_flows.len();
     same_multiset(
@@ -343,8 +348,54 @@ pub fn tp_agrees_with_reader(path: &Path, t: &Trace) -> Option<TpAgreement> {
         slices: finished.len(),
         unfinished: unfinished.len(),
         flows: n_flows,
+        hidden_waits: waits.hidden.len(),
         counter_values: counters.len(),
     })
+}
+
+/// The wait arrows (GPU slice → API slice) of a trace, as the trace
+/// processor draws them.
+#[derive(Debug, Default)]
+pub struct WaitArrows<'a> {
+    /// Drawn.
+    pub drawn: Vec<(&'a GpuEvent, &'a Slice)>,
+    /// In the trace but not drawn.
+    pub hidden: Vec<(&'a GpuEvent, &'a Slice)>,
+}
+
+/// Splits the wait arrows of `t` (each API slice's wait ids that resolve)
+/// into those the trace processor draws and those it does not.
+///
+/// Perfetto v58's `GpuTracker` remembers one waiting slice per GPU event
+/// id until it parses that event (`event_id_to_terminating_slice_`, each
+/// new wait replacing the previous one), and parses in timestamp order. So
+/// of the API slices that wait for one GPU event and begin before it (or
+/// with it), only the one that begins last gets its arrow; those that
+/// begin after the event started all get theirs. Two synchronisations
+/// that wait for the same work, both issued before it started (a stream
+/// and a device sync, say), thus show one arrow in the UI.
+pub fn tp_wait_arrows(t: &Trace) -> WaitArrows<'_> {
+    let by_id = t.gpu_events_by_id();
+    let mut waiters: BTreeMap<u64, Vec<&Slice>> = BTreeMap::new();
+    for s in &t.slices {
+        for id in s.waits.iter().filter(|id| by_id.contains_key(id)) {
+            waiters.entry(*id).or_default().push(s);
+        }
+    }
+    let mut out = WaitArrows::default();
+    for (id, mut list) in waiters {
+        let g = by_id[&id];
+        list.sort_by_key(|s| s.ts);
+        let early = list.iter().filter(|s| s.ts <= g.ts).count();
+        for (i, s) in list.into_iter().enumerate() {
+            if i + 1 < early {
+                out.hidden.push((g, s));
+            } else {
+                out.drawn.push((g, s));
+            }
+        }
+    }
+    out
 }
 
 /// Panics, naming up to ten differences each way, unless `tp` and `ours`
