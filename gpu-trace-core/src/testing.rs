@@ -13,9 +13,7 @@ use std::time::{Duration, Instant};
 /// Without the variable it says that it skipped.
 pub fn validate(path: &Path) {
     let Ok(py) = std::env::var("GPU_TRACE_PYTHON") else {
-        eprintln!(
-            "schema validation skipped: set GPU_TRACE_PYTHON to a python with perfetto==0.59.1"
-        );
+        say("schema validation skipped: set GPU_TRACE_PYTHON to a python with perfetto==0.59.1");
         return;
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/validate_pftrace.py");
@@ -53,8 +51,20 @@ fn perfetto_tool(var: &str, name: &str, what: &str) -> Option<PathBuf> {
     if std::env::var_os(REQUIRE_PERFETTO_VAR).is_some() {
         panic!("{msg}, and {REQUIRE_PERFETTO_VAR} is set");
     }
-    eprintln!("{msg}");
+    say(&msg);
     None
+}
+
+/// Writes `msg` to stderr past the test harness's capture (which only
+/// takes `print!`/`eprint!`), so that a skip shows in a plain `cargo test`,
+/// naming the test (the harness names each test's thread after it).
+fn say(msg: &str) {
+    use std::io::Write;
+    let test = std::thread::current()
+        .name()
+        .map(|n| format!(" [{n}]"))
+        .unwrap_or_default();
+    let _ = writeln!(std::io::stderr(), "{msg}{test}");
 }
 
 /// Perfetto's own trace processor (`../shared/tools/perfetto/`, or the

@@ -1374,3 +1374,111 @@ fn the_trace_is_complete_when_the_sdk_finalises_from_an_earlier_exit_handler() {
     validate(&path);
     cleanup(&dir);
 }
+
+/// Render stages, the two counters below and the HIP and roctx categories.
+const AMD_SYSTEM_CONFIG: &str = r#"
+buffers { size_kb: 16384 fill_policy: RING_BUFFER }
+duration_ms: 60000
+data_sources { config { name: "gpu.renderstages.amd" } }
+data_sources {
+  config {
+    name: "gpu.counters.amd"
+    gpu_counter_config { counter_names: "SQ_WAVES" counter_names: "GRBM_GUI_ACTIVE" instrumented_sampling: true }
+  }
+}
+data_sources {
+  config {
+    name: "track_event"
+    track_event_config { enabled_categories: "hip" enabled_categories: "roctx" disabled_categories: "*" }
+  }
+}
+"#;
+
+#[test]
+fn system_mode_records_the_scripted_program_into_a_real_traced() {
+    use gpu_trace_core::testing::{PRODUCER_SOCK_VAR, Traced};
+    let Some(traced) = Traced::start("hip") else {
+        return;
+    };
+    let rec = traced.record("hip", AMD_SYSTEM_CONFIG);
+    traced.wait_until("started session", Duration::from_secs(10), |s| {
+        s.sessions_started == 1
+    });
+    // The session runs before the program starts; the program cannot wait
+    // for it, so each thread first sleeps while the tool connects and the
+    // service starts its data sources (a few milliseconds).
+    let mut sc = scenario();
+    for t in &mut sc.threads {
+        t.ops.insert(0, Op::SleepUs { us: 500_000 });
+    }
+    let expected = sc.expected();
+    let dir = tmpdir("system-traced");
+    let spec = RunSpec::new(tool(), sc.clone())
+        .env("INJECTION_MODE", "system")
+        .env(
+            PRODUCER_SOCK_VAR,
+            traced.producer_sock().display().to_string(),
+        )
+        .env("RUST_BACKTRACE", "0");
+    let out = run(spec);
+    let r = &out.report;
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    assert_eq!((r.initialize_status, r.finalize_calls), (Some(0), 1));
+    assert_eq!(our_lines(&out.stderr).len(), 0, "{}", out.stderr);
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "no file of ours"
+    );
+    let path = rec.stop();
+
+    let t = Trace::open(&path).expect("trace file");
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    assert_eq!(
+        t.data_sources,
+        ["gpu.renderstages.amd", "gpu.counters.amd", "track_event"]
+    );
+    assert_eq!(
+        t.kernels().count() as u64,
+        expected.kernel_dispatches,
+        "every dispatch (the session's data sources were running when the program started?)"
+    );
+    assert_eq!(
+        t.memory_ops().count() as u64,
+        expected.memory_copies.values().sum::<u64>()
+    );
+    let mut calls = expected.hip_calls.clone();
+    calls.remove("hipSetDevice");
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    for x in t.slices.iter().filter(|x| x.name.starts_with("hip")) {
+        *seen.entry(x.name.clone()).or_default() += 1;
+    }
+    assert_eq!(seen, calls);
+    assert_eq!(
+        drawn(&sc)
+            .iter()
+            .filter(|(k, _)| !k.0.starts_with("hip") && !k.3)
+            .map(|(_, n)| n)
+            .sum::<u64>() as usize,
+        t.slices
+            .iter()
+            .filter(|x| !x.name.starts_with("hip"))
+            .count(),
+        "roctx ranges"
+    );
+    // Only the counters the session named.
+    let mut names: Vec<&str> = t.counters.iter().map(|c| c.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names, ["GRBM_GUI_ACTIVE", "SQ_WAVES"]);
+    assert!(t.log("gpu-trace summary:").is_some(), "the exit summary");
+    if let Some(problems) = tp_problems(&path) {
+        assert!(problems.is_empty(), "trace processor: {problems:?}");
+        let seen = tp_agrees_with_reader(&path, &t).unwrap();
+        assert_eq!(seen.unfinished, 0);
+        let n_gpu = expected.kernel_dispatches + expected.memory_copies.values().sum::<u64>();
+        assert_eq!(seen.gpu_slices as u64, n_gpu);
+    }
+    validate(&path);
+    cleanup(&dir);
+}
