@@ -31,6 +31,7 @@ impl Encoding {
                     kernels: tracer.kernels().clone(),
                     devices: tracer.devices().clone(),
                     counters: tracer.counters().clone(),
+                    thread_names: tracer.recorder().thread_names(),
                 },
             ),
             rs: RsSeq::default(),

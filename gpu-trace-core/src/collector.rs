@@ -97,6 +97,29 @@ impl Limits {
     }
 }
 
+/// Thread names by tid, shared by the recorder (which fills it) and the
+/// emitter.
+#[derive(Debug, Clone, Default)]
+pub struct ThreadNames(Arc<Mutex<std::collections::HashMap<u32, String>>>);
+
+impl ThreadNames {
+    fn set(&self, tid: u32, name: String) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(tid, name);
+    }
+
+    /// The name recorded for `tid`.
+    pub fn get(&self, tid: u32) -> Option<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&tid)
+            .cloned()
+    }
+}
+
 /// What became of an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fill {
@@ -163,6 +186,8 @@ pub(crate) struct Shared {
     drained_lock: Mutex<()>,
     /// Time recording threads spent waiting for room, ns.
     stalled_ns: AtomicU64,
+    /// Names of the threads that recorded, taken when each first did.
+    names: ThreadNames,
     /// A wait for room ran out: the emitter is stuck. Until it drains
     /// again, nobody waits (each event would wait the whole limit).
     gave_up: AtomicBool,
@@ -197,6 +222,7 @@ impl Recorder {
                 drained: Condvar::new(),
                 drained_lock: Mutex::new(()),
                 stalled_ns: AtomicU64::new(0),
+                names: ThreadNames::default(),
                 gave_up: AtomicBool::new(false),
             }),
         }
@@ -473,6 +499,11 @@ impl Recorder {
 
     fn register(&self) -> Arc<ThreadBuffer> {
         let tid = crate::clock::thread_id();
+        // Once per thread: its name now, in case it has exited by the time
+        // its events are written.
+        if let Ok(n) = std::fs::read_to_string("/proc/thread-self/comm") {
+            self.shared.names.set(tid, n.trim_end().to_owned());
+        }
         let buf = Arc::new(ThreadBuffer {
             slot: Mutex::new(Slot {
                 current: self.fresh_batch(tid),
@@ -494,6 +525,12 @@ impl Recorder {
     #[cfg(test)]
     pub(crate) fn drain(&self) -> Vec<Batch> {
         self.drain_some(usize::MAX)
+    }
+
+    /// Names of the threads that recorded, as they were when each first
+    /// recorded.
+    pub fn thread_names(&self) -> ThreadNames {
+        self.shared.names.clone()
     }
 
     /// The limits this recorder was made with.

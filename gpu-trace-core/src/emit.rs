@@ -226,6 +226,7 @@ pub(crate) struct Encoder {
     interned: Writer,
     totals: Totals,
     thread_names: HashMap<u32, String>,
+    known_thread_names: crate::collector::ThreadNames,
     /// Last delta-clock timestamp per track-event instance.
     te_last: [Option<u64>; 8],
     /// The default track of each track-event instance (the busiest thread),
@@ -245,6 +246,9 @@ pub(crate) struct Tables {
     pub(crate) kernels: Arc<Kernels>,
     pub(crate) devices: Arc<Devices>,
     pub(crate) counters: Arc<Counters>,
+    /// Names of recording threads, as they were when each first recorded
+    /// (for threads that have exited by the time their events are written).
+    pub(crate) thread_names: crate::collector::ThreadNames,
 }
 
 impl Encoder {
@@ -260,6 +264,7 @@ impl Encoder {
             kernels,
             devices,
             counters,
+            thread_names,
         } = tables;
         let args = ArgNames {
             device: names.intern("device"),
@@ -295,6 +300,7 @@ impl Encoder {
             interned: Writer::new(),
             totals: Totals::default(),
             thread_names: HashMap::default(),
+            known_thread_names: thread_names,
             te_last: [None; 8],
             te_default: [None; 8],
             marker_depth: HashMap::default(),
@@ -914,10 +920,11 @@ impl Encoder {
             return;
         }
         let pid = self.pid;
+        let known = &self.known_thread_names;
         let name = self
             .thread_names
             .entry(tid)
-            .or_insert_with(|| thread_name(pid, tid))
+            .or_insert_with(|| thread_name(pid, tid, known))
             .clone();
         let p = &mut self.pkt;
         p.clear();
@@ -1404,10 +1411,14 @@ fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec]) {
         .bool(wire::counters::DESC_SUPPORTS_NAMES, true);
 }
 
-fn thread_name(pid: u32, tid: u32) -> String {
+/// The thread's name now, or as it was when it first recorded if it has
+/// exited since.
+fn thread_name(pid: u32, tid: u32, known: &crate::collector::ThreadNames) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
         .map(|s| s.trim_end().to_owned())
-        .unwrap_or_else(|_| format!("thread {tid}"))
+        .ok()
+        .or_else(|| known.get(tid))
+        .unwrap_or_else(|| format!("thread {tid}"))
 }
 
 /// The SDK's process track, parent of process-wide range tracks.

@@ -782,6 +782,7 @@ fn emitter_loop(inner: Arc<Inner>) {
             kernels: inner.kernels.clone(),
             devices: inner.devices.clone(),
             counters: inner.counters.clone(),
+            thread_names: inner.recorder.thread_names(),
         },
     );
     let mut last_backend_flush = Instant::now();

@@ -658,8 +658,8 @@ fn check_in_tp(
     );
 
     // Threads and the process: the HIP calls are on the application's threads, all in the
-    // process whose GPU work it is; the threads carry the names the program gave them (or,
-    // once they have exited before the emitter described them, "thread <tid>").
+    // process whose GPU work it is; the threads carry the names the program gave them (also
+    // when they have exited before their events were written).
     let mut tids: Vec<u64> = threads.iter().map(|row| num(&row[0])).collect();
     tids.sort_unstable();
     let mut app = r.app_thread_ids.clone();
@@ -669,12 +669,7 @@ fn check_in_tp(
         let named = row[1]
             .strip_prefix("app-")
             .is_some_and(|i| i.parse::<usize>().is_ok_and(|i| i < sc.threads.len()));
-        assert!(
-            named || row[1] == format!("thread {}", row[0]),
-            "thread {} is named {:?}",
-            row[0],
-            row[1]
-        );
+        assert!(named, "thread {} is named {:?}", row[0], row[1]);
     }
     assert_eq!(gpu_pids.len(), 1, "GPU work of one process: {gpu_pids:?}");
     assert!(
