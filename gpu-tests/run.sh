@@ -51,6 +51,8 @@ bin="$(cd "$bin" 2>/dev/null && pwd)" || { echo "GPU_TRACE_BIN=${GPU_TRACE_BIN:-
 lib="$bin/libgpu_trace_cuda.so"
 check="$bin/gpu-check"
 cli="$bin/gpu-trace"
+tp="${GPU_TRACE_TP:-$bin/trace_processor_shell}"
+[ -x "$tp" ] || { echo "note: no trace_processor_shell ($tp): the trace-processor cross-check is skipped"; tp=""; }
 for f in "$lib" "$check" "$cli"; do
     [ -e "$f" ] || { echo "missing $f (cargo build --release, then carry target/release)" >&2; exit 1; }
 done
@@ -208,6 +210,30 @@ run_case() {
         rss_note="$rss_note; trace $((size >> 20)) MiB, gpu-check $(mib "$(rss_kb "$work/$name.gpu-check.rss")") MiB $(
             grep -o 'WALL_S=[0-9.]*' "$work/$name.gpu-check.rss" | cut -d= -f2) s"
     fi
+    # Perfetto's trace processor, the UI's engine, where it was carried
+    # ($GPU_TRACE_BIN/trace_processor_shell or GPU_TRACE_TP): it must show
+    # as many GPU slices as gpu-check counted kernels and memory operations,
+    # and no error or data-loss stat.
+    local tp_note=""
+    if [ -n "$tp" ] && [ -e "$trace" ] && [ "$size" -le $((512 << 20)) ]; then
+        local tp_out tp_gpu tp_bad ours
+        tp_out="$("$tp" -q "$here/tp_check.sql" "$trace" 2>/dev/null)"
+        tp_gpu="$(printf '%s\n' "$tp_out" | awk -F, '/^"gpu_work"/ { getline; gsub(/"/, ""); print $1; exit }')"
+        tp_bad="$(printf '%s\n' "$tp_out" | awk -F, '/^"problem"/ { f = 1; next } f && NF { gsub(/"/, ""); printf "%s ", $0 }')"
+        ours="$(grep -E '^PASS ' "$work/$name.check" | tail -1 | awk '{
+            k = 0; m = 0
+            for (i = 1; i <= NF; i++) {
+                if ($i ~ /^kernels=/) { sub(/^kernels=/, "", $i); k = $i }
+                if ($i ~ /^memory_ops=/) { sub(/^memory_ops=/, "", $i); m = $i }
+            }
+            print k + m }')"
+        echo "   trace processor: ${tp_gpu:-?} GPU slices (gpu-check: ${ours:-?})${tp_bad:+; stats: $tp_bad}"
+        if [ -n "$ours" ] && [ "$tp_gpu" != "$ours" ]; then
+            tp_note="trace processor shows ${tp_gpu:-?} GPU slices, gpu-check counted $ours"
+        elif [ -n "$tp_bad" ]; then
+            tp_note="trace processor stats: $tp_bad"
+        fi
+    fi
     local strict_note=""
     if [ "${EXPECT_LOSS:-0}" = 1 ]; then
         # A lossy trace must make `stats --strict` fail.
@@ -236,6 +262,9 @@ run_case() {
     elif [ -n "$strict_note" ]; then
         verdict=FAIL
         note="$strict_note"
+    elif [ -n "$tp_note" ]; then
+        verdict=FAIL
+        note="$tp_note"
     else
         verdict=PASS
     fi
