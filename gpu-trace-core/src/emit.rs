@@ -227,6 +227,13 @@ pub(crate) struct Encoder {
     totals: Totals,
     thread_names: HashMap<u32, String>,
     known_thread_names: crate::collector::ThreadNames,
+    /// The latest value of any delta-clock snapshot written. A sequence
+    /// whose incremental state was cleared describes its clock again; a
+    /// snapshot earlier than that sequence's previous one is invalid to the
+    /// trace processor, which then drops every later packet of the sequence
+    /// (seen on the H200: GPU work recorded late, after a clear). So each
+    /// snapshot is taken at this floor or later.
+    snapshot_floor: u64,
     /// Last delta-clock timestamp per track-event instance.
     te_last: [Option<u64>; 8],
     /// The default track of each track-event instance (the busiest thread),
@@ -301,6 +308,7 @@ impl Encoder {
             totals: Totals::default(),
             thread_names: HashMap::default(),
             known_thread_names: thread_names,
+            snapshot_floor: 0,
             te_last: [None; 8],
             te_default: [None; 8],
             marker_depth: HashMap::default(),
@@ -450,8 +458,10 @@ impl Encoder {
                 p.nested(wire::packet::DEFAULTS, |d| {
                     d.varint(wire::packet::DEFAULTS_CLOCK_ID, DELTA_CLOCK as u64);
                 });
-                write_delta_clock_snapshot(p, t0);
-                seq.last_ts = Some(t0);
+                let at = t0.max(self.snapshot_floor);
+                self.snapshot_floor = at;
+                write_delta_clock_snapshot(p, at);
+                seq.last_ts = Some(at);
             }
         }
         p.nested(wire::packet::INTERNED_DATA, |i| {
@@ -887,9 +897,13 @@ impl Encoder {
                     });
                 }
             });
-            write_delta_clock_snapshot(p, t0);
+            // The snapshot never goes back on a sequence (see
+            // `snapshot_floor`); events before it get absolute timestamps.
+            let at = t0.max(self.snapshot_floor);
+            self.snapshot_floor = at;
+            write_delta_clock_snapshot(p, at);
             sink.packet(p.as_bytes());
-            self.te_last[inst] = Some(t0);
+            self.te_last[inst] = Some(at);
             self.te_default[inst] = default_track;
         }
         let mut seen = rustc_hash::FxHashSet::default();
@@ -1425,4 +1439,131 @@ fn thread_name(pid: u32, tid: u32, known: &crate::collector::ThreadNames) -> Str
 fn perfetto_process_uuid() -> Option<u64> {
     // Zero until track events are initialised (unit tests).
     Some(perfetto_sdk::track_event::TrackEventTrack::process_track_uuid()).filter(|&u| u != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collector::Batch;
+    use crate::model::{Dim3, KernelExec, KernelId};
+    use crate::pb::Fields;
+
+    #[derive(Default)]
+    struct Packets(Vec<Vec<u8>>);
+
+    impl PacketSink for Packets {
+        fn packet(&mut self, bytes: &[u8]) {
+            self.0.push(bytes.to_vec());
+        }
+    }
+
+    fn kernel_batch(starts: &[u64], kernel: KernelId) -> Batch {
+        Batch {
+            thread: 1,
+            events: starts
+                .iter()
+                .enumerate()
+                .map(|(i, &start)| {
+                    Event::Kernel(KernelExec {
+                        device: 0,
+                        context: 1,
+                        stream: 7,
+                        correlation_id: 1 + i as u64 + start,
+                        start,
+                        end: start + 10,
+                        kernel,
+                        grid: Dim3::new(1, 1, 1),
+                        block: Dim3::new(1, 1, 1),
+                        waves_per_sm: None,
+                        graph_node: 0,
+                    })
+                })
+                .collect(),
+            text: Vec::new(),
+        }
+    }
+
+    /// The delta-clock values of the clock snapshots in `packets`.
+    fn snapshots(packets: &[Vec<u8>]) -> Vec<u64> {
+        let mut out = Vec::new();
+        for p in packets {
+            for (f, v) in Fields::new(p).map_while(Result::ok) {
+                if f != wire::packet::CLOCK_SNAPSHOT {
+                    continue;
+                }
+                for (_, c) in Fields::new(v.as_bytes().unwrap()).map_while(Result::ok) {
+                    let fields: Vec<_> = Fields::new(c.as_bytes().unwrap())
+                        .map_while(Result::ok)
+                        .collect();
+                    let id = fields
+                        .iter()
+                        .find(|f| f.0 == wire::clock_snapshot::CLOCK_ID);
+                    let ts = fields
+                        .iter()
+                        .find(|f| f.0 == wire::clock_snapshot::TIMESTAMP);
+                    if id.and_then(|f| f.1.as_u64()) == Some(DELTA_CLOCK as u64) {
+                        out.push(ts.and_then(|f| f.1.as_u64()).unwrap());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_cleared_sequence_never_describes_its_clock_earlier_than_before() {
+        let names = Arc::new(crate::names::Names::default());
+        let kernels = Arc::new(crate::names::Kernels::default());
+        let n = kernels.names(&names, "_Z1kv");
+        let k = kernels.register(crate::model::KernelDesc {
+            mangled: n.mangled,
+            demangled: n.demangled,
+            display: n.display,
+            arch: names.intern("sm_90"),
+            args: vec![],
+        });
+        let mut enc = Encoder::new(
+            42,
+            GpuApi::Cuda,
+            ClockSpec::Boottime,
+            None,
+            Tables {
+                names,
+                kernels,
+                devices: Arc::new(crate::registry::Devices::default()),
+                counters: Arc::new(crate::registry::Counters::default()),
+                thread_names: crate::collector::ThreadNames::default(),
+            },
+        );
+        let mut sink = Packets::default();
+        // A part written at 5,000; then the incremental state is cleared
+        // and the next part holds GPU work recorded earlier (it arrived
+        // late), at 3,000.
+        let first = [kernel_batch(&[5_000, 6_000], k)];
+        let ids = enc.prepare(&first);
+        let mut seq = RsSeq::default();
+        enc.write_render_stages(&mut seq, &first, &ids, &mut sink);
+        let late = [kernel_batch(&[3_000, 7_000], k)];
+        let ids = enc.prepare(&late);
+        let mut cleared = RsSeq::default();
+        enc.write_render_stages(&mut cleared, &late, &ids, &mut sink);
+        let snaps = snapshots(&sink.0);
+        assert_eq!(snaps.len(), 2, "{snaps:?}");
+        assert!(snaps[1] >= snaps[0], "the clock went back: {snaps:?}");
+        // The early event is still written, with an absolute timestamp.
+        let absolute = sink
+            .0
+            .iter()
+            .filter(|p| {
+                Fields::new(p).map_while(Result::ok).any(|(f, v)| {
+                    f == wire::packet::TIMESTAMP_CLOCK_ID
+                        && v.as_u64() == Some(wire::clock::BOOTTIME as u64)
+                })
+            })
+            .count();
+        assert!(
+            absolute >= 3,
+            "sequence starts and the late event: {absolute}"
+        );
+    }
 }
