@@ -490,6 +490,15 @@ fn check_valid(path: &Path, cut_ranges_allowed: bool) -> Trace {
         .collect();
     assert!(problems.is_empty(), "{}: {problems:?}", path.display());
     if let Some(p) = tp_problems(path) {
+        // A flush that traced sends while a traced process is exiting can
+        // go unanswered (the process is gone before its acknowledgement
+        // leaves), which the trace processor lists as a data loss. Nothing
+        // is lost by it: the process wrote everything before it exited,
+        // and the tests count every event exactly.
+        let p: Vec<&String> = p
+            .iter()
+            .filter(|p| !p.starts_with("traced_flushes_failed"))
+            .collect();
         assert!(p.is_empty(), "{}: trace processor: {p:?}", path.display());
         tp_agrees_with_reader(path, &t).unwrap();
     }
