@@ -234,6 +234,9 @@ pub(crate) struct Encoder {
     /// (seen on the H200: GPU work recorded late, after a clear). So each
     /// snapshot is taken at this floor or later.
     snapshot_floor: u64,
+    /// Per GPU: a version bumped whenever it reports a counter it had not
+    /// reported before, and those counters' ids.
+    device_counters: HashMap<u32, (u32, Vec<u32>)>,
     /// Last delta-clock timestamp per track-event instance.
     te_last: [Option<u64>; 8],
     /// The default track of each track-event instance (the busiest thread),
@@ -309,6 +312,7 @@ impl Encoder {
             thread_names: HashMap::default(),
             known_thread_names: thread_names,
             snapshot_floor: 0,
+            device_counters: HashMap::default(),
             te_last: [None; 8],
             te_default: [None; 8],
             marker_depth: HashMap::default(),
@@ -1157,7 +1161,17 @@ impl Encoder {
         specs: &mut Option<Vec<CounterSpec>>,
         sink: &mut dyn PacketSink,
     ) {
-        let version = self.counters.version();
+        // A GPU's descriptor lists the counters that GPU has reported:
+        // listing every registered counter would draw empty tracks for the
+        // counters another GPU offers and this one does not.
+        let offered = self.device_counters.entry(point.device).or_default();
+        for (id, _) in point.values {
+            if !offered.1.contains(&id.0) {
+                offered.1.push(id.0);
+                offered.0 += 1;
+            }
+        }
+        let version = offered.0;
         let iid = self.counter_descriptor_iid(point.device, version);
         let first = !seq.started;
         seq.started = true;
@@ -1181,12 +1195,13 @@ impl Encoder {
         );
         if first || describe {
             let specs = specs.get_or_insert_with(|| self.counters.snapshot());
+            let ids = &self.device_counters[&point.device].1;
             p.nested(wire::packet::INTERNED_DATA, |i| {
                 i.nested(wire::interned::GPU_COUNTER_DESCRIPTORS, |d| {
                     d.varint(wire::counters::IDESC_IID, iid)
                         .varint(wire::counters::IDESC_GPU_ID, point.device as u64);
                     d.nested(wire::counters::IDESC_DESCRIPTOR, |cd| {
-                        write_counter_descriptor(cd, specs)
+                        write_counter_descriptor(cd, specs, ids)
                     });
                 });
             });
@@ -1393,8 +1408,12 @@ fn unit_code(u: Unit) -> u64 {
     }
 }
 
-fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec]) {
+/// Describes the counters `ids` (`CounterId`s: index into `specs` + 1).
+fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec], ids: &[u32]) {
     for (i, s) in specs.iter().enumerate() {
+        if !ids.contains(&(i as u32 + 1)) {
+            continue;
+        }
         cd.nested(wire::counters::DESC_SPECS, |sp| {
             sp.varint(wire::counters::SPEC_COUNTER_ID, i as u64 + 1)
                 .string(wire::counters::SPEC_NAME, &s.name);
