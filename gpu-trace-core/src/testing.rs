@@ -199,6 +199,30 @@ pub fn tp_problems(trace: &Path) -> Option<Vec<String>> {
     )
 }
 
+/// The stat a flush leaves when traced sends it while a traced process is
+/// exiting: the process is gone before its acknowledgement leaves, and the
+/// trace processor lists that as a data loss. Nothing is lost by it (the
+/// process wrote everything before it exited), so the tests of processes
+/// that exit while a traced session runs allow it ([`tp_check`]).
+pub const EXIT_FLUSH_FAILURES: &str = "traced_flushes_failed";
+
+/// Asserts that the trace processor reports no error or data loss for
+/// `path`, but stats whose name starts with one of `allowed`, and that it
+/// shows what our reader decoded (`t`, see [`tp_agrees_with_reader`]).
+/// `None` when skipped.
+pub fn tp_check(path: &Path, t: &Trace, allowed: &[&str]) -> Option<TpAgreement> {
+    let problems: Vec<String> = tp_problems(path)?
+        .into_iter()
+        .filter(|p| !allowed.iter().any(|a| p.starts_with(a)))
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "{}: trace processor: {problems:?}",
+        path.display()
+    );
+    tp_agrees_with_reader(path, t)
+}
+
 /// What [`tp_agrees_with_reader`] compared.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TpAgreement {
