@@ -17,7 +17,7 @@ use crate::model::{
 };
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Events recorded by one thread since the last drain, plus the text their
@@ -67,7 +67,7 @@ pub struct Limits {
     /// Marker text bytes per batch.
     pub text: usize,
     /// Full batches (all threads together) that may wait for the emitter.
-    /// With the defaults, at most 8 × 8192 events of ≤128 bytes (8 MiB)
+    /// With the defaults, at most 32 × 8192 events of ≤128 bytes (32 MiB)
     /// are ever queued, and only while the emitter is behind.
     pub sealed: usize,
     /// How long one event may wait for room when the queue is full before
@@ -149,17 +149,52 @@ thread_local! {
     static VENDOR: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// The share of the sealed budget that application threads may fill, all
+/// of them together: an eighth. The rest is the vendor's delivery thread's.
+const APP_SHARE: usize = 8;
+
 /// How many sealed batches the calling thread may leave queued: all for a
-/// vendor's delivery thread, half for application threads. Application
-/// threads that record faster than the emitter writes then wait (see
-/// `Recorder::stall`) before the vendor's thread does, which cannot wait
-/// for long: its library keeps producing records into a bounded buffer
-/// pool, and drops them when the pool runs dry.
-fn sealed_cap(limits: &Limits) -> usize {
+/// vendor's delivery thread, an eighth for application threads.
+/// Application threads that record faster than the emitter writes then
+/// wait (see `Recorder::stall`) long before the vendor's thread does,
+/// which cannot wait for long: its library keeps producing records into a
+/// bounded buffer pool, and drops them when the pool runs dry. The GPU
+/// work launched before the application threads began to wait is still to
+/// come out of the vendor's buffers, in bursts: the vendor's larger share
+/// holds it. While the vendor's thread
+/// waits for room, application threads may seal nothing: each call they
+/// record launches more GPU work, whose records the vendor must then
+/// deliver into a queue that is already full.
+fn sealed_cap(shared: &Shared) -> usize {
+    let limits = &shared.limits;
     if VENDOR.with(|v| v.get()) {
         limits.sealed
+    } else if shared.vendor_waiting.load(Ordering::Acquire) > 0 {
+        0
     } else {
-        (limits.sealed / 2).max(1).min(limits.sealed)
+        (limits.sealed / APP_SHARE).max(1).min(limits.sealed)
+    }
+}
+
+/// Counts the calling vendor thread as waiting for room while it lives.
+struct VendorWait<'a>(Option<&'a AtomicUsize>);
+
+impl<'a> VendorWait<'a> {
+    fn new(shared: &'a Shared) -> Self {
+        if VENDOR.with(|v| v.get()) {
+            shared.vendor_waiting.fetch_add(1, Ordering::AcqRel);
+            Self(Some(&shared.vendor_waiting))
+        } else {
+            Self(None)
+        }
+    }
+}
+
+impl Drop for VendorWait<'_> {
+    fn drop(&mut self) {
+        if let Some(n) = self.0 {
+            n.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -175,7 +210,13 @@ pub(crate) struct Shared {
     threads: Mutex<Vec<(u32, Arc<ThreadBuffer>)>>,
     drops: [AtomicU64; DropKind::ALL.len()],
     enabled: AtomicBool,
-    wake: Mutex<Option<Wake>>,
+    /// Set once, when the tracer starts: no lock on the overflow path.
+    wake: OnceLock<Wake>,
+    /// The emitter was woken for a full queue and has not drained since:
+    /// one wake per overflow, not one per event that finds the queue full.
+    overflow_woken: AtomicBool,
+    /// Vendor delivery threads now waiting for room (see `sealed_cap`).
+    vendor_waiting: AtomicUsize,
     /// Sealed batches not yet drained, all threads together.
     sealed: AtomicUsize,
     /// Emptied batches, reused so that steady-state recording does not
@@ -216,7 +257,9 @@ impl Recorder {
                 threads: Mutex::new(Vec::new()),
                 drops: Default::default(),
                 enabled: AtomicBool::new(true),
-                wake: Mutex::new(None),
+                wake: OnceLock::new(),
+                overflow_woken: AtomicBool::new(false),
+                vendor_waiting: AtomicUsize::new(0),
                 sealed: AtomicUsize::new(0),
                 pool: Mutex::new(Vec::new()),
                 drained: Condvar::new(),
@@ -229,7 +272,8 @@ impl Recorder {
     }
 
     pub(crate) fn set_wake(&self, f: Box<dyn Fn() + Send + Sync>) {
-        *self.shared.wake.lock().unwrap_or_else(|e| e.into_inner()) = Some(Wake(f));
+        // A recorder serves one tracer; a second wake is never installed.
+        let _ = self.shared.wake.set(Wake(f));
     }
 
     /// Stops accepting events (after shutdown). Later events are ignored,
@@ -352,6 +396,7 @@ impl Recorder {
             self.wake();
         }
         if fill == Fill::QueueFull {
+            self.wake_for_overflow();
             fill = self.stall(|| {
                 match LOCAL.try_with(|slot| match &*slot.borrow() {
                     Some((id, buf)) if *id == shared.id => Some(self.fill(buf, &f).0),
@@ -385,17 +430,18 @@ impl Recorder {
         let started = Instant::now();
         let deadline = started + shared.limits.stall;
         let mut fill = Fill::QueueFull;
+        let waiting = VendorWait::new(shared);
         while fill == Fill::QueueFull && shared.enabled.load(Ordering::Relaxed) {
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                 break;
             };
-            self.wake();
+            self.wake_for_overflow();
             {
                 let g = shared
                     .drained_lock
                     .lock()
                     .unwrap_or_else(|e| e.into_inner());
-                if shared.sealed.load(Ordering::Acquire) >= sealed_cap(&shared.limits) {
+                if shared.sealed.load(Ordering::Acquire) >= sealed_cap(shared) {
                     let _ = shared
                         .drained
                         .wait_timeout(g, left.min(Duration::from_millis(5)));
@@ -403,6 +449,7 @@ impl Recorder {
             }
             fill = retry();
         }
+        drop(waiting);
         if fill == Fill::QueueFull {
             shared.gave_up.store(true, Ordering::Relaxed);
         }
@@ -433,9 +480,9 @@ impl Recorder {
             return (Fill::TooLarge, false);
         }
         // Full: seal it if the queue has room, and retry on a fresh batch.
-        if shared.sealed.fetch_add(1, Ordering::AcqRel) >= sealed_cap(limits) {
+        if shared.sealed.fetch_add(1, Ordering::AcqRel) >= sealed_cap(shared) {
             shared.sealed.fetch_sub(1, Ordering::AcqRel);
-            return (Fill::QueueFull, true);
+            return (Fill::QueueFull, false);
         }
         let fresh = self.fresh_batch(slot.current.thread);
         let full = std::mem::replace(&mut slot.current, fresh);
@@ -473,7 +520,8 @@ impl Recorder {
         if !busy() || !shared.enabled.load(Ordering::Relaxed) || DRAINER.with(|d| d.get()) {
             return;
         }
-        self.wake();
+        self.wake_for_overflow();
+        let _waiting = VendorWait::new(shared);
         let deadline = Instant::now() + limit;
         let mut g = shared
             .drained_lock
@@ -492,8 +540,15 @@ impl Recorder {
     }
 
     fn wake(&self) {
-        if let Some(w) = &*self.shared.wake.lock().unwrap_or_else(|e| e.into_inner()) {
+        if let Some(w) = self.shared.wake.get() {
             (w.0)();
+        }
+    }
+
+    /// Wakes the emitter for a full queue, once until it next drains.
+    fn wake_for_overflow(&self) {
+        if !self.shared.overflow_woken.swap(true, Ordering::AcqRel) {
+            self.wake();
         }
     }
 
@@ -580,6 +635,7 @@ impl Recorder {
             threads.rotate_left(1);
         }
         shared.gave_up.store(false, Ordering::Relaxed);
+        shared.overflow_woken.store(false, Ordering::Release);
         drop(threads);
         let _g = shared
             .drained_lock
@@ -710,8 +766,9 @@ mod tests {
         for i in 0..40 {
             r.api(api(i));
         }
-        // An application thread may fill half the sealed budget: 1 sealed
-        // batch + the current one hold 20; the last 20 are dropped.
+        // An application thread may fill an eighth of the sealed budget, at
+        // least one batch: 1 sealed batch + the current one hold 20; the
+        // last 20 are dropped.
         assert_eq!(r.drop_counts()[DropKind::ThreadBuffer as usize].1, 20);
         let ids: Vec<u64> = r
             .drain()
@@ -746,7 +803,7 @@ mod tests {
         assert_eq!(
             r.drop_counts()[DropKind::ThreadBuffer as usize].1,
             20 + 20 + 5,
-            "the application thread gets no room beyond half"
+            "the application thread gets no room beyond its share"
         );
         // Marker text that would overflow a batch seals it too.
         let r = Recorder::new(Limits {
@@ -776,27 +833,70 @@ mod tests {
     }
 
     #[test]
-    fn wait_for_room_returns_once_drained() {
+    fn wait_for_room_waits_until_drained() {
         let r = Recorder::new(Limits {
             events: 4,
             text: 16,
             sealed: 2,
             stall: Duration::ZERO,
         });
-        for i in 0..8 {
-            r.api(api(i));
-        }
-        let drainer = {
+        // A vendor's thread fills the whole queue (2 sealed + its current
+        // batch), then waits for room.
+        let waiter = {
             let r = r.clone();
             std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(20));
-                r.drain().len()
+                r.wait_for_room(Duration::ZERO);
+                for i in 0..12 {
+                    r.api(api(i));
+                }
+                r.wait_for_room(Duration::from_secs(600));
             })
         };
-        // Without the drain this would wait the whole (long) limit.
-        r.wait_for_room(Duration::from_secs(600));
-        assert_eq!(drainer.join().unwrap(), 2);
+        // It is inside the wait (it counts itself as waiting there)...
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while r.shared.vendor_waiting.load(Ordering::Acquire) == 0 {
+            assert!(Instant::now() < deadline, "wait_for_room never waited");
+            assert!(!waiter.is_finished(), "wait_for_room returned while full");
+            std::thread::yield_now();
+        }
+        // ...and meanwhile the application's threads may seal nothing.
+        assert_eq!(sealed_cap(&r.shared), 0);
+        assert!(!waiter.is_finished());
+        // The drain lets it go.
+        assert_eq!(r.drain().len(), 3);
+        waiter.join().unwrap();
+        assert_eq!(r.shared.vendor_waiting.load(Ordering::Acquire), 0);
         assert_eq!(r.drop_counts()[DropKind::ThreadBuffer as usize].1, 0);
+        assert_eq!(sealed_cap(&r.shared), 1);
+    }
+
+    #[test]
+    fn a_full_queue_wakes_the_emitter_once_until_it_drains() {
+        let r = Recorder::new(Limits {
+            events: 1,
+            text: 16,
+            sealed: 1,
+            stall: Duration::ZERO,
+        });
+        let wakes = Arc::new(AtomicUsize::new(0));
+        {
+            let wakes = wakes.clone();
+            r.set_wake(Box::new(move || {
+                wakes.fetch_add(1, Ordering::Relaxed);
+            }));
+        }
+        // 1 sealed + 1 current; the next 100 find the queue full.
+        for i in 0..102 {
+            r.api(api(i));
+        }
+        assert_eq!(r.drop_counts()[DropKind::ThreadBuffer as usize].1, 100);
+        // One wake for the sealed batch, one for the overflow.
+        assert_eq!(wakes.load(Ordering::Relaxed), 2);
+        r.drain();
+        for i in 0..102 {
+            r.api(api(i));
+        }
+        assert_eq!(wakes.load(Ordering::Relaxed), 4);
     }
 
     #[test]

@@ -163,8 +163,8 @@ pub const DEFAULT_OUTPUT: &str = "%n-%p.pftrace";
 pub const DEFAULT_BUFFER_KB: u32 = 64 * 1024;
 /// Default flush period.
 pub const DEFAULT_FLUSH_PERIOD: Duration = Duration::from_millis(1000);
-/// Default queue of recorded events: 8 MiB.
-pub const DEFAULT_QUEUE_KB: u32 = 8 * 1024;
+/// Default queue of recorded events: 32 MiB.
+pub const DEFAULT_QUEUE_KB: u32 = 32 * 1024;
 const MIN_QUEUE_KB: u32 = 64;
 const MAX_QUEUE_KB: u32 = 1024 * 1024;
 const MIN_BUFFER_KB: u32 = 1024;
@@ -325,8 +325,8 @@ impl Config {
                 _ => bad(
                     vars::QUEUE_SIZE,
                     &v,
-                    "a size between 64K and 1G, like 8M",
-                    "8M".into(),
+                    "a size between 64K and 1G, like 32M",
+                    "32M".into(),
                 ),
             }
         }
