@@ -50,11 +50,23 @@ impl Driver {
         // the pointers stay valid.
         let api = unsafe { sys::DriverApi::load_from(&lib) };
         std::mem::forget(lib);
-        Ok(Self::from_table(api))
+        // SAFETY: the table was just filled from the application's driver,
+        // which is never unloaded.
+        Ok(unsafe { Self::from_table(api) })
     }
 
     /// Wraps an already-filled table (custom resolvers, tests).
-    pub fn from_table(api: sys::DriverApi) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// Every call through the returned handle trusts the table. Each non-null
+    /// entry of `api` must be a function with the C signature and behaviour of
+    /// the CUDA driver function it is named after, as the driver API documents
+    /// it (e.g. `cuGetErrorString` hands out strings that stay valid for the
+    /// process lifetime), and must stay callable, from any thread, for as long
+    /// as the handle lives (in practice: the library it came from is never
+    /// unloaded).
+    pub unsafe fn from_table(api: sys::DriverApi) -> Self {
         Self { api: Arc::new(api) }
     }
 

@@ -116,20 +116,32 @@ impl Cupti {
         // so every pointer in the table stays valid for the process lifetime.
         let api = unsafe { sys::CuptiApi::load_from(&lib) };
         std::mem::forget(lib);
-        Self::from_table(api, path)
+        // SAFETY: the table was just filled from that CUPTI library, which is
+        // never unloaded.
+        unsafe { Self::from_table(api, path) }
     }
 
     /// Builds a handle from an already-filled symbol table (custom resolvers,
     /// tests with fake tables), then checks the version.
     ///
+    /// # Safety
+    ///
+    /// Every call through the returned handle trusts the table. Each non-null
+    /// entry of `api` must be a function with the C signature and behaviour of
+    /// the CUPTI function it is named after, as the CUPTI headers document it
+    /// (e.g. `cuptiGetResultString` hands out strings that stay valid for the
+    /// process lifetime), and must stay callable, from any thread, for as long
+    /// as the handle or anything made from it lives (in practice: the library
+    /// it came from is never unloaded).
+    ///
     /// # Errors
     ///
     /// [`Error::VersionTooOld`], [`Error::MissingSymbol`] for
     /// `cuptiGetVersion`, or the CUPTI error it returned.
-    pub fn from_table(api: sys::CuptiApi, origin: impl Into<String>) -> Result<Self> {
+    pub unsafe fn from_table(api: sys::CuptiApi, origin: impl Into<String>) -> Result<Self> {
         let mut version = 0u32;
-        // SAFETY: the table's entries are the CUPTI functions (contract of how
-        // the table was built); `version` is a valid out-pointer.
+        // SAFETY: the table's entries are the CUPTI functions (the caller's
+        // contract); `version` is a valid out-pointer.
         let r = unsafe { api.cuptiGetVersion(&mut version) };
         let inner = Inner {
             api,

@@ -12,7 +12,7 @@ use std::{
 
 use common::{fire, serial};
 use cupti::{
-    Cupti, Error,
+    Error,
     callback::{Callback, Domain, ResourceEvent, Site, Subscriber},
     cbid::{self, ApiDomain, CallKind, SyncKind},
     nvtx::{NvtxEvent, NvtxMessage, Payload},
@@ -463,19 +463,14 @@ fn missing_symbol_is_an_error_value() {
 fn version_floor_is_enforced() {
     let _g = serial();
     common::VERSION.store(28, Ordering::Relaxed); // CUDA 12.9 Update 1
-    let err = Cupti::from_table(common::api(&[]), "fake").unwrap_err();
+    let err = common::try_cupti(&[]).unwrap_err();
     common::VERSION.store(130001, Ordering::Relaxed);
     match err {
         Error::VersionTooOld { found, floor } => assert_eq!((found, floor), (28, 130000)),
         other => panic!("unexpected {other:?}"),
     }
-    assert_eq!(
-        Cupti::from_table(common::api(&[]), "fake")
-            .unwrap()
-            .version(),
-        130001
-    );
-    let err = Cupti::from_table(common::api(&["cuptiGetVersion"]), "fake").unwrap_err();
+    assert_eq!(common::try_cupti(&[]).unwrap().version(), 130001);
+    let err = common::try_cupti(&["cuptiGetVersion"]).unwrap_err();
     assert!(matches!(err, Error::MissingSymbol(_)));
 }
 

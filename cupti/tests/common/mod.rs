@@ -236,7 +236,14 @@ pub fn api(missing: &[&str]) -> sys::CuptiApi {
 
 /// A `Cupti` over the fake, without the symbols named in `missing`.
 pub fn cupti(missing: &[&str]) -> Cupti {
-    Cupti::from_table(api(missing), "fake").expect("fake CUPTI loads")
+    try_cupti(missing).expect("fake CUPTI loads")
+}
+
+/// As [`cupti`], returning the version check's outcome.
+pub fn try_cupti(missing: &[&str]) -> cupti::Result<Cupti> {
+    // SAFETY: `api` resolves every name to a fake with that name's C
+    // signature; the fakes are functions of this binary, never unloaded.
+    unsafe { Cupti::from_table(api(missing), "fake") }
 }
 
 /// Calls the registered subscriber like CUPTI would. Returns false if none.
