@@ -129,7 +129,7 @@ fn run(lib_path: &str) -> Result<bool, Box<dyn std::error::Error>> {
                 kind: api.kind(),
                 site: api.site(),
                 corr: api.correlation_id(),
-                stream: api.stream(),
+                stream: api.stream().map(cupti::Stream::as_u64),
                 launch: api.launch_config(),
             });
             if let Some(c) = api.context() {

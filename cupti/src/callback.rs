@@ -16,7 +16,7 @@ use cupti_sys as sys;
 pub use crate::params::LaunchConfig;
 
 use crate::{
-    Context, Cupti, Error, Result,
+    Context, Cupti, Error, Result, Stream,
     cbid::{self, ApiDomain, CallKind},
     guard,
     nvtx::NvtxCallback,
@@ -215,18 +215,21 @@ impl<'a> ApiCallback<'a> {
         }
     }
 
-    /// The stream argument (opaque handle; 0 is the legacy default stream) for
-    /// launches of every path, graph launches, async copies and sets, stream
-    /// synchronize, stream-wait-event and event record.
-    pub fn stream(&self) -> Option<u64> {
+    /// The stream argument ([`Stream::DEFAULT`] for handle 0) for launches of
+    /// every path, graph launches, async copies and sets, stream synchronize,
+    /// stream-wait-event and event record.
+    pub fn stream(&self) -> Option<Stream<'a>> {
         let p = self.data.functionParams;
         // SAFETY: `p` is this callback's functionParams for (domain, cbid).
-        unsafe {
+        let raw = unsafe {
             match self.domain {
                 ApiDomain::Runtime => params::runtime_stream(self.cbid, p),
                 ApiDomain::Driver => params::driver_stream(self.cbid, p),
             }
-        }
+        };
+        // The application passes the stream to the call this callback is
+        // part of, so it is live while the callback runs.
+        raw.map(Stream::from_callback)
     }
 
     /// The size argument of a 1-D asynchronous copy (bytes) or set
@@ -364,13 +367,15 @@ impl<'a> ResourceCallback<'a> {
         self.data.context as u64
     }
 
-    /// For stream events, the stream handle (opaque).
-    pub fn stream(&self) -> Option<u64> {
+    /// For stream events, the stream created or about to be destroyed (still
+    /// live during this callback).
+    pub fn stream(&self) -> Option<Stream<'a>> {
         match self.event() {
             ResourceEvent::StreamCreated | ResourceEvent::StreamDestroyStarting => {
                 // SAFETY: for stream callbacks the union holds the stream
                 // (cupti_callbacks.h, CUpti_ResourceData::resourceHandle).
-                Some(unsafe { self.data.resourceHandle.stream } as u64)
+                let raw = unsafe { self.data.resourceHandle.stream };
+                Some(Stream::from_callback(raw as u64))
             }
             _ => None,
         }
@@ -440,7 +445,7 @@ pub struct SyncCallback<'a> {
     data: &'a sys::CUpti_SynchronizeData,
 }
 
-impl SyncCallback<'_> {
+impl<'a> SyncCallback<'a> {
     /// Whether a stream (else a context) was synchronized.
     pub fn is_stream(&self) -> bool {
         self.cbid == sys::CUpti_CallbackIdSync::CUPTI_CBID_SYNCHRONIZE_STREAM_SYNCHRONIZED
@@ -451,9 +456,10 @@ impl SyncCallback<'_> {
         self.data.context as u64
     }
 
-    /// The stream (opaque), for stream synchronization.
-    pub fn stream(&self) -> Option<u64> {
-        self.is_stream().then_some(self.data.stream as u64)
+    /// The stream, for stream synchronization.
+    pub fn stream(&self) -> Option<Stream<'a>> {
+        self.is_stream()
+            .then(|| Stream::from_callback(self.data.stream as u64))
     }
 }
 

@@ -28,7 +28,7 @@
 
 #![deny(missing_docs)]
 
-use std::{ffi::CStr, path::Path, sync::Arc};
+use std::{ffi::CStr, marker::PhantomData, path::Path, sync::Arc};
 
 use cupti_sys as sys;
 
@@ -292,11 +292,83 @@ impl Context {
     }
 }
 
+/// A CUDA stream handle (`CUstream`) from a callback's arguments, valid while
+/// that callback runs (the lifetime).
+///
+/// Only callbacks produce these, besides [`Stream::DEFAULT`] and the `unsafe`
+/// [`Stream::from_raw`], so the driver calls that take one
+/// ([`driver::Driver::stream_is_capturing`]) are only ever given a stream the
+/// application itself was using. Copy out [`Stream::as_u64`] to use it as a key
+/// after the callback; the handle itself cannot outlive it:
+///
+/// ```compile_fail,E0521
+/// use cupti::{Stream, callback::{Callback, Subscriber}};
+/// fn keep(cupti: &cupti::Cupti, kept: &'static std::sync::Mutex<Option<Stream<'static>>>) {
+///     let _ = Subscriber::subscribe(cupti, move |cb: &Callback<'_>| {
+///         if let Callback::Api(api) = cb {
+///             *kept.lock().unwrap() = api.stream();
+///         }
+///     });
+/// }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Stream<'a> {
+    raw: sys::CUstream,
+    _callback: PhantomData<&'a ()>,
+}
+
+// SAFETY: a CUstream is a process-wide handle the driver accepts from any
+// host thread (CUDA driver API, "Stream Management": streams are not tied to
+// the thread that created them); it is never dereferenced on our side.
+unsafe impl Send for Stream<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for Stream<'_> {}
+
+impl Stream<'static> {
+    /// Handle 0, the default stream (the legacy one, or the per-thread one
+    /// for code built with `--default-stream per-thread`). Always valid.
+    pub const DEFAULT: Self = Self {
+        raw: std::ptr::null_mut(),
+        _callback: PhantomData,
+    };
+}
+
+impl<'a> Stream<'a> {
+    /// A handle CUPTI passed to a callback that lives for `'a`.
+    pub(crate) fn from_callback(raw: u64) -> Self {
+        Self {
+            raw: raw as sys::CUstream,
+            _callback: PhantomData,
+        }
+    }
+
+    /// Wraps a raw `CUstream` value.
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be 0, `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`, or a
+    /// stream of this process that is not destroyed during `'a`.
+    pub unsafe fn from_raw(raw: u64) -> Self {
+        Self::from_callback(raw)
+    }
+
+    /// The handle as an integer (for maps and trace ids); 0 is the default
+    /// stream.
+    pub fn as_u64(self) -> u64 {
+        self.raw as u64
+    }
+
+    pub(crate) fn raw(self) -> sys::CUstream {
+        self.raw
+    }
+}
+
 // Handles are shared with CUPTI's callback threads.
 const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<Cupti>();
     send_sync::<Context>();
+    send_sync::<Stream<'static>>();
     send_sync::<callback::Subscriber>();
     send_sync::<activity::Activity>();
     send_sync::<driver::Driver>();

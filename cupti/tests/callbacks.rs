@@ -12,7 +12,7 @@ use std::{
 
 use common::{fire, serial};
 use cupti::{
-    Error,
+    Error, Stream,
     callback::{Callback, Domain, ResourceEvent, Site, Subscriber},
     cbid::{self, ApiDomain, CallKind, SyncKind},
     nvtx::{NvtxEvent, NvtxMessage, Payload},
@@ -178,7 +178,7 @@ fn api_view_reads_stream_name_and_return_value() {
                 api.correlation_id(),
                 api.context_handle(),
                 api.context_uid(),
-                api.stream(),
+                api.stream().map(Stream::as_u64),
                 api.event(),
                 api.launch_config()
                     .map(|c| (c.grid, c.block, c.dynamic_shared_mem)),
@@ -292,7 +292,7 @@ fn resource_and_nvtx_views() {
                 "{:?} ctx={:#x} stream={:?} module={:?}",
                 r.event(),
                 r.context_handle(),
-                r.stream(),
+                r.stream().map(Stream::as_u64),
                 r.module().map(|m| (m.id, m.cubin_size))
             ),
             Callback::Nvtx(n) => match n.event() {
@@ -525,7 +525,7 @@ fn cuda13_triple_chevron_launch_is_decoded() {
         if let Callback::Api(api) = cb {
             *g2.lock().unwrap() = Some((
                 api.kind(),
-                api.stream(),
+                api.stream().map(Stream::as_u64),
                 api.launch_config().map(|c| c.grid),
             ));
         }
@@ -569,7 +569,7 @@ fn api_view_reads_the_size_of_async_copies_and_sets() {
         if let Callback::Api(api) = cb {
             s2.lock()
                 .unwrap()
-                .push((api.kind(), api.size(), api.stream()));
+                .push((api.kind(), api.size(), api.stream().map(Stream::as_u64)));
         }
     })
     .unwrap();
