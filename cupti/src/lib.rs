@@ -304,7 +304,7 @@ impl Context {
 /// ```compile_fail,E0521
 /// use cupti::{Stream, callback::{Callback, Subscriber}};
 /// fn keep(cupti: &cupti::Cupti, kept: &'static std::sync::Mutex<Option<Stream<'static>>>) {
-///     let _ = Subscriber::subscribe(cupti, move |cb: &Callback<'_>| {
+///     let _ = Subscriber::subscribe(cupti, c"example", move |cb: &Callback<'_>| {
 ///         if let Callback::Api(api) = cb {
 ///             *kept.lock().unwrap() = api.stream();
 ///         }

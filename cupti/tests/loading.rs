@@ -105,7 +105,7 @@ fn library_search() {
         Some("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")
     );
     // Without a driver CUPTI refuses to subscribe; that must be an error value.
-    match cupti::callback::Subscriber::subscribe(&c, |_cb: &cupti::callback::Callback<'_>| {}) {
+    match cupti::callback::Subscriber::subscribe(&c, c"test", |_cb: &cupti::callback::Callback<'_>| {}) {
         Ok(_) => eprintln!("subscribed: a CUDA driver is present"),
         Err(e) => {
             eprintln!("subscribe without a driver: {e}");

@@ -285,7 +285,7 @@ impl Tool {
         let gate: Arc<OnceLock<Arc<Shared>>> = Arc::new(OnceLock::new());
         let subscriber = {
             let gate = gate.clone();
-            match Subscriber::subscribe(&cupti, move |cb| {
+            match Subscriber::subscribe(&cupti, c"gpu-trace", move |cb| {
                 if let Some(s) = gate.get() {
                     s.on_callback(cb);
                 }
