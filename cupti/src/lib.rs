@@ -13,8 +13,9 @@
 //! - [`driver`]: the few CUDA driver calls a tracer needs (device info,
 //!   occupancy), through the `libcuda` the application already loaded.
 //!
-//! Panics inside user closures never unwind into CUDA: they are caught, logged
-//! once, and the closure is disabled.
+//! Panics inside user closures never unwind into CUDA: they are caught,
+//! reported once (to stderr, or to the caller's [`set_panic_reporter`]), and
+//! the closure is disabled.
 //!
 //! # Record versions
 //!
@@ -44,6 +45,7 @@ mod params;
 pub mod profiler;
 
 pub use error::{Error, Result, Status};
+pub use guard::{PanicReporter, set_panic_reporter};
 pub use sys::loader::CUPTI_PATH_ENV;
 
 /// Lowest `cuptiGetVersion` accepted: the CUPTI API version of CUDA 13.0.
