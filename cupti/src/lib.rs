@@ -77,10 +77,14 @@ impl std::fmt::Debug for Cupti {
 }
 
 impl Cupti {
-    /// Finds and opens `libcupti`, then checks its version.
+    /// Finds and opens the first `libcupti` whose version is at least
+    /// [`CUPTI_VERSION_FLOOR`]; older ones found on the way are skipped.
     ///
-    /// Search order: `$GPU_TRACE_CUPTI_PATH` (file or folder), the sonames
-    /// `libcupti.so.13`, `.so.12`, `.so` through the loader's path,
+    /// Search order: `$GPU_TRACE_CUPTI_PATH` (file or folder); a `libcupti`
+    /// already loaded in the process; next to the `libcudart.so*` and then
+    /// the `libcuda.so*` already loaded (the same folder, `../extras/CUPTI/lib64`,
+    /// a wheel's `nvidia/cuda_cupti/lib` beside `nvidia/cuda_runtime/lib`); the
+    /// sonames `libcupti.so.13`, `.so.12`, `.so` through the loader's path,
     /// `$CUDA_HOME/{extras/CUPTI/lib64,targets/<arch>/lib}`, the same under
     /// `/usr/local/cuda` and `/usr/local/cuda-13.0`, then the `nvidia/cu13/lib`
     /// and `nvidia/cuda_cupti/lib` folders of pip wheels in the `site-packages`
@@ -89,12 +93,12 @@ impl Cupti {
     ///
     /// # Errors
     ///
-    /// [`Error::LibraryNotFound`] listing every place tried;
-    /// [`Error::VersionTooOld`] below [`CUPTI_VERSION_FLOOR`];
+    /// [`Error::LibraryNotFound`] listing every place tried, and the version
+    /// of each library found below [`CUPTI_VERSION_FLOOR`];
     /// [`Error::MissingSymbol`] if `cuptiGetVersion` is absent.
     #[doc(alias = "cuptiGetVersion")]
     pub fn load() -> Result<Self> {
-        let (lib, path) = sys::loader::open_cupti()?;
+        let (lib, path) = sys::loader::open_cupti(CUPTI_VERSION_FLOOR)?;
         Self::from_library(lib, path)
     }
 
