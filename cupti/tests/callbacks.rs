@@ -75,7 +75,11 @@ fn drop_unsubscribes_and_leaks_the_closure() {
     assert_eq!(Arc::strong_count(&calls), 2, "captures dropped");
     // A late callback is safe and no longer reaches the closure.
     assert!(common::fire_stale(RUNTIME, 1, std::ptr::null()));
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "closure ran after unsubscribe");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "closure ran after unsubscribe"
+    );
 }
 
 #[test]
