@@ -78,7 +78,8 @@ fn callback(c: &mut Criterion) {
     let paths = Arc::new(Paths::new(&tracer));
     let cupti = fake::cupti(&[]);
     let p2 = paths.clone();
-    let _sub = Subscriber::subscribe(&cupti, move |cb| p2.on_callback(cb)).expect("subscribe");
+    let _sub = Subscriber::subscribe(&cupti, c"gpu-trace-bench", move |cb| p2.on_callback(cb))
+        .expect("subscribe");
     let params = sys::cudaLaunchKernel_v7000_params {
         func: std::ptr::null(),
         gridDim: sys::dim3 { x: 4, y: 1, z: 1 },

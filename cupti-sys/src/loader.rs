@@ -1,7 +1,10 @@
 //! Finding and opening `libcupti` and the application's `libcuda` at run time.
 //!
 //! `libcupti` is searched in a fixed order ([`cupti_candidates`]) and the first
-//! one that opens wins; a failure lists every place tried. `libcuda` is never
+//! one that opens *and* reports a version at or above the caller's floor wins
+//! ([`select`]): an older CUPTI found first (a system `libcupti.so.12` ahead of
+//! a virtualenv's CUDA 13 wheel) is skipped, and named with its version if
+//! nothing suitable is found. A failure lists every place tried. `libcuda` is never
 //! loaded by us: [`open_loaded_libcuda`] only takes a handle on the copy the
 //! application already has (`RTLD_NOLOAD`), so our driver calls go to the very
 //! driver the application uses.
@@ -9,7 +12,7 @@
 use std::{
     collections::HashSet,
     env, fmt,
-    path::{Path, PathBuf},
+    path::{Component, Path, PathBuf},
 };
 
 /// Environment variable naming the `libcupti` to use: a file, or a directory
@@ -28,11 +31,14 @@ const TARGET_DIR: &str = "targets/sbsa-linux/lib";
 #[cfg(not(target_arch = "aarch64"))]
 const TARGET_DIR: &str = "targets/x86_64-linux/lib";
 
-/// No candidate `libcupti` could be opened.
+/// No candidate `libcupti` could be opened (at or above the version floor).
 #[derive(Debug, Clone)]
 pub struct LibraryNotFound {
     /// Every candidate, in the order tried.
     pub tried: Vec<String>,
+    /// The candidates that opened but reported a `cuptiGetVersion` below the
+    /// floor, with that version, in the order tried.
+    pub too_old: Vec<(String, u32)>,
     /// The loader's message for the last candidate that exists but failed to
     /// open, if any did (e.g. a wrong-architecture file).
     pub last_error: Option<String>,
@@ -40,12 +46,33 @@ pub struct LibraryNotFound {
 
 impl fmt::Display for LibraryNotFound {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "libcupti not found; tried: {}", self.tried.join(", "))?;
-        if let Some(e) = &self.last_error {
-            write!(f, " (last error: {e})")?;
-        }
-        Ok(())
+        f.write_str(&not_found_message(
+            &self.tried,
+            &self.too_old,
+            self.last_error.as_deref(),
+        ))
     }
+}
+
+/// The text of a [`LibraryNotFound`]: every candidate, each one that was too
+/// old followed by its version.
+pub fn not_found_message(
+    tried: &[String],
+    too_old: &[(String, u32)],
+    last_error: Option<&str>,
+) -> String {
+    let entries: Vec<String> = tried
+        .iter()
+        .map(|t| match too_old.iter().find(|(p, _)| p == t) {
+            Some((_, v)) => format!("{t} (CUPTI version {v}, below the floor)"),
+            None => t.clone(),
+        })
+        .collect();
+    let mut msg = format!("libcupti not found; tried: {}", entries.join(", "));
+    if let Some(e) = last_error {
+        msg.push_str(&format!(" (last error: {e})"));
+    }
+    msg
 }
 
 impl std::error::Error for LibraryNotFound {}
@@ -150,10 +177,79 @@ fn site_packages(env: &SearchEnv) -> Vec<PathBuf> {
     out2
 }
 
+/// Removes `.` and `..` components without touching the file system (the
+/// paths come from `/proc/self/maps`, already free of symlinks).
+fn lexical_normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push(c);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Folders where the CUPTI matching a CUDA library in `dir` lives: `dir`
+/// itself (CUDA 13 wheels' `nvidia/cu13/lib`, toolkits that copy CUPTI next to
+/// the runtime), `<dir>/../extras/CUPTI/lib64` (toolkit `lib64`), the same
+/// from a toolkit's `targets/<arch>/lib`, and for a CUDA 12-style wheel
+/// `nvidia/cuda_runtime/lib` its sibling `nvidia/cuda_cupti/lib`.
+pub fn cupti_dirs_near(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    out.push(lexical_normalize(&dir.join("../extras/CUPTI/lib64")));
+    let names: Vec<&std::ffi::OsStr> = dir.iter().collect();
+    let n = names.len();
+    if n >= 3 && names[n - 3] == "targets" && names[n - 1] == "lib" {
+        out.push(lexical_normalize(&dir.join("../../../extras/CUPTI/lib64")));
+    }
+    if n >= 3 && names[n - 3] == "nvidia" && names[n - 2] == "cuda_runtime" && names[n - 1] == "lib"
+    {
+        out.push(lexical_normalize(&dir.join("../../cuda_cupti/lib")));
+    }
+    out
+}
+
+/// Candidates taken from the CUDA libraries already mapped into the process,
+/// best first: a `libcupti` already loaded (by path: a second copy would be a
+/// second CUPTI), then the folders near each `libcudart.so*`, then near each
+/// `libcuda.so*` (see [`cupti_dirs_near`]).
+pub fn candidates_near_loaded_cuda(mapped_files: &[PathBuf]) -> Vec<String> {
+    let named = |prefix: &'static str| {
+        mapped_files.iter().filter(move |f| {
+            f.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix))
+        })
+    };
+    let mut out: Vec<String> = named("libcupti.so")
+        .map(|f| f.to_string_lossy().into_owned())
+        .collect();
+    for lib in named("libcudart.so").chain(named("libcuda.so")) {
+        if let Some(dir) = lib.parent() {
+            for d in cupti_dirs_near(dir) {
+                out.extend(
+                    CUPTI_SONAMES
+                        .iter()
+                        .map(|n| d.join(n).to_string_lossy().into_owned()),
+                );
+            }
+        }
+    }
+    out
+}
+
 /// The ordered, de-duplicated list of `libcupti` candidates for `env`: the
-/// override, the sonames through the loader's own search path, `$CUDA_HOME`,
-/// the default CUDA install folders, then pip wheels (`nvidia/cu13/lib`,
-/// `nvidia/cuda_cupti/lib`) under each `site-packages` we can find.
+/// override, then what the CUDA libraries already in the process point at
+/// ([`candidates_near_loaded_cuda`]), the sonames through the loader's own
+/// search path, `$CUDA_HOME`, the default CUDA install folders, then pip
+/// wheels (`nvidia/cu13/lib`, `nvidia/cuda_cupti/lib`) under each
+/// `site-packages` we can find.
 pub fn cupti_candidates(env: &SearchEnv) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut push = |s: String| {
@@ -174,6 +270,9 @@ pub fn cupti_candidates(env: &SearchEnv) -> Vec<String> {
             push(p.to_string_lossy().into_owned());
         }
     }
+    candidates_near_loaded_cuda(&env.mapped_files)
+        .into_iter()
+        .for_each(&mut push);
     CUPTI_SONAMES.iter().for_each(|n| push((*n).to_owned()));
     let mut roots: Vec<PathBuf> = env.cuda_home.iter().cloned().collect();
     roots.push("/usr/local/cuda".into());
@@ -194,19 +293,94 @@ pub fn cupti_candidates(env: &SearchEnv) -> Vec<String> {
     out
 }
 
-/// Opens the first `libcupti` of [`cupti_candidates`] for this process.
+/// What trying one candidate found.
+#[derive(Debug)]
+pub enum Probe<L> {
+    /// Nothing there (no such file, or a soname the loader does not find).
+    Missing,
+    /// It exists but could not be used; the reason.
+    Failed(String),
+    /// It opened and reported this `cuptiGetVersion`.
+    Opened(L, u32),
+}
+
+/// Tries `candidates` in order with `probe` and returns the first that opens
+/// with a version of at least `floor`, with its path and version. Candidates
+/// below the floor are skipped (and their libraries dropped) and listed in the
+/// error's `too_old` if nothing suitable follows.
+///
+/// # Errors
+///
+/// [`LibraryNotFound`] listing every candidate when none qualifies.
+pub fn select<L>(
+    candidates: &[String],
+    floor: u32,
+    mut probe: impl FnMut(&str) -> Probe<L>,
+) -> Result<(L, String, u32), LibraryNotFound> {
+    let mut too_old = Vec::new();
+    let mut last_error = None;
+    for c in candidates {
+        match probe(c) {
+            Probe::Missing => {}
+            Probe::Failed(e) => last_error = Some(format!("{c}: {e}")),
+            Probe::Opened(lib, v) if v >= floor => return Ok((lib, c.clone(), v)),
+            Probe::Opened(_, v) => too_old.push((c.clone(), v)),
+        }
+    }
+    Err(LibraryNotFound {
+        tried: candidates.to_vec(),
+        too_old,
+        last_error,
+    })
+}
+
+type GetVersion = unsafe extern "C" fn(*mut u32) -> crate::CUptiResult;
+
+/// Opens one candidate and asks it for its version.
+fn probe_cupti(c: &str) -> Probe<libloading::Library> {
+    let absolute = c.starts_with('/');
+    if absolute && !Path::new(c).exists() {
+        return Probe::Missing;
+    }
+    let lib = match open_path(c) {
+        Ok(lib) => lib,
+        // A soname the loader cannot find is simply absent.
+        Err(_) if !absolute => return Probe::Missing,
+        Err(e) => return Probe::Failed(e.to_string()),
+    };
+    // SAFETY: `cuptiGetVersion` has this C signature in every CUPTI
+    // (cupti_version.h); the symbol is used only while `lib` is alive.
+    let get = match unsafe { lib.get::<GetVersion>(b"cuptiGetVersion\0") } {
+        Ok(f) => f,
+        Err(e) => return Probe::Failed(e.to_string()),
+    };
+    let mut v = 0u32;
+    // SAFETY: valid out-pointer; the call only reports a constant and needs
+    // no CUPTI initialisation.
+    let r = unsafe { get(&mut v) };
+    if r != crate::CUptiResult::CUPTI_SUCCESS {
+        return Probe::Failed(format!("cuptiGetVersion returned {}", r.0));
+    }
+    Probe::Opened(lib, v)
+}
+
+/// Opens the first `libcupti` of [`cupti_candidates`] for this process whose
+/// `cuptiGetVersion` is at least `floor` (see [`select`]).
 ///
 /// Returns the library and the candidate that opened.
 ///
 /// # Errors
 ///
-/// [`LibraryNotFound`] listing every candidate when none opens.
-pub fn open_cupti() -> Result<(libloading::Library, String), LibraryNotFound> {
-    open_first(&cupti_candidates(&SearchEnv::from_process()))
+/// [`LibraryNotFound`] listing every candidate, and those below the floor
+/// with their versions, when none qualifies.
+pub fn open_cupti(floor: u32) -> Result<(libloading::Library, String), LibraryNotFound> {
+    let candidates = cupti_candidates(&SearchEnv::from_process());
+    select(&candidates, floor, probe_cupti).map(|(lib, path, _)| (lib, path))
 }
 
-/// Opens the first of `candidates` that loads. Absolute paths that do not exist
-/// are skipped without asking the loader (they still count as tried).
+/// Opens the first of `candidates` that loads, whatever its version. Absolute
+/// paths that do not exist are skipped without asking the loader (they still
+/// count as tried).
 ///
 /// # Errors
 ///
@@ -228,6 +402,7 @@ pub fn open_first(candidates: &[String]) -> Result<(libloading::Library, String)
     }
     Err(LibraryNotFound {
         tried: candidates.to_vec(),
+        too_old: Vec::new(),
         last_error,
     })
 }
@@ -303,6 +478,152 @@ mod tests {
         dedup.dedup();
         assert_eq!(dedup.len(), c.len());
         std::fs::remove_dir_all(tmp).ok();
+    }
+
+    const FLOOR: u32 = crate::CUPTI_API_VERSION_13_0;
+
+    #[test]
+    fn loaded_cuda_runtime_folders_come_right_after_the_override() {
+        let wheel12 = "/venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib";
+        let env = SearchEnv {
+            override_path: Some("/opt/x/libcupti.so.13".into()),
+            mapped_files: vec![
+                "/usr/lib/x86_64-linux-gnu/libcuda.so.580.65.06".into(),
+                "/usr/lib/x86_64-linux-gnu/libc.so.6".into(),
+                format!("{wheel12}/libcudart.so.12").into(),
+                "/opt/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13.0.48".into(),
+                "/torch/lib/libcupti.so.13".into(),
+            ],
+            ..SearchEnv::default()
+        };
+        let c = cupti_candidates(&env);
+        let pos = |s: &str| {
+            c.iter()
+                .position(|x| x == s)
+                .unwrap_or_else(|| panic!("{s} not in {c:#?}"))
+        };
+        assert_eq!(c[0], "/opt/x/libcupti.so.13");
+        // A CUPTI already in the process beats everything it did not name.
+        assert_eq!(c[1], "/torch/lib/libcupti.so.13");
+        // Runtimes in the order mapped, each with its derived folders.
+        assert_eq!(c[2], format!("{wheel12}/libcupti.so.13"));
+        let wheel_cupti =
+            pos("/venv/lib/python3.12/site-packages/nvidia/cuda_cupti/lib/libcupti.so.12");
+        let toolkit = pos("/opt/cuda-13.0/targets/x86_64-linux/lib/libcupti.so.13");
+        let extras = pos("/opt/cuda-13.0/extras/CUPTI/lib64/libcupti.so.13");
+        assert!(wheel_cupti < toolkit && toolkit < extras, "{c:#?}");
+        // The driver's folder after every runtime's.
+        let driver = pos("/usr/lib/x86_64-linux-gnu/libcupti.so.13");
+        assert!(extras < driver, "{c:#?}");
+        pos("/usr/lib/extras/CUPTI/lib64/libcupti.so.13");
+        // All of them before the loader's own search.
+        assert!(driver < pos("libcupti.so.13"), "{c:#?}");
+        // Derived folders are normalised, never `..` paths.
+        assert!(!c.iter().any(|x| x.contains("/../")), "{c:#?}");
+    }
+
+    #[test]
+    fn folders_near_a_cuda_library() {
+        let d = |s: &str| cupti_dirs_near(Path::new(s));
+        assert_eq!(
+            d("/usr/local/cuda-13.0/lib64"),
+            [
+                PathBuf::from("/usr/local/cuda-13.0/lib64"),
+                "/usr/local/cuda-13.0/extras/CUPTI/lib64".into(),
+            ]
+        );
+        assert_eq!(
+            d("/sp/nvidia/cuda_runtime/lib")[2],
+            PathBuf::from("/sp/nvidia/cuda_cupti/lib")
+        );
+        assert_eq!(
+            d("/cuda/targets/sbsa-linux/lib")[2],
+            PathBuf::from("/cuda/extras/CUPTI/lib64")
+        );
+        assert_eq!(
+            d("/sp/nvidia/cu13/lib")[0],
+            PathBuf::from("/sp/nvidia/cu13/lib")
+        );
+    }
+
+    /// A fake probe over (path, outcome) pairs; records what was asked.
+    fn fake<'a>(
+        libs: &'a [(&'a str, Option<u32>)],
+        asked: &'a mut Vec<String>,
+    ) -> impl FnMut(&str) -> Probe<String> + 'a {
+        move |c: &str| {
+            asked.push(c.to_owned());
+            match libs.iter().find(|(p, _)| *p == c) {
+                None => Probe::Missing,
+                Some((_, None)) => Probe::Failed("wrong ELF class".into()),
+                Some((_, Some(v))) => Probe::Opened(format!("lib:{c}"), *v),
+            }
+        }
+    }
+
+    #[test]
+    fn a_cupti_below_the_floor_is_skipped_for_a_later_one() {
+        let cands: Vec<String> = [
+            "libcupti.so.13",
+            "libcupti.so.12",
+            "/broken/libcupti.so.13",
+            "/venv/nvidia/cu13/lib/libcupti.so.13",
+            "/later/libcupti.so.13",
+        ]
+        .map(String::from)
+        .to_vec();
+        let libs = [
+            ("libcupti.so.12", Some(120800)),
+            ("/broken/libcupti.so.13", None),
+            ("/venv/nvidia/cu13/lib/libcupti.so.13", Some(130001)),
+            ("/later/libcupti.so.13", Some(130100)),
+        ];
+        let mut asked = Vec::new();
+        let (lib, path, v) = select(&cands, FLOOR, fake(&libs, &mut asked)).unwrap();
+        assert_eq!(path, "/venv/nvidia/cu13/lib/libcupti.so.13");
+        assert_eq!(
+            (lib.as_str(), v),
+            ("lib:/venv/nvidia/cu13/lib/libcupti.so.13", 130001)
+        );
+        // The search stops at the first good one.
+        assert_eq!(asked, &cands[..4]);
+        // The same old library first is still taken when it is new enough.
+        let mut asked = Vec::new();
+        let (_, path, _) = select(&cands, 120000, fake(&libs, &mut asked)).unwrap();
+        assert_eq!(path, "libcupti.so.12");
+    }
+
+    #[test]
+    fn only_old_cuptis_are_reported_with_their_versions() {
+        let cands: Vec<String> = ["libcupti.so.12", "/x/libcupti.so", "/y/libcupti.so.13"]
+            .map(String::from)
+            .to_vec();
+        let libs = [
+            ("libcupti.so.12", Some(120800)),
+            ("/x/libcupti.so", Some(110000)),
+            ("/y/libcupti.so.13", None),
+        ];
+        let mut asked = Vec::new();
+        let err = select(&cands, FLOOR, fake(&libs, &mut asked)).unwrap_err();
+        assert_eq!(err.tried, cands);
+        assert_eq!(
+            err.too_old,
+            [
+                ("libcupti.so.12".to_owned(), 120800),
+                ("/x/libcupti.so".to_owned(), 110000)
+            ]
+        );
+        assert_eq!(
+            err.last_error.as_deref(),
+            Some("/y/libcupti.so.13: wrong ELF class")
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains("libcupti.so.12 (CUPTI version 120800, below the floor)")
+                && msg.contains("/x/libcupti.so (CUPTI version 110000, below the floor)")
+                && msg.contains("(last error: /y/libcupti.so.13: wrong ELF class)"),
+            "{msg}"
+        );
     }
 
     #[test]

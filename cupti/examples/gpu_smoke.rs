@@ -121,7 +121,7 @@ fn run(lib_path: &str) -> Result<bool, Box<dyn std::error::Error>> {
     let calls = Arc::new(Mutex::new(Vec::<Call>::new()));
     let context = Arc::new(Mutex::new(None::<Context>));
     let (c2, ctx2) = (calls.clone(), context.clone());
-    let sub = Subscriber::subscribe(&cupti, move |cb: &Callback<'_>| match cb {
+    let sub = Subscriber::subscribe(&cupti, c"example", move |cb: &Callback<'_>| match cb {
         Callback::Api(api) => {
             c2.lock().unwrap().push(Call {
                 name: api.function_name().to_string_lossy().into_owned(),
@@ -129,7 +129,7 @@ fn run(lib_path: &str) -> Result<bool, Box<dyn std::error::Error>> {
                 kind: api.kind(),
                 site: api.site(),
                 corr: api.correlation_id(),
-                stream: api.stream(),
+                stream: api.stream().map(cupti::Stream::as_u64),
                 launch: api.launch_config(),
             });
             if let Some(c) = api.context() {

@@ -8,7 +8,10 @@
 use std::{
     ffi::{CStr, c_void},
     marker::PhantomData,
-    sync::atomic::{AtomicBool, Ordering},
+    sync::{
+        Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
 };
 
 use cupti_sys as sys;
@@ -16,7 +19,7 @@ use cupti_sys as sys;
 pub use crate::params::LaunchConfig;
 
 use crate::{
-    Context, Cupti, Error, Result,
+    Context, Cupti, Error, Result, Status, Stream,
     cbid::{self, ApiDomain, CallKind},
     guard,
     nvtx::NvtxCallback,
@@ -215,18 +218,21 @@ impl<'a> ApiCallback<'a> {
         }
     }
 
-    /// The stream argument (opaque handle; 0 is the legacy default stream) for
-    /// launches of every path, graph launches, async copies and sets, stream
-    /// synchronize, stream-wait-event and event record.
-    pub fn stream(&self) -> Option<u64> {
+    /// The stream argument ([`Stream::DEFAULT`] for handle 0) for launches of
+    /// every path, graph launches, async copies and sets, stream synchronize,
+    /// stream-wait-event and event record.
+    pub fn stream(&self) -> Option<Stream<'a>> {
         let p = self.data.functionParams;
         // SAFETY: `p` is this callback's functionParams for (domain, cbid).
-        unsafe {
+        let raw = unsafe {
             match self.domain {
                 ApiDomain::Runtime => params::runtime_stream(self.cbid, p),
                 ApiDomain::Driver => params::driver_stream(self.cbid, p),
             }
-        }
+        };
+        // The application passes the stream to the call this callback is
+        // part of, so it is live while the callback runs.
+        raw.map(Stream::from_callback)
     }
 
     /// The size argument of a 1-D asynchronous copy (bytes) or set
@@ -364,13 +370,15 @@ impl<'a> ResourceCallback<'a> {
         self.data.context as u64
     }
 
-    /// For stream events, the stream handle (opaque).
-    pub fn stream(&self) -> Option<u64> {
+    /// For stream events, the stream created or about to be destroyed (still
+    /// live during this callback).
+    pub fn stream(&self) -> Option<Stream<'a>> {
         match self.event() {
             ResourceEvent::StreamCreated | ResourceEvent::StreamDestroyStarting => {
                 // SAFETY: for stream callbacks the union holds the stream
                 // (cupti_callbacks.h, CUpti_ResourceData::resourceHandle).
-                Some(unsafe { self.data.resourceHandle.stream } as u64)
+                let raw = unsafe { self.data.resourceHandle.stream };
+                Some(Stream::from_callback(raw as u64))
             }
             _ => None,
         }
@@ -440,7 +448,7 @@ pub struct SyncCallback<'a> {
     data: &'a sys::CUpti_SynchronizeData,
 }
 
-impl SyncCallback<'_> {
+impl<'a> SyncCallback<'a> {
     /// Whether a stream (else a context) was synchronized.
     pub fn is_stream(&self) -> bool {
         self.cbid == sys::CUpti_CallbackIdSync::CUPTI_CBID_SYNCHRONIZE_STREAM_SYNCHRONIZED
@@ -451,9 +459,10 @@ impl SyncCallback<'_> {
         self.data.context as u64
     }
 
-    /// The stream (opaque), for stream synchronization.
-    pub fn stream(&self) -> Option<u64> {
-        self.is_stream().then_some(self.data.stream as u64)
+    /// The stream, for stream synchronization.
+    pub fn stream(&self) -> Option<Stream<'a>> {
+        self.is_stream()
+            .then(|| Stream::from_callback(self.data.stream as u64))
     }
 }
 
@@ -541,8 +550,8 @@ unsafe extern "C" fn trampoline<F>(
     if userdata.is_null() {
         return;
     }
-    // SAFETY: userdata is the `State<F>` boxed by `Subscriber::subscribe`, which
-    // unsubscribes before freeing it, so it is alive for every callback.
+    // SAFETY: userdata is the `State<F>` boxed by `Subscriber::subscribe`; it
+    // is never freed once CUPTI has it (see `Subscriber::unsubscribe`).
     let state = unsafe { &*userdata.cast::<State<F>>() };
     if state.disabled.load(Ordering::Relaxed) {
         return;
@@ -556,21 +565,34 @@ unsafe extern "C" fn trampoline<F>(
 
 /// A registered CUPTI subscriber owning its closure.
 ///
-/// Dropping it unsubscribes (ignoring errors) and only then frees the closure;
-/// [`Subscriber::close`] does the same and reports the error. A panic inside the
-/// closure is caught, logged once to stderr, and disables the subscriber: later
+/// Dropping it unsubscribes (ignoring errors); [`Subscriber::close`] does the
+/// same and reports the error. Either way the closure, and everything it
+/// captured, is then leaked rather than dropped: CUPTI documents only that
+/// after `cuptiUnsubscribe` "no future callbacks will be issued to that
+/// subscriber", not that it waits for callbacks already running on other
+/// threads, so no moment is known at which freeing it would be sound (the
+/// `rocprofiler` crate leaks its closures for the same reason). CUPTI allows
+/// one subscriber at a time, so this is one small box per subscription. A
+/// callback that still arrives after unsubscribing returns at once.
+///
+/// A panic inside the closure is caught, reported once (see
+/// [`crate::set_panic_reporter`]), and disables the subscriber: later
 /// callbacks return at once.
 pub struct Subscriber {
     cupti: Cupti,
     handle: sys::CUpti_SubscriberHandle,
     state: Option<Box<dyn Erased>>,
+    /// CUPTI: "a subscriber must serialize access to cuptiGetCallbackState,
+    /// cuptiEnableCallback, cuptiEnableDomain, and cuptiEnableAllDomains".
+    enabling: Mutex<()>,
 }
 
-// SAFETY: the handle is an opaque CUPTI token that CUPTI documents as usable
-// from any thread ("Thread-safety: this function is thread safe" on
-// cuptiSubscribe/cuptiUnsubscribe/cuptiEnableCallback); the state is Send+Sync.
+// SAFETY: the handle is an opaque CUPTI token; cuptiSubscribe and
+// cuptiUnsubscribe are documented "Thread-safety: this function is thread
+// safe", and the enable calls, which CUPTI requires a subscriber to
+// serialize, all run under `enabling`; the state is Send + Sync.
 unsafe impl Send for Subscriber {}
-// SAFETY: as above; `&Subscriber` only allows thread-safe CUPTI calls.
+// SAFETY: as above; `&Subscriber` only allows those calls.
 unsafe impl Sync for Subscriber {}
 
 impl std::fmt::Debug for Subscriber {
@@ -582,20 +604,32 @@ impl std::fmt::Debug for Subscriber {
 }
 
 impl Subscriber {
-    /// Subscribes `closure` to the callback API. No callback is enabled yet:
-    /// call [`Subscriber::enable`] for the ids you need.
+    /// Subscribes `closure` to the callback API under `name`. No callback is
+    /// enabled yet: call [`Subscriber::enable`] for the ids you need.
+    ///
+    /// `name` is what CUPTI reports to a tool that tries to subscribe while
+    /// this one holds CUPTI (`cuptiSubscribe_v2`; older CUPTI ignores it). It
+    /// may be at most [`MAX_NAME_LEN`] bytes long.
     ///
     /// # Errors
     ///
     /// [`Error::MultipleSubscribers`] when another subscriber (ours or another
     /// tool's) holds CUPTI, with its name when CUPTI reports it;
+    /// [`Error::InvalidParameter`] for a name longer than [`MAX_NAME_LEN`];
     /// [`Error::NotInitialized`]; [`Error::MissingSymbol`].
     #[doc(alias = "cuptiSubscribe")]
     #[doc(alias = "cuptiSubscribe_v2")]
-    pub fn subscribe<F>(cupti: &Cupti, closure: F) -> Result<Self>
+    pub fn subscribe<F>(cupti: &Cupti, name: &CStr, closure: F) -> Result<Self>
     where
         F: Fn(&Callback<'_>) + Send + Sync + 'static,
     {
+        if name.to_bytes().len() > MAX_NAME_LEN {
+            let code = sys::CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
+            return Err(Error::from_status(Status::new(
+                code,
+                Some("subscriber name longer than CUPTI_SUBSCRIBER_NAME_MAX_LEN"),
+            )));
+        }
         let state = Box::new(State {
             cupti: cupti.clone(),
             disabled: AtomicBool::new(false),
@@ -608,7 +642,7 @@ impl Subscriber {
         let r = if api.cuptiSubscribe_v2.is_some() {
             let mut p = sys::CUpti_SubscriberParams {
                 structSize: sys::struct_size!(sys::CUpti_SubscriberParams, oldSubscriberSize),
-                subscriberName: c"gpu-trace".as_ptr(),
+                subscriberName: name.as_ptr(),
                 oldSubscriberName: old_name.as_mut_ptr(),
                 oldSubscriberSize: old_name.len(),
             };
@@ -624,6 +658,7 @@ impl Subscriber {
                 cupti: cupti.clone(),
                 handle,
                 state: Some(state),
+                enabling: Mutex::new(()),
             }),
             Err(Error::MultipleSubscribers { status, .. }) => {
                 let holder = CStr::from_bytes_until_nul(bytemuck_chars(&old_name))
@@ -657,8 +692,15 @@ impl Subscriber {
         self.set(domain, cbid, false)
     }
 
+    /// Holds the lock CUPTI's enable calls must run under.
+    fn serialized(&self) -> std::sync::MutexGuard<'_, ()> {
+        // Nothing panics while it is held; a poisoned lock is still a lock.
+        self.enabling.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn set(&self, domain: Domain, cbid: u32, on: bool) -> Result<()> {
-        // SAFETY: live subscriber handle; plain values.
+        let _serial = self.serialized();
+        // SAFETY: live subscriber handle; plain values; serialized.
         self.cupti.check(unsafe {
             self.cupti
                 .api()
@@ -694,7 +736,8 @@ impl Subscriber {
     /// The CUPTI error.
     #[doc(alias = "cuptiEnableDomain")]
     pub fn enable_domain(&self, domain: Domain) -> Result<()> {
-        // SAFETY: live subscriber handle; plain values.
+        let _serial = self.serialized();
+        // SAFETY: live subscriber handle; plain values; serialized.
         self.cupti.check(unsafe {
             self.cupti
                 .api()
@@ -724,7 +767,8 @@ impl Subscriber {
     /// The CUPTI error.
     #[doc(alias = "cuptiEnableDomain")]
     pub fn disable_domain(&self, domain: Domain) -> Result<()> {
-        // SAFETY: live subscriber handle; plain values.
+        let _serial = self.serialized();
+        // SAFETY: live subscriber handle; plain values; serialized.
         self.cupti.check(unsafe {
             self.cupti
                 .api()
@@ -739,12 +783,12 @@ impl Subscriber {
             .is_some_and(|s| s.disabled().load(Ordering::Relaxed))
     }
 
-    /// Unsubscribes and frees the closure, reporting CUPTI's error.
+    /// Unsubscribes, reporting CUPTI's error. The closure is leaked, not
+    /// dropped (see the type's documentation).
     ///
     /// # Errors
     ///
-    /// The CUPTI error of `cuptiUnsubscribe`; the closure is then leaked
-    /// rather than freed while CUPTI might still call it.
+    /// The CUPTI error of `cuptiUnsubscribe`.
     #[doc(alias = "cuptiUnsubscribe")]
     pub fn close(mut self) -> Result<()> {
         self.unsubscribe()
@@ -754,15 +798,16 @@ impl Subscriber {
         let Some(state) = self.state.take() else {
             return Ok(());
         };
+        // Callbacks CUPTI issues from here on return at once.
+        state.disabled().store(true, Ordering::Relaxed);
         // SAFETY: live handle, unsubscribed exactly once (state taken above).
         let r = self
             .cupti
             .check(unsafe { self.cupti.api().cuptiUnsubscribe(self.handle) });
-        match r {
-            Ok(()) => drop(state),
-            // CUPTI may still hold the pointer: never free what it can call.
-            Err(_) => std::mem::forget(state),
-        }
+        // cuptiUnsubscribe only promises that "no future callbacks will be
+        // issued to that subscriber"; one already running on another thread
+        // may still be reading the state, so it is never freed.
+        let _: &'static dyn Erased = Box::leak(state);
         r
     }
 }
@@ -772,6 +817,10 @@ impl Drop for Subscriber {
         let _ = self.unsubscribe();
     }
 }
+
+/// The longest subscriber name CUPTI takes, in bytes
+/// (`CUPTI_SUBSCRIBER_NAME_MAX_LEN`, counted here with the terminating NUL).
+pub const MAX_NAME_LEN: usize = sys::CUPTI_SUBSCRIBER_NAME_MAX_LEN as usize - 1;
 
 fn bytemuck_chars(s: &[std::ffi::c_char]) -> &[u8] {
     // SAFETY: c_char and u8 have the same size and alignment; same length.

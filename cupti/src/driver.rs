@@ -13,7 +13,7 @@ use std::{
 
 use cupti_sys as sys;
 
-use crate::{Error, Result, callback::KernelFunction};
+use crate::{Error, Result, Stream, callback::KernelFunction};
 
 /// Handle on the application's CUDA driver. Cheap to clone.
 #[derive(Clone)]
@@ -50,11 +50,23 @@ impl Driver {
         // the pointers stay valid.
         let api = unsafe { sys::DriverApi::load_from(&lib) };
         std::mem::forget(lib);
-        Ok(Self::from_table(api))
+        // SAFETY: the table was just filled from the application's driver,
+        // which is never unloaded.
+        Ok(unsafe { Self::from_table(api) })
     }
 
     /// Wraps an already-filled table (custom resolvers, tests).
-    pub fn from_table(api: sys::DriverApi) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// Every call through the returned handle trusts the table. Each non-null
+    /// entry of `api` must be a function with the C signature and behaviour of
+    /// the CUDA driver function it is named after, as the driver API documents
+    /// it (e.g. `cuGetErrorString` hands out strings that stay valid for the
+    /// process lifetime), and must stay callable, from any thread, for as long
+    /// as the handle lives (in practice: the library it came from is never
+    /// unloaded).
+    pub unsafe fn from_table(api: sys::DriverApi) -> Self {
         Self { api: Arc::new(api) }
     }
 
@@ -259,21 +271,20 @@ impl Driver {
         r
     }
 
-    /// Whether `stream` (an opaque handle from a callback) is being captured
-    /// into a graph: work "launched" there runs only when the graph does.
+    /// Whether `stream` (a handle from a callback) is being captured into a
+    /// graph: work "launched" there runs only when the graph does.
     ///
     /// # Errors
     ///
-    /// [`Error::Driver`] (e.g. an invalid handle), [`Error::MissingSymbol`].
+    /// [`Error::Driver`] (e.g. capture in another stream forbids asking about
+    /// the legacy default stream), [`Error::MissingSymbol`].
     #[doc(alias = "cuStreamIsCapturing")]
-    pub fn stream_is_capturing(&self, stream: u64) -> Result<bool> {
+    pub fn stream_is_capturing(&self, stream: Stream<'_>) -> Result<bool> {
         let mut status = sys::CUstreamCaptureStatus_enum(0);
-        // SAFETY: the handle came from the application's own call; the
-        // driver validates it; valid out-pointer.
-        self.check(unsafe {
-            self.api
-                .cuStreamIsCapturing(stream as sys::CUstream, &mut status)
-        })?;
+        // SAFETY: `stream` is the default stream or one the application is
+        // using during the callback that produced it (type invariant of
+        // `Stream`); valid out-pointer.
+        self.check(unsafe { self.api.cuStreamIsCapturing(stream.raw(), &mut status) })?;
         Ok(status != sys::CUstreamCaptureStatus_enum::CU_STREAM_CAPTURE_STATUS_NONE)
     }
 }

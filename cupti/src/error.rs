@@ -86,11 +86,14 @@ pub enum Error {
     /// The loaded library does not export a function we need.
     #[error(transparent)]
     MissingSymbol(#[from] sys::MissingSymbol),
-    /// No `libcupti` could be opened.
-    #[error("libcupti not found; tried: {}{}", tried.join(", "), last_error.as_ref().map(|e| format!(" (last error: {e})")).unwrap_or_default())]
+    /// No `libcupti` at or above [`crate::CUPTI_VERSION_FLOOR`] could be opened.
+    #[error("{}", sys::loader::not_found_message(tried, too_old, last_error.as_deref()))]
     LibraryNotFound {
         /// Every candidate, in the order tried.
         tried: Vec<String>,
+        /// Candidates that opened but were older than the floor, with their
+        /// `cuptiGetVersion`.
+        too_old: Vec<(String, u32)>,
         /// The loader's message for the last existing candidate that failed.
         last_error: Option<String>,
     },
@@ -215,6 +218,7 @@ impl From<sys::loader::LibraryNotFound> for Error {
     fn from(e: sys::loader::LibraryNotFound) -> Self {
         Self::LibraryNotFound {
             tried: e.tried,
+            too_old: e.too_old,
             last_error: e.last_error,
         }
     }

@@ -13,8 +13,9 @@
 //! - [`driver`]: the few CUDA driver calls a tracer needs (device info,
 //!   occupancy), through the `libcuda` the application already loaded.
 //!
-//! Panics inside user closures never unwind into CUDA: they are caught, logged
-//! once, and the closure is disabled.
+//! Panics inside user closures never unwind into CUDA: they are caught,
+//! reported once (to stderr, or to the caller's [`set_panic_reporter`]), and
+//! the closure is disabled.
 //!
 //! # Record versions
 //!
@@ -28,7 +29,7 @@
 
 #![deny(missing_docs)]
 
-use std::{ffi::CStr, path::Path, sync::Arc};
+use std::{ffi::CStr, marker::PhantomData, path::Path, sync::Arc};
 
 use cupti_sys as sys;
 
@@ -44,6 +45,7 @@ mod params;
 pub mod profiler;
 
 pub use error::{Error, Result, Status};
+pub use guard::{PanicReporter, set_panic_reporter};
 pub use sys::loader::CUPTI_PATH_ENV;
 
 /// Lowest `cuptiGetVersion` accepted: the CUPTI API version of CUDA 13.0.
@@ -75,10 +77,14 @@ impl std::fmt::Debug for Cupti {
 }
 
 impl Cupti {
-    /// Finds and opens `libcupti`, then checks its version.
+    /// Finds and opens the first `libcupti` whose version is at least
+    /// [`CUPTI_VERSION_FLOOR`]; older ones found on the way are skipped.
     ///
-    /// Search order: `$GPU_TRACE_CUPTI_PATH` (file or folder), the sonames
-    /// `libcupti.so.13`, `.so.12`, `.so` through the loader's path,
+    /// Search order: `$GPU_TRACE_CUPTI_PATH` (file or folder); a `libcupti`
+    /// already loaded in the process; next to the `libcudart.so*` and then
+    /// the `libcuda.so*` already loaded (the same folder, `../extras/CUPTI/lib64`,
+    /// a wheel's `nvidia/cuda_cupti/lib` beside `nvidia/cuda_runtime/lib`); the
+    /// sonames `libcupti.so.13`, `.so.12`, `.so` through the loader's path,
     /// `$CUDA_HOME/{extras/CUPTI/lib64,targets/<arch>/lib}`, the same under
     /// `/usr/local/cuda` and `/usr/local/cuda-13.0`, then the `nvidia/cu13/lib`
     /// and `nvidia/cuda_cupti/lib` folders of pip wheels in the `site-packages`
@@ -87,12 +93,12 @@ impl Cupti {
     ///
     /// # Errors
     ///
-    /// [`Error::LibraryNotFound`] listing every place tried;
-    /// [`Error::VersionTooOld`] below [`CUPTI_VERSION_FLOOR`];
+    /// [`Error::LibraryNotFound`] listing every place tried, and the version
+    /// of each library found below [`CUPTI_VERSION_FLOOR`];
     /// [`Error::MissingSymbol`] if `cuptiGetVersion` is absent.
     #[doc(alias = "cuptiGetVersion")]
     pub fn load() -> Result<Self> {
-        let (lib, path) = sys::loader::open_cupti()?;
+        let (lib, path) = sys::loader::open_cupti(CUPTI_VERSION_FLOOR)?;
         Self::from_library(lib, path)
     }
 
@@ -116,20 +122,32 @@ impl Cupti {
         // so every pointer in the table stays valid for the process lifetime.
         let api = unsafe { sys::CuptiApi::load_from(&lib) };
         std::mem::forget(lib);
-        Self::from_table(api, path)
+        // SAFETY: the table was just filled from that CUPTI library, which is
+        // never unloaded.
+        unsafe { Self::from_table(api, path) }
     }
 
     /// Builds a handle from an already-filled symbol table (custom resolvers,
     /// tests with fake tables), then checks the version.
     ///
+    /// # Safety
+    ///
+    /// Every call through the returned handle trusts the table. Each non-null
+    /// entry of `api` must be a function with the C signature and behaviour of
+    /// the CUPTI function it is named after, as the CUPTI headers document it
+    /// (e.g. `cuptiGetResultString` hands out strings that stay valid for the
+    /// process lifetime), and must stay callable, from any thread, for as long
+    /// as the handle or anything made from it lives (in practice: the library
+    /// it came from is never unloaded).
+    ///
     /// # Errors
     ///
     /// [`Error::VersionTooOld`], [`Error::MissingSymbol`] for
     /// `cuptiGetVersion`, or the CUPTI error it returned.
-    pub fn from_table(api: sys::CuptiApi, origin: impl Into<String>) -> Result<Self> {
+    pub unsafe fn from_table(api: sys::CuptiApi, origin: impl Into<String>) -> Result<Self> {
         let mut version = 0u32;
-        // SAFETY: the table's entries are the CUPTI functions (contract of how
-        // the table was built); `version` is a valid out-pointer.
+        // SAFETY: the table's entries are the CUPTI functions (the caller's
+        // contract); `version` is a valid out-pointer.
         let r = unsafe { api.cuptiGetVersion(&mut version) };
         let inner = Inner {
             api,
@@ -280,11 +298,83 @@ impl Context {
     }
 }
 
+/// A CUDA stream handle (`CUstream`) from a callback's arguments, valid while
+/// that callback runs (the lifetime).
+///
+/// Only callbacks produce these, besides [`Stream::DEFAULT`] and the `unsafe`
+/// [`Stream::from_raw`], so the driver calls that take one
+/// ([`driver::Driver::stream_is_capturing`]) are only ever given a stream the
+/// application itself was using. Copy out [`Stream::as_u64`] to use it as a key
+/// after the callback; the handle itself cannot outlive it:
+///
+/// ```compile_fail,E0521
+/// use cupti::{Stream, callback::{Callback, Subscriber}};
+/// fn keep(cupti: &cupti::Cupti, kept: &'static std::sync::Mutex<Option<Stream<'static>>>) {
+///     let _ = Subscriber::subscribe(cupti, c"example", move |cb: &Callback<'_>| {
+///         if let Callback::Api(api) = cb {
+///             *kept.lock().unwrap() = api.stream();
+///         }
+///     });
+/// }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Stream<'a> {
+    raw: sys::CUstream,
+    _callback: PhantomData<&'a ()>,
+}
+
+// SAFETY: a CUstream is a process-wide handle the driver accepts from any
+// host thread (CUDA driver API, "Stream Management": streams are not tied to
+// the thread that created them); it is never dereferenced on our side.
+unsafe impl Send for Stream<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for Stream<'_> {}
+
+impl Stream<'static> {
+    /// Handle 0, the default stream (the legacy one, or the per-thread one
+    /// for code built with `--default-stream per-thread`). Always valid.
+    pub const DEFAULT: Self = Self {
+        raw: std::ptr::null_mut(),
+        _callback: PhantomData,
+    };
+}
+
+impl<'a> Stream<'a> {
+    /// A handle CUPTI passed to a callback that lives for `'a`.
+    pub(crate) fn from_callback(raw: u64) -> Self {
+        Self {
+            raw: raw as sys::CUstream,
+            _callback: PhantomData,
+        }
+    }
+
+    /// Wraps a raw `CUstream` value.
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be 0, `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`, or a
+    /// stream of this process that is not destroyed during `'a`.
+    pub unsafe fn from_raw(raw: u64) -> Self {
+        Self::from_callback(raw)
+    }
+
+    /// The handle as an integer (for maps and trace ids); 0 is the default
+    /// stream.
+    pub fn as_u64(self) -> u64 {
+        self.raw as u64
+    }
+
+    pub(crate) fn raw(self) -> sys::CUstream {
+        self.raw
+    }
+}
+
 // Handles are shared with CUPTI's callback threads.
 const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<Cupti>();
     send_sync::<Context>();
+    send_sync::<Stream<'static>>();
     send_sync::<callback::Subscriber>();
     send_sync::<activity::Activity>();
     send_sync::<driver::Driver>();

@@ -12,7 +12,7 @@ use std::{
 
 use common::{fire, serial};
 use cupti::{
-    Cupti, Error,
+    Error, Stream,
     callback::{Callback, Domain, ResourceEvent, Site, Subscriber},
     cbid::{self, ApiDomain, CallKind, SyncKind},
     nvtx::{NvtxEvent, NvtxMessage, Payload},
@@ -48,14 +48,14 @@ impl Drop for FreedFlag {
 }
 
 #[test]
-fn drop_unsubscribes_before_freeing_the_closure() {
+fn drop_unsubscribes_and_leaks_the_closure() {
     let _g = serial();
     let cupti = common::cupti(&["cuptiSubscribe_v2"]);
     common::CLOSURE_FREED.store(false, Ordering::SeqCst);
     let calls = Arc::new(AtomicUsize::new(0));
     let flag = FreedFlag;
     let c2 = calls.clone();
-    let sub = Subscriber::subscribe(&cupti, move |_cb: &Callback<'_>| {
+    let sub = Subscriber::subscribe(&cupti, c"test", move |_cb: &Callback<'_>| {
         let _keep = &flag;
         c2.fetch_add(1, Ordering::SeqCst);
     })
@@ -65,16 +65,80 @@ fn drop_unsubscribes_before_freeing_the_closure() {
     let before = common::UNSUBSCRIBES.load(Ordering::SeqCst);
     drop(sub);
     assert_eq!(common::UNSUBSCRIBES.load(Ordering::SeqCst), before + 1);
-    assert!(
-        common::ALIVE_AT_UNSUBSCRIBE.load(Ordering::SeqCst),
-        "closure freed before unsubscribe"
-    );
-    assert!(
-        common::CLOSURE_FREED.load(Ordering::SeqCst),
-        "closure not freed"
-    );
-    assert_eq!(Arc::strong_count(&calls), 1);
     assert!(!fire(RUNTIME, 1, std::ptr::null()), "still subscribed");
+    // CUPTI does not say it waits for callbacks under way on other threads:
+    // the closure must outlive the unsubscribe, for good.
+    assert!(
+        !common::CLOSURE_FREED.load(Ordering::SeqCst),
+        "closure freed after unsubscribe"
+    );
+    assert_eq!(Arc::strong_count(&calls), 2, "captures dropped");
+    // A late callback is safe and no longer reaches the closure.
+    assert!(common::fire_stale(RUNTIME, 1, std::ptr::null()));
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "closure ran after unsubscribe"
+    );
+}
+
+#[test]
+fn close_leaks_the_closure_too() {
+    let _g = serial();
+    let cupti = common::cupti(&[]);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c2 = calls.clone();
+    let sub = Subscriber::subscribe(&cupti, c"test", move |_cb: &Callback<'_>| {
+        c2.fetch_add(1, Ordering::SeqCst);
+    })
+    .unwrap();
+    sub.close().unwrap();
+    assert_eq!(Arc::strong_count(&calls), 2, "captures dropped");
+    assert!(common::fire_stale(RUNTIME, 1, std::ptr::null()));
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn subscriber_name_is_the_callers() {
+    let _g = serial();
+    let cupti = common::cupti(&[]);
+    let sub = Subscriber::subscribe(&cupti, c"my-tool", |_cb: &Callback<'_>| {}).unwrap();
+    assert_eq!(
+        common::SUBSCRIBER_NAME.lock().unwrap().as_deref(),
+        Some("my-tool")
+    );
+    drop(sub);
+    let long = std::ffi::CString::new("x".repeat(cupti::callback::MAX_NAME_LEN + 1)).unwrap();
+    let err = Subscriber::subscribe(&cupti, &long, |_cb: &Callback<'_>| {}).unwrap_err();
+    assert!(matches!(err, Error::InvalidParameter(_)), "{err:?}");
+    let max = std::ffi::CString::new("x".repeat(cupti::callback::MAX_NAME_LEN)).unwrap();
+    Subscriber::subscribe(&cupti, &max, |_cb: &Callback<'_>| {})
+        .unwrap()
+        .close()
+        .unwrap();
+}
+
+#[test]
+fn enable_calls_from_many_threads_are_serialized() {
+    let _g = serial();
+    let cupti = common::cupti(&[]);
+    let sub = Subscriber::subscribe(&cupti, c"test", |_cb: &Callback<'_>| {}).unwrap();
+    common::ENABLE_OVERLAP.store(false, Ordering::SeqCst);
+    std::thread::scope(|s| {
+        for t in 0..4u32 {
+            let sub = &sub;
+            s.spawn(move || {
+                for i in 0..20 {
+                    sub.enable(Domain::Runtime, t * 100 + i).unwrap();
+                }
+            });
+        }
+    });
+    assert!(
+        !common::ENABLE_OVERLAP.load(Ordering::SeqCst),
+        "two cuptiEnableCallback calls overlapped"
+    );
+    sub.close().unwrap();
 }
 
 #[test]
@@ -83,7 +147,7 @@ fn panic_in_closure_is_caught_and_disables_the_subscriber() {
     let cupti = common::cupti(&["cuptiSubscribe_v2"]);
     let calls = Arc::new(AtomicUsize::new(0));
     let c2 = calls.clone();
-    let sub = Subscriber::subscribe(&cupti, move |_cb: &Callback<'_>| {
+    let sub = Subscriber::subscribe(&cupti, c"test", move |_cb: &Callback<'_>| {
         c2.fetch_add(1, Ordering::SeqCst);
         panic!("boom in user closure");
     })
@@ -105,8 +169,8 @@ fn panic_in_closure_is_caught_and_disables_the_subscriber() {
 fn second_subscriber_is_a_typed_error_naming_the_holder() {
     let _g = serial();
     let cupti = common::cupti(&[]);
-    let first = Subscriber::subscribe(&cupti, |_cb: &Callback<'_>| {}).unwrap();
-    let err = Subscriber::subscribe(&cupti, |_cb: &Callback<'_>| {}).unwrap_err();
+    let first = Subscriber::subscribe(&cupti, c"test", |_cb: &Callback<'_>| {}).unwrap();
+    let err = Subscriber::subscribe(&cupti, c"test", |_cb: &Callback<'_>| {}).unwrap_err();
     match &err {
         Error::MultipleSubscribers { status, holder } => {
             assert_eq!(
@@ -135,7 +199,7 @@ fn enable_single_ids_and_kinds() {
     let _g = serial();
     let cupti = common::cupti(&[]);
     common::ENABLED_CBIDS.lock().unwrap().clear();
-    let sub = Subscriber::subscribe(&cupti, |_cb: &Callback<'_>| {}).unwrap();
+    let sub = Subscriber::subscribe(&cupti, c"test", |_cb: &Callback<'_>| {}).unwrap();
     let launch = cbid::by_name(ApiDomain::Driver, "cuLaunchKernel").unwrap();
     sub.enable(Domain::Driver, launch).unwrap();
     sub.enable_kind(ApiDomain::Runtime, CallKind::Sync(SyncKind::Stream))
@@ -168,7 +232,7 @@ fn api_view_reads_stream_name_and_return_value() {
     let cupti = common::cupti(&[]);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s2 = seen.clone();
-    let sub = Subscriber::subscribe(&cupti, move |cb: &Callback<'_>| {
+    let sub = Subscriber::subscribe(&cupti, c"test", move |cb: &Callback<'_>| {
         if let Callback::Api(api) = cb {
             s2.lock().unwrap().push((
                 api.domain(),
@@ -178,7 +242,7 @@ fn api_view_reads_stream_name_and_return_value() {
                 api.correlation_id(),
                 api.context_handle(),
                 api.context_uid(),
-                api.stream(),
+                api.stream().map(Stream::as_u64),
                 api.event(),
                 api.launch_config()
                     .map(|c| (c.grid, c.block, c.dynamic_shared_mem)),
@@ -286,13 +350,13 @@ fn resource_and_nvtx_views() {
     let cupti = common::cupti(&[]);
     let out = Arc::new(Mutex::new(Vec::<String>::new()));
     let o2 = out.clone();
-    let sub = Subscriber::subscribe(&cupti, move |cb: &Callback<'_>| {
+    let sub = Subscriber::subscribe(&cupti, c"test", move |cb: &Callback<'_>| {
         let s = match cb {
             Callback::Resource(r) => format!(
                 "{:?} ctx={:#x} stream={:?} module={:?}",
                 r.event(),
                 r.context_handle(),
-                r.stream(),
+                r.stream().map(Stream::as_u64),
                 r.module().map(|m| (m.id, m.cubin_size))
             ),
             Callback::Nvtx(n) => match n.event() {
@@ -440,7 +504,7 @@ fn resource_and_nvtx_views() {
 fn missing_symbol_is_an_error_value() {
     let _g = serial();
     let cupti = common::cupti(&["cuptiSubscribe_v2", "cuptiSubscribe"]);
-    let err = Subscriber::subscribe(&cupti, |_cb: &Callback<'_>| {}).unwrap_err();
+    let err = Subscriber::subscribe(&cupti, c"test", |_cb: &Callback<'_>| {}).unwrap_err();
     assert!(
         matches!(
             err,
@@ -463,19 +527,14 @@ fn missing_symbol_is_an_error_value() {
 fn version_floor_is_enforced() {
     let _g = serial();
     common::VERSION.store(28, Ordering::Relaxed); // CUDA 12.9 Update 1
-    let err = Cupti::from_table(common::api(&[]), "fake").unwrap_err();
+    let err = common::try_cupti(&[]).unwrap_err();
     common::VERSION.store(130001, Ordering::Relaxed);
     match err {
         Error::VersionTooOld { found, floor } => assert_eq!((found, floor), (28, 130000)),
         other => panic!("unexpected {other:?}"),
     }
-    assert_eq!(
-        Cupti::from_table(common::api(&[]), "fake")
-            .unwrap()
-            .version(),
-        130001
-    );
-    let err = Cupti::from_table(common::api(&["cuptiGetVersion"]), "fake").unwrap_err();
+    assert_eq!(common::try_cupti(&[]).unwrap().version(), 130001);
+    let err = common::try_cupti(&["cuptiGetVersion"]).unwrap_err();
     assert!(matches!(err, Error::MissingSymbol(_)));
 }
 
@@ -526,11 +585,11 @@ fn cuda13_triple_chevron_launch_is_decoded() {
     let cupti = common::cupti(&[]);
     let got = Arc::new(Mutex::new(None));
     let g2 = got.clone();
-    let sub = Subscriber::subscribe(&cupti, move |cb: &Callback<'_>| {
+    let sub = Subscriber::subscribe(&cupti, c"test", move |cb: &Callback<'_>| {
         if let Callback::Api(api) = cb {
             *g2.lock().unwrap() = Some((
                 api.kind(),
-                api.stream(),
+                api.stream().map(Stream::as_u64),
                 api.launch_config().map(|c| c.grid),
             ));
         }
@@ -570,11 +629,11 @@ fn api_view_reads_the_size_of_async_copies_and_sets() {
     let cupti = common::cupti(&[]);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s2 = seen.clone();
-    let sub = Subscriber::subscribe(&cupti, move |cb: &Callback<'_>| {
+    let sub = Subscriber::subscribe(&cupti, c"test", move |cb: &Callback<'_>| {
         if let Callback::Api(api) = cb {
             s2.lock()
                 .unwrap()
-                .push((api.kind(), api.size(), api.stream()));
+                .push((api.kind(), api.size(), api.stream().map(Stream::as_u64)));
         }
     })
     .unwrap();

@@ -60,12 +60,13 @@ fn library_search() {
             }
             let msg = Error::LibraryNotFound {
                 tried: tried.clone(),
+                too_old: vec![("libcupti.so.12".to_owned(), 120800)],
                 last_error: None,
             }
             .to_string();
             assert!(
                 msg.contains("/nonexistent/override/libcupti.so.13")
-                    && msg.contains("libcupti.so.12")
+                    && msg.contains("libcupti.so.12 (CUPTI version 120800, below the floor)")
             );
         }
         Ok(c) => eprintln!(
@@ -105,7 +106,11 @@ fn library_search() {
         Some("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")
     );
     // Without a driver CUPTI refuses to subscribe; that must be an error value.
-    match cupti::callback::Subscriber::subscribe(&c, |_cb: &cupti::callback::Callback<'_>| {}) {
+    match cupti::callback::Subscriber::subscribe(
+        &c,
+        c"test",
+        |_cb: &cupti::callback::Callback<'_>| {},
+    ) {
         Ok(_) => eprintln!("subscribed: a CUDA driver is present"),
         Err(e) => {
             eprintln!("subscribe without a driver: {e}");

@@ -8,6 +8,7 @@
 //! kept in a sharded map so that threads on different streams do not share
 //! a lock.
 
+use cupti::Stream;
 use cupti::callback::{ApiCallback, Site};
 use cupti::cbid::{ApiDomain, CallKind, SyncKind};
 use cupti::driver::Driver;
@@ -158,7 +159,7 @@ impl ApiState {
         self.capture_begin.iter().chain(&self.capture_end).copied()
     }
 
-    fn is_capturing(&self, stream: u64) -> bool {
+    fn is_capturing(&self, stream: Stream<'_>) -> bool {
         let Some(drv) = self
             .driver
             .get_or_init(|| Driver::from_process().ok())
@@ -255,17 +256,16 @@ impl ApiState {
         // question whether it ran at all.
         if submits
             && self.captures_active.load(Ordering::Relaxed) > 0
-            && self.is_capturing(cb.stream().unwrap_or(0))
+            && self.is_capturing(cb.stream().unwrap_or(Stream::DEFAULT))
         {
             submits = false;
         }
         match kind {
             _ if submits => {
-                self.last_on_stream
-                    .set((ctx, cb.stream().unwrap_or(0)), corr);
+                self.last_on_stream.set((ctx, stream_key(cb)), corr);
             }
             CallKind::Sync(SyncKind::Stream) => {
-                if let Some(c) = self.last_on_stream.get(&(ctx, cb.stream().unwrap_or(0))) {
+                if let Some(c) = self.last_on_stream.get(&(ctx, stream_key(cb))) {
                     waits.push(c);
                 }
             }
@@ -281,7 +281,7 @@ impl ApiState {
             }
             CallKind::EventRecord if ok => {
                 if let Some(e) = cb.event() {
-                    match self.last_on_stream.get(&(ctx, cb.stream().unwrap_or(0))) {
+                    match self.last_on_stream.get(&(ctx, stream_key(cb))) {
                         Some(c) => self.event_targets.set(e, c),
                         None => self.event_targets.remove(&e),
                     }
@@ -421,6 +421,11 @@ pub(crate) const TRACED_KINDS: [CallKind; 12] = [
     CallKind::EventRecord,
     CallKind::StreamWaitEvent,
 ];
+
+/// The stream of a call as a map key (0, the default stream, when it has none).
+fn stream_key(cb: &ApiCallback<'_>) -> u64 {
+    cb.stream().map_or(0, Stream::as_u64)
+}
 
 #[cfg(test)]
 mod tests {

@@ -270,6 +270,10 @@ impl Tool {
             gpu_trace_core::warn!("{p}");
         }
         gpu_trace_core::log::set_verbose(config.verbose);
+        // Panics the cupti crate catches go to our log, under our name.
+        cupti::set_panic_reporter(|what, message| {
+            gpu_trace_core::warn!("panic in {what}: {message}; this handler is now disabled");
+        });
         let api_layer = config.api_layer;
         let cupti = match Cupti::load() {
             Ok(c) => c,
@@ -285,7 +289,7 @@ impl Tool {
         let gate: Arc<OnceLock<Arc<Shared>>> = Arc::new(OnceLock::new());
         let subscriber = {
             let gate = gate.clone();
-            match Subscriber::subscribe(&cupti, move |cb| {
+            match Subscriber::subscribe(&cupti, c"gpu-trace", move |cb| {
                 if let Some(s) = gate.get() {
                     s.on_callback(cb);
                 }

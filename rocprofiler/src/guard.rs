@@ -20,7 +20,9 @@ impl<F> Slot<F> {
     /// that removes a service from a context, contexts cannot be destroyed, and
     /// `rocprofiler_stop_context` does not wait for callbacks already running on other threads,
     /// so no moment exists at which freeing it would be sound. Registrations only happen inside
-    /// the tool's `initialize`, so this is a handful of small boxes per process.
+    /// the tool's `initialize`, so this is a handful of small boxes per process. (The `cupti`
+    /// crate's `Subscriber` leaks its closure for the same reason: `cuptiUnsubscribe` does not
+    /// say it waits for running callbacks either.)
     pub(crate) fn leak(what: &'static str, rt: &Runtime, f: F) -> &'static Slot<F> {
         Box::leak(Box::new(Slot {
             what,

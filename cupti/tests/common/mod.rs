@@ -36,6 +36,14 @@ struct Sub {
     userdata: usize,
 }
 static SUBSCRIBER: Mutex<Option<Sub>> = Mutex::new(None);
+/// The last registration, kept after unsubscribe: what a callback already
+/// under way on another thread still holds.
+static LAST_SUBSCRIBER: Mutex<Option<Sub>> = Mutex::new(None);
+/// The `subscriberName` of the last `cuptiSubscribe_v2`.
+pub static SUBSCRIBER_NAME: Mutex<Option<String>> = Mutex::new(None);
+/// Set when two enable calls overlapped (CUPTI requires them serialized).
+pub static ENABLE_OVERLAP: AtomicBool = AtomicBool::new(false);
+static ENABLE_IN_FLIGHT: AtomicBool = AtomicBool::new(false);
 
 type Req = unsafe extern "C" fn(*mut *mut u8, *mut usize, *mut usize);
 type Done = unsafe extern "C" fn(sys::CUcontext, u32, *mut u8, usize, usize);
@@ -85,6 +93,7 @@ unsafe extern "C" fn subscribe(
         cb,
         userdata: userdata as usize,
     });
+    *LAST_SUBSCRIBER.lock().unwrap() = *s;
     // SAFETY: valid out-pointer; any non-null token will do.
     unsafe { *h = 0x50usize as sys::CUpti_SubscriberHandle };
     OK
@@ -96,6 +105,9 @@ unsafe extern "C" fn subscribe_v2(
     userdata: *mut c_void,
     p: *mut sys::CUpti_SubscriberParams,
 ) -> sys::CUptiResult {
+    // SAFETY: the safe layer passes a NUL-terminated name.
+    let name = unsafe { CStr::from_ptr((*p).subscriberName) };
+    *SUBSCRIBER_NAME.lock().unwrap() = Some(name.to_str().unwrap().to_owned());
     // SAFETY: as in `subscribe`.
     let r = unsafe { subscribe(h, cb, userdata) };
     if r == sys::CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED {
@@ -123,6 +135,12 @@ unsafe extern "C" fn enable_callback(
     d: sys::CUpti_CallbackDomain,
     cbid: sys::CUpti_CallbackId,
 ) -> sys::CUptiResult {
+    if ENABLE_IN_FLIGHT.swap(true, Ordering::SeqCst) {
+        ENABLE_OVERLAP.store(true, Ordering::SeqCst);
+    }
+    // Long enough for an unserialized caller on another thread to overlap.
+    std::thread::sleep(std::time::Duration::from_micros(200));
+    ENABLE_IN_FLIGHT.store(false, Ordering::SeqCst);
     if cbid > 100_000 {
         return sys::CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
     }
@@ -236,7 +254,14 @@ pub fn api(missing: &[&str]) -> sys::CuptiApi {
 
 /// A `Cupti` over the fake, without the symbols named in `missing`.
 pub fn cupti(missing: &[&str]) -> Cupti {
-    Cupti::from_table(api(missing), "fake").expect("fake CUPTI loads")
+    try_cupti(missing).expect("fake CUPTI loads")
+}
+
+/// As [`cupti`], returning the version check's outcome.
+pub fn try_cupti(missing: &[&str]) -> cupti::Result<Cupti> {
+    // SAFETY: `api` resolves every name to a fake with that name's C
+    // signature; the fakes are functions of this binary, never unloaded.
+    unsafe { Cupti::from_table(api(missing), "fake") }
 }
 
 /// Calls the registered subscriber like CUPTI would. Returns false if none.
@@ -248,6 +273,25 @@ pub fn fire(domain: sys::CUpti_CallbackDomain, cbid: u32, data: *const c_void) -
             userdata,
         }) => {
             // SAFETY: the trampoline and userdata the safe layer registered.
+            unsafe { cb(userdata as *mut c_void, domain, cbid, data) };
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Calls the last registered subscriber even if it has unsubscribed since,
+/// as a callback CUPTI had already started on another thread would. Returns
+/// false if there never was one.
+pub fn fire_stale(domain: sys::CUpti_CallbackDomain, cbid: u32, data: *const c_void) -> bool {
+    let sub = *LAST_SUBSCRIBER.lock().unwrap();
+    match sub {
+        Some(Sub {
+            cb: Some(cb),
+            userdata,
+        }) => {
+            // SAFETY: the trampoline and userdata the safe layer registered,
+            // which it promises to keep alive after unsubscribing.
             unsafe { cb(userdata as *mut c_void, domain, cbid, data) };
             true
         }
