@@ -1,0 +1,199 @@
+//! Host side: find the built libraries and run a tool under the fake, in a fresh child process
+//! per run (the way `rocprofiler_sim::host` does for HIP).
+
+use std::ffi::{CString, c_char, c_int};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Report, Scenario};
+
+/// Environment variable that turns a test process into a host (see [`child_entry!`]).
+pub const CHILD_ENV: &str = "CUPTI_SIM_SPEC";
+
+/// Where the fake writes its report at exit.
+pub const REPORT_ENV: &str = "CUPTI_SIM_REPORT";
+
+/// Overrides where the fake library is looked for.
+pub const LIBRARY_ENV: &str = "CUPTI_SIM_LIBRARY";
+
+/// Name of the test that [`child_entry!`] defines.
+pub const CHILD_TEST: &str = "cupti_sim_child";
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSpec {
+    /// The injection library (`CUDA_INJECTION64_PATH`, and `NVTX_INJECTION64_PATH` with
+    /// [`RunSpec::nvtx`]).
+    pub tool: PathBuf,
+    /// The program.
+    pub scenario: Scenario,
+    /// Point NVTX at the tool too.
+    pub nvtx: bool,
+    /// Extra environment for the child.
+    pub env: Vec<(String, String)>,
+}
+
+impl RunSpec {
+    /// A run of `tool` on `scenario`, with NVTX pointed at the tool.
+    pub fn new(tool: impl Into<PathBuf>, scenario: Scenario) -> Self {
+        Self {
+            tool: tool.into(),
+            scenario,
+            nvtx: true,
+            env: Vec::new(),
+        }
+    }
+
+    /// Sets an environment variable of the child.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+}
+
+/// A finished isolated run.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The fake's report.
+    pub report: Report,
+    /// The child's stderr (the tool's and the fake's messages).
+    pub stderr: String,
+    /// Its exit code.
+    pub status: Option<i32>,
+}
+
+/// Finds `lib{name}.so` built by cargo next to the running test executable (`target/*/deps`)
+/// or one level up.
+pub fn artifact(name: &str) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let file = format!("lib{name}.so");
+    let mut tried = Vec::new();
+    let mut dir = exe.parent();
+    for _ in 0..2 {
+        let Some(d) = dir else { break };
+        let p = d.join(&file);
+        if p.exists() {
+            return Ok(p);
+        }
+        tried.push(p.display().to_string());
+        dir = d.parent();
+    }
+    Err(format!(
+        "{file} not built (looked at {}); add its crate as a dev-dependency",
+        tried.join(", ")
+    ))
+}
+
+/// Where the fake library is.
+pub fn fake_library() -> Result<PathBuf, String> {
+    match std::env::var_os(LIBRARY_ENV) {
+        Some(p) => Ok(PathBuf::from(p)),
+        None => artifact("cupti_sim"),
+    }
+}
+
+/// Runs `spec` in a child process: the current test executable re-run with only the
+/// [`child_entry!`] test selected. The child's environment names the fake as CUPTI
+/// (`GPU_TRACE_CUPTI_PATH`) and the tool as the CUDA and NVTX injections.
+pub fn run_isolated(spec: &RunSpec) -> Result<Outcome, String> {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "cupti-sim-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let spec_path = dir.join("spec.json");
+    let report_path = dir.join("report.json");
+    std::fs::write(
+        &spec_path,
+        serde_json::to_vec(spec).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let fake = fake_library()?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        CHILD_TEST,
+        "--exact",
+        "--nocapture",
+        "--test-threads=1",
+        "-q",
+    ])
+    .env(CHILD_ENV, &spec_path)
+    .env(REPORT_ENV, &report_path)
+    .env("GPU_TRACE_CUPTI_PATH", &fake)
+    .env("CUDA_INJECTION64_PATH", &spec.tool)
+    .env_remove("NVTX_INJECTION64_PATH");
+    if spec.nvtx {
+        cmd.env("NVTX_INJECTION64_PATH", &spec.tool);
+    }
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = std::fs::read_to_string(&report_path).map_err(|e| {
+        format!(
+            "child produced no report ({e}); status {} (does the test file invoke \
+             cupti_sim::child_entry!() at its root?); stdout:\n{}\nstderr:\n{stderr}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = serde_json::from_str(&report).map_err(|e| e.to_string())?;
+    Ok(Outcome {
+        report,
+        stderr,
+        status: out.status.code(),
+    })
+}
+
+/// The body of the [`child_entry!`] test: does nothing unless [`CHILD_ENV`] is set, in which
+/// case it loads the fake RTLD_NOW|RTLD_GLOBAL (as an application linked against libcuda has
+/// it) and runs the spec's program. The report is written by the fake's exit handler.
+pub fn serve_child() {
+    let Some(spec_path) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
+    let result = (|| -> Result<(), String> {
+        use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
+        type Entry = unsafe extern "C" fn(*const c_char) -> c_int;
+        let json = std::fs::read(Path::new(&spec_path)).map_err(|e| e.to_string())?;
+        let json = CString::new(json).map_err(|e| e.to_string())?;
+        let lib_path = fake_library()?;
+        // SAFETY: loading our own fake driver; its initialisers are Rust's and do nothing.
+        let lib = unsafe { Library::open(Some(&lib_path), RTLD_NOW | RTLD_GLOBAL) }
+            .map_err(|e| format!("loading {}: {e}", lib_path.display()))?;
+        // SAFETY: the fake exports this entry point with this prototype.
+        let entry = unsafe { lib.get::<Entry>(b"cupti_sim_run\0") }.map_err(|e| e.to_string())?;
+        // SAFETY: a valid NUL-terminated string for the duration of the call.
+        let rc = unsafe { entry(json.as_ptr()) };
+        // The driver stays loaded until exit, as the real one does.
+        std::mem::forget(lib);
+        if rc != 0 {
+            return Err(format!("the fake could not run the program ({rc})"));
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        eprintln!("cupti-sim child: {e}");
+        std::process::exit(3);
+    }
+}
+
+/// Defines the test that [`host::run_isolated`](crate::host::run_isolated) re-runs in a child
+/// process. Invoke once, at the root of an integration-test file.
+#[macro_export]
+macro_rules! child_entry {
+    () => {
+        #[test]
+        fn cupti_sim_child() {
+            $crate::host::serve_child();
+        }
+    };
+}

@@ -1,0 +1,41 @@
+//! What the fake CUPTI observed and delivered during a run, written at process exit (after the
+//! injection's own exit handler has run).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Outcome of one run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// What `InitializeInjection` returned (`None`: never called).
+    pub initialize_injection: Option<i32>,
+    /// What `InitializeInjectionNvtx2` returned (`None`: no NVTX call, or no NVTX injection).
+    pub initialize_nvtx: Option<i32>,
+    /// Subscriptions made.
+    pub subscribes: u64,
+    /// Callbacks delivered, by `DOMAIN/name/SITE` (`RESOURCE/CONTEXT_CREATED`).
+    pub callbacks: BTreeMap<String, u64>,
+    /// Activity records written into the tool's buffers, by kind.
+    pub records_made: BTreeMap<String, u64>,
+    /// Records in buffers handed back to the tool (completed).
+    pub records_delivered: u64,
+    /// Records the tool never got back: still in a buffer at exit.
+    pub records_undelivered: u64,
+    /// Records dropped because the tool gave no buffer.
+    pub records_dropped: u64,
+    /// Buffers the tool gave / that were completed back to it.
+    pub buffers_requested: u64,
+    /// See `buffers_requested`.
+    pub buffers_completed: u64,
+    /// `cuptiActivityFlushAll` calls.
+    pub flushes: u64,
+    /// NVTX calls made into the tool's function table, by name.
+    pub nvtx_calls: BTreeMap<String, u64>,
+    /// NVTX calls the tool left without a handler (slot empty), by name.
+    pub nvtx_unhandled: BTreeMap<String, u64>,
+    /// Kernel tids of the scripted threads.
+    pub app_thread_ids: Vec<u64>,
+    /// Protocol violations by the tool.
+    pub violations: Vec<String>,
+}

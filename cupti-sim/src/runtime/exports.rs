@@ -1,0 +1,460 @@
+//! The exported C functions: the CUPTI and driver symbols the cupti-sys loader resolves, and
+//! the host's entry point. Each body runs inside [`guard`]: no panic crosses the boundary.
+#![allow(unreachable_pub, non_snake_case)] // exported to C under CUPTI's names
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::sync::atomic::Ordering;
+
+use cupti_sys as sys;
+
+use super::{FAKE, Subscriber, flush_all, guard, lock, violation};
+
+type R = sys::CUptiResult;
+const OK: R = R::CUPTI_SUCCESS;
+const INVALID: R = R::CUPTI_ERROR_INVALID_PARAMETER;
+
+/// The CUPTI version the fake reports: 13.0 Update 1.
+pub const VERSION: u32 = 130001;
+
+/// Writes `v` through `p` unless it is null.
+///
+/// # Safety
+/// `p` is null or valid for a write of `T`.
+unsafe fn out<T>(p: *mut T, v: T) -> bool {
+    if p.is_null() {
+        return false;
+    }
+    // SAFETY: caller contract; non-null checked.
+    unsafe { p.write(v) };
+    true
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiGetVersion(v: *mut u32) -> R {
+    // SAFETY: the caller's out-pointer, as CUPTI's contract.
+    guard("cuptiGetVersion", INVALID, || unsafe {
+        if out(v, VERSION) { OK } else { INVALID }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiGetResultString(r: R, s: *mut *const c_char) -> R {
+    let msg: &'static CStr = match r {
+        R::CUPTI_SUCCESS => c"CUPTI_SUCCESS",
+        R::CUPTI_ERROR_INVALID_PARAMETER => c"CUPTI_ERROR_INVALID_PARAMETER",
+        R::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => {
+            c"CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
+        }
+        R::CUPTI_ERROR_NOT_INITIALIZED => c"CUPTI_ERROR_NOT_INITIALIZED",
+        _ => c"CUPTI_ERROR_UNKNOWN (cupti-sim)",
+    };
+    // SAFETY: the caller's out-pointer.
+    guard("cuptiGetResultString", INVALID, || unsafe {
+        if out(s, msg.as_ptr()) { OK } else { INVALID }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiGetTimestamp(t: *mut u64) -> R {
+    // SAFETY: the caller's out-pointer.
+    guard("cuptiGetTimestamp", INVALID, || unsafe {
+        if out(t, super::activity_ts()) {
+            OK
+        } else {
+            INVALID
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiSubscribe(
+    h: *mut sys::CUpti_SubscriberHandle,
+    cb: sys::CUpti_CallbackFunc,
+    userdata: *mut c_void,
+) -> R {
+    guard("cuptiSubscribe", INVALID, || {
+        let Some(cb) = cb else { return INVALID };
+        let mut s = lock(&FAKE.sub);
+        if s.is_some() {
+            return R::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+        }
+        *s = Some(Subscriber {
+            cb,
+            userdata: userdata as usize,
+        });
+        lock(&FAKE.report).subscribes += 1;
+        // SAFETY: the caller's out-pointer; any non-null token will do.
+        if unsafe { out(h, 0x5b_usize as sys::CUpti_SubscriberHandle) } {
+            OK
+        } else {
+            INVALID
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiUnsubscribe(_h: sys::CUpti_SubscriberHandle) -> R {
+    guard("cuptiUnsubscribe", INVALID, || {
+        *lock(&FAKE.sub) = None;
+        OK
+    })
+}
+
+fn known(domain: sys::CUpti_CallbackDomain, cbid: u32) -> bool {
+    type D = sys::CUpti_CallbackDomain;
+    let table = match domain {
+        D::CUPTI_CB_DOMAIN_RUNTIME_API => sys::cbid_names::RUNTIME_CBID_NAMES,
+        D::CUPTI_CB_DOMAIN_DRIVER_API => sys::cbid_names::DRIVER_CBID_NAMES,
+        _ => return true,
+    };
+    table.iter().any(|(i, _)| *i == cbid)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiEnableCallback(
+    enable: u32,
+    _h: sys::CUpti_SubscriberHandle,
+    domain: sys::CUpti_CallbackDomain,
+    cbid: sys::CUpti_CallbackId,
+) -> R {
+    guard("cuptiEnableCallback", INVALID, || {
+        if !known(domain, cbid) {
+            return INVALID;
+        }
+        let mut e = lock(&FAKE.enabled);
+        if enable != 0 {
+            e.ids.insert((domain.0, cbid));
+        } else {
+            e.ids.remove(&(domain.0, cbid));
+        }
+        OK
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiEnableDomain(
+    enable: u32,
+    _h: sys::CUpti_SubscriberHandle,
+    domain: sys::CUpti_CallbackDomain,
+) -> R {
+    guard("cuptiEnableDomain", INVALID, || {
+        let mut e = lock(&FAKE.enabled);
+        if enable != 0 {
+            e.domains.insert(domain.0);
+        } else {
+            e.domains.remove(&domain.0);
+        }
+        OK
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiActivityEnable(k: sys::CUpti_ActivityKind) -> R {
+    guard("cuptiActivityEnable", INVALID, || {
+        lock(&FAKE.kinds).insert(k.0);
+        OK
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiActivityDisable(k: sys::CUpti_ActivityKind) -> R {
+    guard("cuptiActivityDisable", INVALID, || {
+        lock(&FAKE.kinds).remove(&k.0);
+        OK
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
+    req: sys::CUpti_BuffersCallbackRequestFunc,
+    done: sys::CUpti_BuffersCallbackCompleteFunc,
+) -> R {
+    guard("cuptiActivityRegisterCallbacks", INVALID, || {
+        let (Some(req), Some(done)) = (req, done) else {
+            return INVALID;
+        };
+        *lock(&FAKE.buffer_cbs) = Some((req, done));
+        OK
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiActivityRegisterTimestampCallback(
+    f: sys::CUpti_TimestampCallbackFunc,
+) -> R {
+    guard("cuptiActivityRegisterTimestampCallback", INVALID, || {
+        if !lock(&FAKE.kinds).is_empty() {
+            violation("timestamp callback registered after an activity kind was enabled".into());
+        }
+        *lock(&FAKE.timestamp) = f;
+        OK
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiActivityFlushAll(_flag: u32) -> R {
+    guard("cuptiActivityFlushAll", INVALID, || {
+        flush_all();
+        OK
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiActivityFlushPeriod(_ms: u32) -> R {
+    OK
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiActivityGetNumDroppedRecords(
+    _c: sys::CUcontext,
+    _s: u32,
+    n: *mut usize,
+) -> R {
+    // Buffers report what was dropped since the last one.
+    let d = FAKE.dropped.swap(0, Ordering::Relaxed) as usize;
+    // SAFETY: the caller's out-pointer.
+    guard("cuptiActivityGetNumDroppedRecords", INVALID, || unsafe {
+        if out(n, d) { OK } else { INVALID }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiActivityGetNextRecord(
+    buf: *mut u8,
+    valid: usize,
+    rec: *mut *mut sys::CUpti_Activity,
+) -> R {
+    guard("cuptiActivityGetNextRecord", INVALID, || {
+        if buf.is_null() || rec.is_null() {
+            return INVALID;
+        }
+        // SAFETY: `buf[..valid]` is a buffer this fake filled and completed, and `*rec` null
+        // or a record inside it that this function returned (CUPTI's iteration contract).
+        unsafe {
+            let cur = *rec;
+            let off = if cur.is_null() {
+                0
+            } else {
+                let kind = std::ptr::read_unaligned(cur.cast::<u32>());
+                cur.cast::<u8>().offset_from(buf) as usize + super::record_size(kind)
+            };
+            if off + 4 > valid {
+                return R::CUPTI_ERROR_MAX_LIMIT_REACHED;
+            }
+            *rec = buf.add(off).cast();
+        }
+        OK
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiFinalize() -> R {
+    OK
+}
+
+// ------------------------------------------------------------------ the driver (libcuda.so.1)
+
+type CuR = sys::CUresult;
+const CU_OK: CuR = CuR::CUDA_SUCCESS;
+const CU_INVALID: CuR = CuR::CUDA_ERROR_INVALID_VALUE;
+
+/// The device the fake pretends to be.
+pub const DEVICE_NAME: &CStr = c"NVIDIA H200 (cupti-sim)";
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDriverGetVersion(v: *mut c_int) -> CuR {
+    // SAFETY: the caller's out-pointer.
+    guard("cuDriverGetVersion", CU_INVALID, || unsafe {
+        if out(v, 13000) { CU_OK } else { CU_INVALID }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGetErrorString(_r: CuR, s: *mut *const c_char) -> CuR {
+    // SAFETY: the caller's out-pointer.
+    guard("cuGetErrorString", CU_INVALID, || unsafe {
+        if out(s, c"cupti-sim driver error".as_ptr()) {
+            CU_OK
+        } else {
+            CU_INVALID
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetCount(n: *mut c_int) -> CuR {
+    // SAFETY: the caller's out-pointer.
+    guard("cuDeviceGetCount", CU_INVALID, || unsafe {
+        if out(n, 1) { CU_OK } else { CU_INVALID }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGet(d: *mut sys::CUdevice, ordinal: c_int) -> CuR {
+    if ordinal != 0 {
+        return CuR::CUDA_ERROR_INVALID_DEVICE;
+    }
+    // SAFETY: the caller's out-pointer.
+    guard("cuDeviceGet", CU_INVALID, || unsafe {
+        if out(d, 0) { CU_OK } else { CU_INVALID }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetAttribute(
+    v: *mut c_int,
+    attr: sys::CUdevice_attribute,
+    _dev: sys::CUdevice,
+) -> CuR {
+    use sys::CUdevice_attribute_enum as A;
+    // An H200: 132 SMs, compute capability 9.0.
+    let value = match attr {
+        A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT => 132,
+        A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR => 2048,
+        A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR => 32,
+        A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR => 65536,
+        A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK => 65536,
+        A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR => 233472,
+        A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK => 1024,
+        A::CU_DEVICE_ATTRIBUTE_WARP_SIZE => 32,
+        A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR => 9,
+        A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR => 0,
+        _ => 0,
+    };
+    // SAFETY: the caller's out-pointer.
+    guard("cuDeviceGetAttribute", CU_INVALID, || unsafe {
+        if out(v, value) { CU_OK } else { CU_INVALID }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetName(
+    name: *mut c_char,
+    len: c_int,
+    _dev: sys::CUdevice,
+) -> CuR {
+    guard("cuDeviceGetName", CU_INVALID, || {
+        let bytes = DEVICE_NAME.to_bytes_with_nul();
+        if name.is_null() || (len as usize) < bytes.len() {
+            return CU_INVALID;
+        }
+        // SAFETY: the caller's buffer holds `len` bytes, at least the name's.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr().cast(), name, bytes.len()) };
+        CU_OK
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceTotalMem_v2(b: *mut usize, _dev: sys::CUdevice) -> CuR {
+    // SAFETY: the caller's out-pointer.
+    guard("cuDeviceTotalMem_v2", CU_INVALID, || unsafe {
+        if out(b, 141 << 30) { CU_OK } else { CU_INVALID }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuCtxPushCurrent_v2(_c: sys::CUcontext) -> CuR {
+    CU_OK
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuCtxPopCurrent_v2(c: *mut sys::CUcontext) -> CuR {
+    // SAFETY: the caller's out-pointer.
+    guard("cuCtxPopCurrent_v2", CU_INVALID, || unsafe {
+        out(c, crate::scenario::CONTEXT_HANDLE as sys::CUcontext);
+        CU_OK
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuCtxSynchronize() -> CuR {
+    guard("cuCtxSynchronize", CU_INVALID, || {
+        super::exec::wait_all();
+        CU_OK
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamIsCapturing(
+    s: sys::CUstream,
+    status: *mut sys::CUstreamCaptureStatus,
+) -> CuR {
+    guard("cuStreamIsCapturing", CU_INVALID, || {
+        let on = super::exec::is_capturing(s as u64);
+        let v = if on {
+            sys::CUstreamCaptureStatus_enum::CU_STREAM_CAPTURE_STATUS_ACTIVE
+        } else {
+            sys::CUstreamCaptureStatus_enum::CU_STREAM_CAPTURE_STATUS_NONE
+        };
+        // SAFETY: the caller's out-pointer.
+        if unsafe { out(status, v) } {
+            CU_OK
+        } else {
+            CU_INVALID
+        }
+    })
+}
+
+/// Compile-time check that every export has the prototype the cupti-sys tables expect.
+#[allow(dead_code)]
+fn prototypes(c: &mut sys::CuptiApi, d: &mut sys::DriverApi) {
+    c.cuptiGetVersion = Some(cuptiGetVersion);
+    c.cuptiGetResultString = Some(cuptiGetResultString);
+    c.cuptiGetTimestamp = Some(cuptiGetTimestamp);
+    c.cuptiSubscribe = Some(cuptiSubscribe);
+    c.cuptiUnsubscribe = Some(cuptiUnsubscribe);
+    c.cuptiEnableCallback = Some(cuptiEnableCallback);
+    c.cuptiEnableDomain = Some(cuptiEnableDomain);
+    c.cuptiActivityEnable = Some(cuptiActivityEnable);
+    c.cuptiActivityDisable = Some(cuptiActivityDisable);
+    c.cuptiActivityRegisterCallbacks = Some(cuptiActivityRegisterCallbacks);
+    c.cuptiActivityRegisterTimestampCallback = Some(cuptiActivityRegisterTimestampCallback);
+    c.cuptiActivityFlushAll = Some(cuptiActivityFlushAll);
+    c.cuptiActivityFlushPeriod = Some(cuptiActivityFlushPeriod);
+    c.cuptiActivityGetNumDroppedRecords = Some(cuptiActivityGetNumDroppedRecords);
+    c.cuptiActivityGetNextRecord = Some(cuptiActivityGetNextRecord);
+    c.cuptiFinalize = Some(cuptiFinalize);
+    d.cuDriverGetVersion = Some(cuDriverGetVersion);
+    d.cuGetErrorString = Some(cuGetErrorString);
+    d.cuDeviceGetCount = Some(cuDeviceGetCount);
+    d.cuDeviceGet = Some(cuDeviceGet);
+    d.cuDeviceGetAttribute = Some(cuDeviceGetAttribute);
+    d.cuDeviceGetName = Some(cuDeviceGetName);
+    d.cuDeviceTotalMem_v2 = Some(cuDeviceTotalMem_v2);
+    d.cuCtxPushCurrent_v2 = Some(cuCtxPushCurrent_v2);
+    d.cuCtxPopCurrent_v2 = Some(cuCtxPopCurrent_v2);
+    d.cuCtxSynchronize = Some(cuCtxSynchronize);
+    d.cuStreamIsCapturing = Some(cuStreamIsCapturing);
+}
+
+// ----------------------------------------------------------------------------- the host's
+
+/// Runs the program of the JSON [`crate::RunSpec`] at `spec`: loads the injection as `cuInit`
+/// would, then runs the scenario. Returns 0, or non-zero (after a line on stderr) when the
+/// program could not run. The report is written at exit.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cupti_sim_run(spec: *const c_char) -> c_int {
+    guard("cupti_sim_run", 2, || {
+        if spec.is_null() {
+            return 1;
+        }
+        // SAFETY: the host passes a NUL-terminated string valid for the call.
+        let text = unsafe { CStr::from_ptr(spec) }
+            .to_string_lossy()
+            .into_owned();
+        let spec: crate::RunSpec = match serde_json::from_str(&text) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("cupti-sim: bad spec: {e}");
+                return 1;
+            }
+        };
+        match super::exec::run(&spec.scenario) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("cupti-sim: {e}");
+                1
+            }
+        }
+    })
+}
