@@ -19,9 +19,10 @@ use std::{
     marker::PhantomData,
     ptr::NonNull,
     sync::{
-        Mutex, OnceLock,
+        Condvar, Mutex, OnceLock,
         atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
+    time::{Duration, Instant},
 };
 
 use cupti_sys as sys;
@@ -116,6 +117,12 @@ pub struct ActivityConfig {
     /// Hard cap on buffers ever allocated; past it CUPTI gets an empty buffer
     /// and drops (and counts) records. Default 32.
     pub max_buffers: usize,
+    /// How long a request made past the cap waits for a completed buffer
+    /// to come back before it is refused. Only threads that never delivered
+    /// a completed buffer wait (the application's, launching work): the
+    /// thread that delivers them must not wait for itself. Default zero:
+    /// refuse at once.
+    pub request_wait: Duration,
 }
 
 impl Default for ActivityConfig {
@@ -124,6 +131,7 @@ impl Default for ActivityConfig {
             buffer_size: 8 << 20,
             initial_buffers: 4,
             max_buffers: 32,
+            request_wait: Duration::ZERO,
         }
     }
 }
@@ -139,6 +147,9 @@ pub struct PoolStats {
     pub free: usize,
     /// Requests answered with an empty buffer because the cap was reached.
     pub refused_requests: u64,
+    /// Requests that found the cap reached and waited for a buffer to come
+    /// back (see [`ActivityConfig::request_wait`]), refused or not.
+    pub waited_requests: u64,
     /// Completed buffers handed to the handler.
     pub completed_buffers: u64,
     /// Records CUPTI reported dropped, summed over completed buffers.
@@ -154,9 +165,16 @@ unsafe impl Send for Buf {}
 struct Pool {
     layout: Layout,
     max: usize,
+    wait: Duration,
     free: Mutex<Vec<Buf>>,
+    /// Signalled when a buffer comes back.
+    returned: Condvar,
+    /// A wait ran out: nothing comes back (the delivery thread itself may
+    /// be stuck). Until a buffer does, requests are refused at once.
+    gave_up: AtomicBool,
     allocated: AtomicUsize,
     refused: AtomicU64,
+    waited: AtomicU64,
     completed: AtomicU64,
     dropped: AtomicU64,
 }
@@ -168,9 +186,13 @@ impl Pool {
         let pool = Self {
             layout,
             max: c.max_buffers.max(1),
+            wait: c.request_wait,
             free: Mutex::new(Vec::with_capacity(c.max_buffers)),
+            returned: Condvar::new(),
+            gave_up: AtomicBool::new(false),
             allocated: AtomicUsize::new(0),
             refused: AtomicU64::new(0),
+            waited: AtomicU64::new(0),
             completed: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
         };
@@ -199,11 +221,39 @@ impl Pool {
 
     fn take(&self) -> Option<Buf> {
         let reused = self.free_list().pop();
-        reused.or_else(|| self.alloc())
+        if let Some(b) = reused.or_else(|| self.alloc()) {
+            return Some(b);
+        }
+        if self.wait.is_zero() || DELIVERS.with(|d| d.get()) || self.gave_up.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        // Past the cap, on a thread that launches work: wait for CUPTI's
+        // delivery thread to hand a buffer back. The launch waits instead
+        // of its records being dropped.
+        self.waited.fetch_add(1, Ordering::Relaxed);
+        let deadline = Instant::now() + self.wait;
+        let mut free = self.free_list();
+        loop {
+            if let Some(b) = free.pop() {
+                return Some(b);
+            }
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                self.gave_up.store(true, Ordering::Relaxed);
+                return None;
+            };
+            free = self
+                .returned
+                .wait_timeout(free, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
     }
 
     fn give_back(&self, b: Buf) {
         self.free_list().push(b);
+        self.gave_up.store(false, Ordering::Relaxed);
+        self.returned.notify_one();
     }
 
     fn stats(&self) -> PoolStats {
@@ -212,6 +262,7 @@ impl Pool {
             allocated: self.allocated.load(Ordering::Relaxed),
             free: self.free_list().len(),
             refused_requests: self.refused.load(Ordering::Relaxed),
+            waited_requests: self.waited.load(Ordering::Relaxed),
             completed_buffers: self.completed.load(Ordering::Relaxed),
             dropped_records: self.dropped.load(Ordering::Relaxed),
         }
@@ -228,6 +279,13 @@ struct Global {
 }
 
 static GLOBAL: OnceLock<Global> = OnceLock::new();
+
+thread_local! {
+    // Set on a thread once it has delivered a completed buffer (CUPTI's
+    // worker, or a thread inside `flush_all`): it never waits for a buffer
+    // to come back, since it may be the one that would bring it.
+    static DELIVERS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 static ANY_KIND_ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// The registered activity handler and pool (see [`register`]).
@@ -328,6 +386,8 @@ impl Activity {
     /// The CUPTI error.
     #[doc(alias = "cuptiActivityFlushAll")]
     pub fn flush_all(&self, forced: bool) -> Result<()> {
+        // Buffers are delivered on this thread now.
+        DELIVERS.with(|d| d.set(true));
         let flag = if forced {
             sys::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED.0
         } else {
@@ -500,6 +560,7 @@ unsafe extern "C" fn buffer_completed(
     let Some(buf) = NonNull::new(buffer) else {
         return;
     };
+    DELIVERS.with(|d| d.set(true));
     let Some(g) = GLOBAL.get() else { return };
     let mut dropped = 0usize;
     // SAFETY: CUPTI's own arguments; valid out-pointer.

@@ -243,6 +243,7 @@ fn activity_end_to_end_with_a_fake_cupti() {
         buffer_size: BUF,
         initial_buffers: 1,
         max_buffers: 2,
+        request_wait: std::time::Duration::from_secs(60),
     };
     let act = activity::register(&cupti, config, move |records: Records<'_>| {
         if p2.load(Ordering::SeqCst) {
@@ -305,6 +306,30 @@ fn activity_end_to_end_with_a_fake_cupti() {
     let st = act.stats();
     assert_eq!((st.allocated, st.free, st.refused_requests), (2, 0, 1));
     assert_eq!((st.completed_buffers, st.dropped_records), (1, 3));
+    assert_eq!(st.waited_requests, 0, "a delivering thread never waits");
+
+    // A thread that never delivered a buffer (one that launches work)
+    // waits past the cap until a completed buffer comes back.
+    let waiter = std::thread::spawn(move || {
+        let (mut p, mut n, mut max) = (std::ptr::null_mut(), 0usize, 99usize);
+        // SAFETY: calling our registered callback like CUPTI does.
+        unsafe { request(&mut p, &mut n, &mut max) };
+        (p as usize, n)
+    });
+    while act.stats().waited_requests == 0 {
+        assert!(!waiter.is_finished(), "refused instead of waiting");
+        std::thread::yield_now();
+    }
+    assert!(!waiter.is_finished());
+    // SAFETY: handing back a buffer we were given (empty), as CUPTI does.
+    unsafe { complete(std::ptr::null_mut(), 0, p2_, BUF, 0) };
+    assert_eq!(
+        waiter.join().unwrap(),
+        (p1 as usize, BUF),
+        "it got that one"
+    );
+    let st = act.stats();
+    assert_eq!((st.refused_requests, st.waited_requests), (1, 1));
 
     // A panicking handler: caught, disabled, buffer still recycled.
     panic_next.store(true, Ordering::SeqCst);
@@ -314,7 +339,7 @@ fn activity_end_to_end_with_a_fake_cupti() {
     panic_next.store(false, Ordering::SeqCst);
     // SAFETY: as above.
     unsafe { complete(std::ptr::null_mut(), 0, p3, BUF, valid) };
-    assert_eq!(seen.lock().unwrap().len(), 1, "disabled handler not called");
+    assert_eq!(seen.lock().unwrap().len(), 2, "disabled handler not called");
     let st = act.stats();
-    assert_eq!((st.allocated, st.free, st.completed_buffers), (2, 2, 3));
+    assert_eq!((st.allocated, st.free, st.completed_buffers), (2, 2, 4));
 }

@@ -10,12 +10,15 @@ use cupti::activity::{self, Activity, ActivityConfig, ActivityKind};
 /// stream, so a program with many streams (XLA's autotuner, NCCL) holds
 /// many at once; a buffer's untouched pages cost no memory, so small
 /// buffers in numbers keep both the drop risk and the resident memory low.
-/// Past the cap CUPTI drops records and counts them, and we report the
+/// Past the cap a launching thread that needs a buffer waits for one to
+/// come back (the launch waits, as API events do when our queue is full);
+/// only when that wait runs out does CUPTI drop records, and we report the
 /// count. The cap is part of the memory bound README states.
 const ACTIVITY_BUFFERS: ActivityConfig = ActivityConfig {
     buffer_size: 1 << 20,
     initial_buffers: 4,
     max_buffers: 48,
+    request_wait: gpu_trace_core::collector::STALL_LIMIT,
 };
 use cupti::callback::{Callback, Domain, ResourceEvent, Subscriber};
 use cupti::cbid::ApiDomain;
@@ -397,6 +400,18 @@ impl Tool {
             self.drain_gpu();
         }
         self.tracer.shutdown(Duration::from_secs(10));
+        if let Some(a) = activity::Activity::get() {
+            let s = a.stats();
+            gpu_trace_core::verbose!(
+                "CUPTI buffers: {} of {} KiB allocated, {} completed, {} requests waited for one, {} refused, {} records dropped by CUPTI",
+                s.allocated,
+                s.buffer_size / 1024,
+                s.completed_buffers,
+                s.waited_requests,
+                s.refused_requests,
+                s.dropped_records
+            );
+        }
     }
 
     /// An NVTX call from our own NVTX injection.
