@@ -14,6 +14,7 @@ pub mod bench;
 pub mod clock;
 pub mod collector;
 pub mod config;
+pub mod correlate;
 mod emit;
 pub mod guard;
 pub mod log;
