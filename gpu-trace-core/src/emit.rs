@@ -77,13 +77,14 @@ const PID_MASK: u64 = (1 << 22) - 1;
 
 /// Track uuid of a thread's API/marker track.
 pub fn thread_track_uuid(pid: u32, tid: u32) -> u64 {
-    // Thread ids are unique across the processes of one system (they share
-    // the pid space), so the tid alone keeps tracks apart; a small uuid
-    // keeps every track event short. Bit 32 keeps clear of the small
-    // numbers other producers may use.
-    let _ = pid;
-    (1 << 32) | tid as u64
+    // Thread ids repeat across pid namespaces, and a system-mode trace
+    // holds processes of several: the pid keeps their tracks apart. Bit 54
+    // keeps clear of the small numbers other producers use and of
+    // `range_track_uuid`'s bit 61, and the uuid stays a 7–8 byte varint.
+    THREAD_TRACK_BIT | ((pid as u64 & PID_MASK) << 32) | tid as u64
 }
+
+const THREAD_TRACK_BIT: u64 = 1 << 54;
 
 /// Track uuid of a process-wide (start/end) range.
 pub fn range_track_uuid(pid: u32, id: u64) -> u64 {
@@ -1466,6 +1467,22 @@ mod tests {
     use crate::collector::Batch;
     use crate::model::{Dim3, KernelExec, KernelId};
     use crate::pb::Fields;
+
+    #[test]
+    fn thread_tracks_of_different_processes_stay_apart() {
+        // The same tid in two pid namespaces is two tracks.
+        assert_ne!(thread_track_uuid(100, 7), thread_track_uuid(200, 7));
+        assert_ne!(thread_track_uuid(100, 7), thread_track_uuid(100, 8));
+        // Stable within a process.
+        assert_eq!(thread_track_uuid(100, 7), thread_track_uuid(100, 7));
+        // Never a range track's uuid.
+        let (pid, tid) = ((1 << 22) - 1, u32::MAX);
+        assert_ne!(
+            thread_track_uuid(pid, tid),
+            range_track_uuid(pid, tid as u64)
+        );
+        assert_eq!(thread_track_uuid(pid, tid) & (1 << 61), 0);
+    }
 
     #[derive(Default)]
     struct Packets(Vec<Vec<u8>>);
