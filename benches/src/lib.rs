@@ -29,6 +29,7 @@ pub fn file_tracer(tag: &str) -> (Tracer, PathBuf) {
             sealed: 64,
             ..Limits::default()
         },
+        capture_ranges: false,
     })
     .expect("tracer");
     tracer.add_device(Device {

@@ -35,6 +35,7 @@ fn child() {
         config,
         clock: GpuClock::Boottime,
         limits: Limits::default(),
+        capture_ranges: false,
     })
     .expect("tracer");
     tracer.add_device(Device {

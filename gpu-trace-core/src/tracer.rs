@@ -1,7 +1,7 @@
 //! The tracer: the one root object a backend cdylib creates and keeps.
 
 use crate::collector::{Limits, Recorder};
-use crate::config::{CaptureRange, Config, Mode};
+use crate::config::{Config, Mode};
 use crate::emit::{ClockSpec, Encoder, Totals};
 use crate::model::{CounterId, CounterSpec, Device, DropKind, GpuApi};
 use crate::names::{Kernels, Names};
@@ -91,6 +91,9 @@ pub struct TracerOptions {
     pub clock: GpuClock,
     /// Per-thread buffer limits.
     pub limits: Limits,
+    /// Whether recording waits for the backend to open a capture range
+    /// (see [`CaptureSwitch`]); otherwise it runs from start to exit.
+    pub capture_ranges: bool,
 }
 
 /// Why a tracer did not start. The application runs on regardless.
@@ -156,7 +159,9 @@ pub(crate) struct Inner {
     sources: Mutex<Sources>,
     /// Serialises `Backend::sources_changed` calls, each with the latest sources.
     notify: Mutex<()>,
-    /// Inside a capture range (always, without [`CaptureRange`] limits).
+    /// Recording waits for capture ranges.
+    capture_ranges: bool,
+    /// Inside a capture range (always, without capture ranges).
     capturing: AtomicBool,
     /// A capture range was ever opened.
     captured: AtomicBool,
@@ -403,7 +408,8 @@ impl Tracer {
             counter_requests: Mutex::new(Default::default()),
             sources: Mutex::new(Sources::default()),
             notify: Mutex::new(()),
-            capturing: AtomicBool::new(config.capture_range == CaptureRange::Whole),
+            capture_ranges: opts.capture_ranges,
+            capturing: AtomicBool::new(!opts.capture_ranges),
             captured: AtomicBool::new(false),
             api_cat,
             marker_cat,
@@ -562,7 +568,7 @@ impl Tracer {
     }
 
     /// The switch a backend flips at the application's capture-range calls
-    /// (see [`CaptureRange`]).
+    /// (see [`TracerOptions::capture_ranges`]).
     pub fn capture_switch(&self) -> CaptureSwitch {
         CaptureSwitch(self.inner.clone())
     }
@@ -579,14 +585,6 @@ impl Tracer {
     pub fn shutdown(&self, limit: Duration) {
         if std::process::id() != self.pid || self.shut.swap(true, Ordering::AcqRel) {
             return;
-        }
-        if self.inner.config.capture_range != CaptureRange::Whole
-            && !self.inner.captured.load(Ordering::Relaxed)
-        {
-            crate::warn!(
-                "{}=cudaProfilerApi: the application never started a capture range (cudaProfilerStart), so the trace holds no GPU work or API calls",
-                crate::config::vars::CAPTURE_RANGE
-            );
         }
         let session = self
             .session
@@ -718,12 +716,10 @@ impl CaptureSwitch {
     /// Opens (`true`) or closes a range. The backend's `sources_changed`
     /// runs on this thread before it returns, so that work the caller
     /// submits next is already inside (or outside) the range. Does nothing
-    /// without a [`CaptureRange`] limit, or when nothing changes.
+    /// without [`TracerOptions::capture_ranges`], or when nothing changes.
     pub fn set(&self, open: bool) {
         let i = &self.0;
-        if i.config.capture_range == CaptureRange::Whole
-            || i.capturing.swap(open, Ordering::AcqRel) == open
-        {
+        if !i.capture_ranges || i.capturing.swap(open, Ordering::AcqRel) == open {
             return;
         }
         if open {
@@ -736,6 +732,12 @@ impl CaptureSwitch {
     /// Whether a range is open.
     pub fn is_open(&self) -> bool {
         self.0.capturing.load(Ordering::Relaxed)
+    }
+
+    /// Whether a range was ever opened (to tell, at exit, a run whose
+    /// application never asked for recording).
+    pub fn ever_opened(&self) -> bool {
+        self.0.captured.load(Ordering::Relaxed)
     }
 }
 

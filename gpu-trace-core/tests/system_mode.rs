@@ -47,6 +47,7 @@ fn child() {
         config,
         clock: GpuClock::Boottime,
         limits: Limits::default(),
+        capture_ranges: false,
     })
     .expect("the tracer starts in system mode");
     println!("PID={}", std::process::id());

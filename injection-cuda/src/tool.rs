@@ -17,9 +17,9 @@ const ACTIVITY_BUFFERS: ActivityConfig = ActivityConfig {
     initial_buffers: 4,
     max_buffers: 48,
 };
+use crate::config::{ApiLayer, CaptureRange, CudaConfig};
 use cupti::callback::{Callback, Domain, ResourceEvent, Subscriber};
 use cupti::cbid::ApiDomain;
-use gpu_trace_core::config::{ApiLayer, CaptureRange};
 use gpu_trace_core::model::GpuApi;
 use gpu_trace_core::{
     Backend, CaptureSwitch, Config, GpuClock, Limits, Sources, Tracer, TracerOptions,
@@ -86,7 +86,7 @@ impl Capture {
 }
 
 impl Shared {
-    pub(crate) fn new(tracer: &Tracer) -> Self {
+    pub(crate) fn new(tracer: &Tracer, capture_range: CaptureRange) -> Self {
         Shared {
             api: ApiState::new(tracer.recorder().clone(), tracer.names().clone()),
             records: RecordState::new(
@@ -101,7 +101,7 @@ impl Shared {
             api_on: AtomicBool::new(false),
             markers_on: AtomicBool::new(false),
             contexts: Mutex::new(Vec::new()),
-            capture: match tracer.config().capture_range {
+            capture: match capture_range {
                 CaptureRange::Whole => None,
                 CaptureRange::CudaProfilerApi => {
                     let c = Capture::new(tracer.capture_switch());
@@ -270,7 +270,10 @@ impl Tool {
             gpu_trace_core::warn!("{p}");
         }
         gpu_trace_core::log::set_verbose(config.verbose);
-        let api_layer = config.api_layer;
+        let (cuda, problems) = CudaConfig::from_env();
+        for p in &problems {
+            gpu_trace_core::warn!("{p}");
+        }
         let cupti = match Cupti::load() {
             Ok(c) => c,
             Err(e) => {
@@ -330,6 +333,7 @@ impl Tool {
             config,
             clock,
             limits: Limits::default(),
+            capture_ranges: cuda.capture_range != CaptureRange::Whole,
         }) {
             Ok(t) => t,
             Err(e) => {
@@ -338,7 +342,7 @@ impl Tool {
             }
         };
 
-        let shared = Arc::new(Shared::new(&tracer));
+        let shared = Arc::new(Shared::new(&tracer, cuda.capture_range));
         let _ = gate.set(shared.clone());
 
         let activity = {
@@ -372,7 +376,7 @@ impl Tool {
         tracer.set_backend(Box::new(CudaBackend {
             shared: shared.clone(),
             subscriber,
-            api_domains: match api_layer {
+            api_domains: match cuda.api_layer {
                 // A runtime call fires its driver call's callbacks too (with
                 // the same correlation id), so the driver layer alone sees
                 // every call that reaches the GPU, at half the callbacks.
@@ -391,6 +395,14 @@ impl Tool {
     pub(crate) fn shutdown(&self) {
         if self.tracer.gpu_enabled() {
             self.drain_gpu();
+        }
+        if let Some(c) = &self.shared.capture
+            && !c.switch.ever_opened()
+        {
+            gpu_trace_core::warn!(
+                "{}=cudaProfilerApi: the application never started a capture range (cudaProfilerStart), so the trace holds no GPU work or API calls",
+                crate::config::vars::CAPTURE_RANGE
+            );
         }
         self.tracer.shutdown(Duration::from_secs(10));
     }
