@@ -2,7 +2,7 @@
 //! throw-away file, and synthetic events shaped like real ones.
 
 use gpu_trace_core::model::{
-    ApiCall, ArgValue, Device, Dim3, GpuApi, KernelDesc, KernelExec, KernelId, NameId, Vendor,
+    ApiCall, ArgValue, Device, Dim3, KernelDesc, KernelExec, KernelId, NameId, Vendor,
 };
 use gpu_trace_core::{Config, GpuClock, Limits, Tracer, TracerOptions};
 use smallvec::smallvec;
@@ -19,8 +19,7 @@ pub fn file_tracer(tag: &str) -> (Tracer, PathBuf) {
         ..Config::default()
     };
     let tracer = Tracer::start(TracerOptions {
-        api: GpuApi::Cuda,
-        default_suffix: "nv",
+        backend: gpu_trace_core::testing::BACKEND,
         config,
         clock: GpuClock::Boottime,
         limits: Limits {

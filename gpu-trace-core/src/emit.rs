@@ -9,10 +9,11 @@
 //! contexts, kernels, names and arg names it has described, and describes
 //! new ones in the same packet as the first event that needs them.
 
+use crate::backend::BackendInfo;
 use crate::collector::Batch;
 use crate::model::{
-    ApiCall, ArgValue, CounterGroup, CounterSpec, Event, GpuApi, KernelExec, Marker, MarkerEvent,
-    MemoryOp, MemoryOpKind, NameId, Unit,
+    ApiCall, ArgValue, CounterGroup, CounterSpec, Event, KernelExec, Marker, MarkerEvent, MemoryOp,
+    MemoryOpKind, NameId, Unit,
 };
 use crate::names::{Kernels, Names};
 use crate::pb::Writer;
@@ -205,7 +206,7 @@ pub(crate) type ClockSampler = Arc<dyn Fn() -> Option<(u64, u64)> + Send + Sync>
 /// The emitter's encoder: process-wide naming and ids, plus scratch buffers.
 pub(crate) struct Encoder {
     pid: u32,
-    api: GpuApi,
+    backend: BackendInfo,
     clock: ClockSpec,
     /// Reads (custom GPU clock, BOOTTIME) for snapshots.
     clock_sampler: Option<ClockSampler>,
@@ -265,7 +266,7 @@ pub(crate) struct Tables {
 impl Encoder {
     pub(crate) fn new(
         pid: u32,
-        api: GpuApi,
+        backend: BackendInfo,
         clock: ClockSpec,
         clock_sampler: Option<ClockSampler>,
         tables: Tables,
@@ -292,7 +293,7 @@ impl Encoder {
         };
         Self {
             pid,
-            api,
+            backend,
             clock,
             clock_sampler,
             memset_name: names.intern("Memset"),
@@ -680,7 +681,7 @@ impl Encoder {
             .get(device)
             .map(|d| d.name)
             .unwrap_or_else(|| "GPU".to_owned());
-        let api = self.api.name();
+        let api = self.backend.name;
         self.interned
             .nested(wire::interned::GPU_SPECIFICATIONS, |s| {
                 s.varint(wire::spec::IID, iid)
@@ -697,10 +698,7 @@ impl Encoder {
         if !seq.contexts.insert(iid) {
             return;
         }
-        let api = match self.api {
-            GpuApi::Cuda => wire::context::API_CUDA,
-            GpuApi::Hip => wire::context::API_HIP,
-        };
+        let api = self.backend.gpu_api;
         let pid = self.pid;
         self.interned
             .nested(wire::interned::GRAPHICS_CONTEXTS, |c| {
@@ -962,10 +960,7 @@ impl Encoder {
         let uuid = thread_track_uuid(self.pid, a.thread);
         let name = self.names.get(a.name);
         let (iid, seen) = sink.intern_name(name.as_bytes());
-        let gpu_api = match self.api {
-            GpuApi::Cuda => wire::track_event::GPU_API_CUDA,
-            GpuApi::Hip => wire::track_event::GPU_API_HIP,
-        };
+        let gpu_api = self.backend.gpu_api;
         let pid = self.pid;
         let stamp = self.te_stamp(a.start, sink.instance());
         let uuid = self.explicit_track(uuid, sink.instance());
@@ -1560,7 +1555,7 @@ mod tests {
         });
         let mut enc = Encoder::new(
             42,
-            GpuApi::Cuda,
+            crate::testing::BACKEND,
             ClockSpec::Boottime,
             None,
             Tables {

@@ -10,6 +10,10 @@
 #![forbid(unsafe_code)]
 
 #[doc(hidden)]
+pub use perfetto_sdk as __perfetto;
+
+pub mod backend;
+#[doc(hidden)]
 pub mod bench;
 pub mod clock;
 pub mod collector;
@@ -31,6 +35,7 @@ pub mod testing;
 mod tracer;
 pub mod wire;
 
+pub use backend::{BackendInfo, Categories};
 pub use collector::{Batch, Limits, Recorder};
 pub use config::Config;
 pub use emit::{

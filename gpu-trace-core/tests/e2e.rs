@@ -43,8 +43,7 @@ fn child() {
         GpuClock::Boottime
     };
     let tracer = match Tracer::start(TracerOptions {
-        api: GpuApi::Cuda,
-        default_suffix: "nv",
+        backend: gpu_trace_core::testing::BACKEND,
         config,
         clock,
         limits: Limits::default(),

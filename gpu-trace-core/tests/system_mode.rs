@@ -42,8 +42,7 @@ fn child() {
         eprintln!("gpu-trace: {p}");
     }
     let tracer = Tracer::start(TracerOptions {
-        api: GpuApi::Cuda,
-        default_suffix: "nv",
+        backend: gpu_trace_core::testing::BACKEND,
         config,
         clock: GpuClock::Boottime,
         limits: Limits::default(),

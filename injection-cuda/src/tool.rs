@@ -20,13 +20,28 @@ const ACTIVITY_BUFFERS: ActivityConfig = ActivityConfig {
 use crate::config::{ApiLayer, CaptureRange, CudaConfig};
 use cupti::callback::{Callback, Domain, ResourceEvent, Subscriber};
 use cupti::cbid::ApiDomain;
-use gpu_trace_core::model::GpuApi;
 use gpu_trace_core::{
-    Backend, CaptureSwitch, Config, GpuClock, Limits, Sources, Tracer, TracerOptions,
+    Backend, BackendInfo, CaptureSwitch, Config, GpuClock, Limits, Sources, Tracer, TracerOptions,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+gpu_trace_core::track_categories! {
+    static CATEGORIES = {
+        api: ("cuda", "CUDA runtime and driver API calls on CPU threads"),
+        markers: ("nvtx", "NVTX ranges and marks"),
+    };
+}
+
+/// The CUDA backend as the trace names it.
+pub(crate) static BACKEND: BackendInfo = BackendInfo {
+    name: "CUDA",
+    categories: &CATEGORIES,
+    // Perfetto's `InternedGraphicsContext.Api.CUDA` and `gpu_api` CUDA.
+    gpu_api: 4,
+    suffix: "nv",
+};
 
 /// The tool, once started in a process.
 pub(crate) struct Tool {
@@ -328,8 +343,7 @@ impl Tool {
         };
 
         let tracer = match Tracer::start(TracerOptions {
-            api: GpuApi::Cuda,
-            default_suffix: "nv",
+            backend: BACKEND,
             config,
             clock,
             limits: Limits::default(),
