@@ -250,45 +250,6 @@ impl Config {
             }
         }
 
-        fn take<T>(problems: &mut Vec<Problem>, r: Result<Option<T>, Problem>) -> Option<T> {
-            r.unwrap_or_else(|p| {
-                problems.push(p);
-                None
-            })
-        }
-        let modes = [
-            ("file", Mode::File),
-            ("standalone", Mode::File),
-            ("", Mode::File),
-            ("system", Mode::System),
-            ("both", Mode::Both),
-        ];
-        if let Some(m) = take(
-            &mut problems,
-            parse_var(&get, vars::MODE, "file, system or both", "file", |v| {
-                parse_choice(v, &modes)
-            }),
-        ) {
-            c.mode = m;
-        }
-        let full = [("wait", true), ("", true), ("drop", false)];
-        if let Some(w) = take(
-            &mut problems,
-            parse_var(&get, vars::QUEUE_FULL, "wait or drop", "wait", |v| {
-                parse_choice(v, &full)
-            }),
-        ) {
-            c.queue_full_waits = w;
-        }
-        let mut bad = |var: &'static str, value: &str, expected: &str, using: String| {
-            problems.push(Problem {
-                var,
-                value: value.to_owned(),
-                expected: expected.to_owned(),
-                using,
-            })
-        };
-
         if let Some(v) = get(vars::BUFFER_SIZE) {
             match parse_size_kb(&v) {
                 Some(kb) if (MIN_BUFFER_KB..=MAX_BUFFER_KB).contains(&kb) => c.buffer_kb = kb,
@@ -345,6 +306,36 @@ impl Config {
                     "gpu,api,nvtx".into(),
                 ),
             }
+        }
+        fn take<T>(problems: &mut Vec<Problem>, r: Result<Option<T>, Problem>) -> Option<T> {
+            r.unwrap_or_else(|p| {
+                problems.push(p);
+                None
+            })
+        }
+        let modes = [
+            ("file", Mode::File),
+            ("standalone", Mode::File),
+            ("", Mode::File),
+            ("system", Mode::System),
+            ("both", Mode::Both),
+        ];
+        if let Some(m) = take(
+            &mut problems,
+            parse_var(&get, vars::MODE, "file, system or both", "file", |v| {
+                parse_choice(v, &modes)
+            }),
+        ) {
+            c.mode = m;
+        }
+        let full = [("wait", true), ("", true), ("drop", false)];
+        if let Some(w) = take(
+            &mut problems,
+            parse_var(&get, vars::QUEUE_FULL, "wait or drop", "wait", |v| {
+                parse_choice(v, &full)
+            }),
+        ) {
+            c.queue_full_waits = w;
         }
         // Naming metrics asks for counters.
         if !c.metrics.is_empty() && get(vars::TRACE).is_none() {
