@@ -145,8 +145,9 @@ fn record(a: RecordArgs) -> ExitCode {
         (vars::MODE, &a.mode),
         (vars::BUFFER_SIZE, &a.buffer_size),
         (vars::FLUSH_PERIOD_MS, &a.flush_period_ms),
-        (vars::API_LAYER, &a.api_layer),
-        (vars::CAPTURE_RANGE, &a.capture_range),
+        // The CUDA backend's own settings (injection-cuda's `config::vars`).
+        ("INJECTION_API_LAYER", &a.api_layer),
+        ("INJECTION_CAPTURE_RANGE", &a.capture_range),
     ] {
         if let Some(v) = val {
             cmd.env(var, v);

@@ -30,11 +30,11 @@ fn child() {
     };
     let (config, _) = Config::from_env();
     let tracer = Tracer::start(TracerOptions {
-        api: GpuApi::Cuda,
-        default_suffix: "nv",
+        backend: gpu_trace_core::testing::BACKEND,
         config,
         clock: GpuClock::Boottime,
         limits: Limits::default(),
+        capture_ranges: false,
     })
     .expect("tracer");
     tracer.add_device(Device {

@@ -3,7 +3,6 @@
 
 use crate::collector::Batch;
 use crate::emit::{ClockSpec, CtrSeq, Encoder, PacketSink, RsSeq, Tables, TrackEventSink};
-use crate::model::GpuApi;
 use crate::tracer::Tracer;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -23,7 +22,7 @@ impl Encoding {
         Self {
             enc: Encoder::new(
                 std::process::id(),
-                GpuApi::Cuda,
+                *tracer.backend(),
                 ClockSpec::Boottime,
                 None,
                 Tables {

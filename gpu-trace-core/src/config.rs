@@ -2,6 +2,10 @@
 //!
 //! A bad value never stops the application: it gets one message that names
 //! the variable, the value and what was expected, and the default is used.
+//!
+//! [`Config`] holds what every backend shares. A backend's own settings are
+//! its own to parse, with the same helpers and the same messages:
+//! [`parse_var`] (or [`parse_env`]) and [`parse_choice`].
 
 use std::fmt;
 use std::time::Duration;
@@ -24,16 +28,12 @@ pub mod vars {
     pub const FLUSH_PERIOD_MS: &str = "INJECTION_FLUSH_PERIOD_MS";
     /// What standalone mode records: `gpu`, `api`, `nvtx`, `counters`.
     pub const TRACE: &str = "INJECTION_TRACE";
-    /// Which CUDA API layer becomes slices: `driver` or `runtime`.
-    pub const API_LAYER: &str = "INJECTION_API_LAYER";
-    /// When recording runs: `none` (all the time) or `cudaProfilerApi`.
-    pub const CAPTURE_RANGE: &str = "INJECTION_CAPTURE_RANGE";
     /// Memory for recorded events waiting to be written.
     pub const QUEUE_SIZE: &str = "INJECTION_QUEUE_SIZE";
     /// What a recording thread does when that queue is full: `wait` or `drop`.
     pub const QUEUE_FULL: &str = "INJECTION_QUEUE_FULL";
-    /// Every variable, for diagnostics.
-    pub const ALL: [&str; 12] = [
+    /// Every variable core reads, for diagnostics.
+    pub const ALL: [&str; 10] = [
         VERBOSE,
         METRICS,
         SUFFIX,
@@ -42,8 +42,6 @@ pub mod vars {
         BUFFER_SIZE,
         FLUSH_PERIOD_MS,
         TRACE,
-        API_LAYER,
-        CAPTURE_RANGE,
         QUEUE_SIZE,
         QUEUE_FULL,
     ];
@@ -96,35 +94,6 @@ impl Default for Recording {
     }
 }
 
-/// Which layer of a two-layer API (CUDA's runtime over its driver) is
-/// recorded as API slices. Backends with one layer (HIP) ignore it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ApiLayer {
-    /// Driver calls only (`cuLaunchKernel`, `cuStreamSynchronize`): every
-    /// call that reaches the GPU, whether the application, the runtime or a
-    /// library made it, at half the callbacks of [`ApiLayer::Runtime`] (a
-    /// runtime call fires its driver call's callbacks as well).
-    #[default]
-    Driver,
-    /// Runtime calls under their runtime names (`cudaLaunchKernel`), plus
-    /// driver calls made directly (cuBLAS launches through the driver).
-    Runtime,
-}
-
-/// When recording runs, within what the session (standalone or system) asks
-/// for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CaptureRange {
-    /// From start to exit.
-    #[default]
-    Whole,
-    /// Only between the application's `cudaProfilerStart` / `cuProfilerStart`
-    /// and the matching stop (`torch.cuda.profiler.start()` / `stop()`), as
-    /// `nsys --capture-range=cudaProfilerApi`; any number of ranges. Outside
-    /// them nothing is enabled in CUPTI but the two profiler callbacks.
-    CudaProfilerApi,
-}
-
 /// The validated configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -151,10 +120,6 @@ pub struct Config {
     pub flush_period: Duration,
     /// What standalone mode records.
     pub recording: Recording,
-    /// Which API layer becomes slices.
-    pub api_layer: ApiLayer,
-    /// When recording runs.
-    pub capture_range: CaptureRange,
 }
 
 /// Default output pattern: `<program>-<pid>.pftrace` in the working directory.
@@ -186,8 +151,6 @@ impl Default for Config {
             queue_full_waits: true,
             flush_period: DEFAULT_FLUSH_PERIOD,
             recording: Recording::default(),
-            api_layer: ApiLayer::default(),
-            capture_range: CaptureRange::default(),
         }
     }
 }
@@ -218,12 +181,7 @@ impl fmt::Display for Problem {
 impl Config {
     /// Reads the process environment. Problems are returned, not printed.
     pub fn from_env() -> (Config, Vec<Problem>) {
-        Self::from_lookup(|k| match std::env::var(k) {
-            Ok(v) => Some(v),
-            // Non-UTF-8 values are reported like any other bad value.
-            Err(std::env::VarError::NotUnicode(v)) => Some(v.to_string_lossy().into_owned()),
-            Err(std::env::VarError::NotPresent) => None,
-        })
+        Self::from_lookup(env_lookup)
     }
 
     /// Reads configuration through `get`, for tests and embedders.
@@ -292,15 +250,6 @@ impl Config {
             }
         }
 
-        if let Some(v) = get(vars::MODE) {
-            match v.trim().to_ascii_lowercase().as_str() {
-                "file" | "standalone" | "" => c.mode = Mode::File,
-                "system" => c.mode = Mode::System,
-                "both" => c.mode = Mode::Both,
-                _ => bad(vars::MODE, &v, "file, system or both", "file".into()),
-            }
-        }
-
         if let Some(v) = get(vars::BUFFER_SIZE) {
             match parse_size_kb(&v) {
                 Some(kb) if (MIN_BUFFER_KB..=MAX_BUFFER_KB).contains(&kb) => c.buffer_kb = kb,
@@ -331,14 +280,6 @@ impl Config {
             }
         }
 
-        if let Some(v) = get(vars::QUEUE_FULL) {
-            match v.trim().to_ascii_lowercase().as_str() {
-                "wait" | "" => c.queue_full_waits = true,
-                "drop" => c.queue_full_waits = false,
-                _ => bad(vars::QUEUE_FULL, &v, "wait or drop", "wait".into()),
-            }
-        }
-
         if let Some(v) = get(vars::FLUSH_PERIOD_MS) {
             match v.trim().parse::<u64>() {
                 Ok(ms) if (MIN_FLUSH_MS..=MAX_FLUSH_MS).contains(&ms) => {
@@ -366,24 +307,35 @@ impl Config {
                 ),
             }
         }
-        if let Some(v) = get(vars::API_LAYER) {
-            match v.trim().to_ascii_lowercase().as_str() {
-                "driver" | "" => c.api_layer = ApiLayer::Driver,
-                "runtime" => c.api_layer = ApiLayer::Runtime,
-                _ => bad(vars::API_LAYER, &v, "driver or runtime", "driver".into()),
-            }
+        fn take<T>(problems: &mut Vec<Problem>, r: Result<Option<T>, Problem>) -> Option<T> {
+            r.unwrap_or_else(|p| {
+                problems.push(p);
+                None
+            })
         }
-        if let Some(v) = get(vars::CAPTURE_RANGE) {
-            match v.trim().to_ascii_lowercase().as_str() {
-                "none" | "" => c.capture_range = CaptureRange::Whole,
-                "cudaprofilerapi" => c.capture_range = CaptureRange::CudaProfilerApi,
-                _ => bad(
-                    vars::CAPTURE_RANGE,
-                    &v,
-                    "none or cudaProfilerApi",
-                    "none (the whole run)".into(),
-                ),
-            }
+        let modes = [
+            ("file", Mode::File),
+            ("standalone", Mode::File),
+            ("", Mode::File),
+            ("system", Mode::System),
+            ("both", Mode::Both),
+        ];
+        if let Some(m) = take(
+            &mut problems,
+            parse_var(&get, vars::MODE, "file, system or both", "file", |v| {
+                parse_choice(v, &modes)
+            }),
+        ) {
+            c.mode = m;
+        }
+        let full = [("wait", true), ("", true), ("drop", false)];
+        if let Some(w) = take(
+            &mut problems,
+            parse_var(&get, vars::QUEUE_FULL, "wait or drop", "wait", |v| {
+                parse_choice(v, &full)
+            }),
+        ) {
+            c.queue_full_waits = w;
         }
         // Naming metrics asks for counters.
         if !c.metrics.is_empty() && get(vars::TRACE).is_none() {
@@ -391,6 +343,82 @@ impl Config {
         }
         (c, problems)
     }
+}
+
+/// Reads the process environment, as [`Config::from_env`] does: a value
+/// that is not UTF-8 comes back lossily converted, to be reported like any
+/// other bad value.
+pub fn env_lookup(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) => Some(v),
+        Err(std::env::VarError::NotUnicode(v)) => Some(v.to_string_lossy().into_owned()),
+        Err(std::env::VarError::NotPresent) => None,
+    }
+}
+
+/// Reads `var` through `get` and parses it with `parse`.
+///
+/// `Ok(None)` when the variable is not set, `Ok(Some(value))` when `parse`
+/// takes it. Otherwise a [`Problem`] naming the variable and its value,
+/// with `expected` (what `parse` takes) and `using` (what the caller falls
+/// back to), so that every setting, core's or a backend's, is reported the
+/// same way:
+///
+/// ```
+/// use gpu_trace_core::config::{parse_choice, parse_var};
+/// let get = |_: &str| Some("fast".to_owned());
+/// let speeds = [("slow", 1), ("quick", 2)];
+/// let p = parse_var(&get, "MY_SPEED", "slow or quick", "slow", |v| parse_choice(v, &speeds));
+/// assert_eq!(
+///     p.unwrap_err().to_string(),
+///     "MY_SPEED=\"fast\": expected slow or quick; using slow"
+/// );
+/// ```
+///
+/// # Errors
+/// The [`Problem`] to report when the value is set but `parse` rejects it.
+pub fn parse_var<T>(
+    get: &dyn Fn(&str) -> Option<String>,
+    var: &'static str,
+    expected: &str,
+    using: &str,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> Result<Option<T>, Problem> {
+    let Some(v) = get(var) else {
+        return Ok(None);
+    };
+    match parse(&v) {
+        Some(t) => Ok(Some(t)),
+        None => Err(Problem {
+            var,
+            value: v,
+            expected: expected.to_owned(),
+            using: using.to_owned(),
+        }),
+    }
+}
+
+/// [`parse_var`] over the process environment ([`env_lookup`]).
+///
+/// # Errors
+/// As [`parse_var`].
+pub fn parse_env<T>(
+    var: &'static str,
+    expected: &str,
+    using: &str,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> Result<Option<T>, Problem> {
+    parse_var(&env_lookup, var, expected, using, parse)
+}
+
+/// The value of the first of `choices` whose name is `v`, trimmed and
+/// compared without case (`" Runtime "` is `"runtime"`).
+pub fn parse_choice<T: Copy>(v: &str, choices: &[(&str, T)]) -> Option<T> {
+    let v = v.trim();
+    choices
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(v))
+        .map(|&(_, t)| t)
 }
 
 fn parse_bool(v: &str) -> Option<bool> {
@@ -516,34 +544,6 @@ mod tests {
         assert_eq!(c, Config::default());
         assert_eq!(c.mode, Mode::File);
         assert!(c.recording.gpu && c.recording.api && !c.recording.counters);
-    }
-
-    #[test]
-    fn api_layer_is_driver_unless_runtime_is_asked_for() {
-        assert_eq!(cfg(&[]).0.api_layer, ApiLayer::Driver);
-        let (c, p) = cfg(&[(vars::API_LAYER, " Runtime ")]);
-        assert!(p.is_empty());
-        assert_eq!(c.api_layer, ApiLayer::Runtime);
-        let (c, p) = cfg(&[(vars::API_LAYER, "both")]);
-        assert_eq!(c.api_layer, ApiLayer::Driver);
-        assert_eq!(
-            p[0].to_string(),
-            "INJECTION_API_LAYER=\"both\": expected driver or runtime; using driver"
-        );
-    }
-
-    #[test]
-    fn capture_range_is_the_whole_run_unless_the_profiler_api_is_asked_for() {
-        assert_eq!(cfg(&[]).0.capture_range, CaptureRange::Whole);
-        let (c, p) = cfg(&[(vars::CAPTURE_RANGE, "cudaProfilerApi")]);
-        assert!(p.is_empty());
-        assert_eq!(c.capture_range, CaptureRange::CudaProfilerApi);
-        let (c, p) = cfg(&[(vars::CAPTURE_RANGE, "nvtx")]);
-        assert_eq!(c.capture_range, CaptureRange::Whole);
-        assert_eq!(
-            p[0].to_string(),
-            "INJECTION_CAPTURE_RANGE=\"nvtx\": expected none or cudaProfilerApi; using none (the whole run)"
-        );
     }
 
     #[test]

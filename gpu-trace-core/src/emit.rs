@@ -9,10 +9,11 @@
 //! contexts, kernels, names and arg names it has described, and describes
 //! new ones in the same packet as the first event that needs them.
 
+use crate::backend::BackendInfo;
 use crate::collector::Batch;
 use crate::model::{
-    ApiCall, ArgValue, CounterGroup, CounterSpec, Event, GpuApi, KernelExec, Marker, MarkerEvent,
-    MemoryOp, MemoryOpKind, NameId, Unit,
+    ApiCall, ArgValue, CounterGroup, CounterSpec, Event, KernelExec, Marker, MarkerEvent, MemoryOp,
+    MemoryOpKind, NameId, Unit,
 };
 use crate::names::{Kernels, Names};
 use crate::pb::Writer;
@@ -77,13 +78,14 @@ const PID_MASK: u64 = (1 << 22) - 1;
 
 /// Track uuid of a thread's API/marker track.
 pub fn thread_track_uuid(pid: u32, tid: u32) -> u64 {
-    // Thread ids are unique across the processes of one system (they share
-    // the pid space), so the tid alone keeps tracks apart; a small uuid
-    // keeps every track event short. Bit 32 keeps clear of the small
-    // numbers other producers may use.
-    let _ = pid;
-    (1 << 32) | tid as u64
+    // Thread ids repeat across pid namespaces, and a system-mode trace
+    // holds processes of several: the pid keeps their tracks apart. Bit 54
+    // keeps clear of the small numbers other producers use and of
+    // `range_track_uuid`'s bit 61, and the uuid stays a 7–8 byte varint.
+    THREAD_TRACK_BIT | ((pid as u64 & PID_MASK) << 32) | tid as u64
 }
+
+const THREAD_TRACK_BIT: u64 = 1 << 54;
 
 /// Track uuid of a process-wide (start/end) range.
 pub fn range_track_uuid(pid: u32, id: u64) -> u64 {
@@ -204,7 +206,7 @@ pub(crate) type ClockSampler = Arc<dyn Fn() -> Option<(u64, u64)> + Send + Sync>
 /// The emitter's encoder: process-wide naming and ids, plus scratch buffers.
 pub(crate) struct Encoder {
     pid: u32,
-    api: GpuApi,
+    backend: BackendInfo,
     clock: ClockSpec,
     /// Reads (custom GPU clock, BOOTTIME) for snapshots.
     clock_sampler: Option<ClockSampler>,
@@ -264,7 +266,7 @@ pub(crate) struct Tables {
 impl Encoder {
     pub(crate) fn new(
         pid: u32,
-        api: GpuApi,
+        backend: BackendInfo,
         clock: ClockSpec,
         clock_sampler: Option<ClockSampler>,
         tables: Tables,
@@ -291,7 +293,7 @@ impl Encoder {
         };
         Self {
             pid,
-            api,
+            backend,
             clock,
             clock_sampler,
             memset_name: names.intern("Memset"),
@@ -679,7 +681,7 @@ impl Encoder {
             .get(device)
             .map(|d| d.name)
             .unwrap_or_else(|| "GPU".to_owned());
-        let api = self.api.name();
+        let api = self.backend.name;
         self.interned
             .nested(wire::interned::GPU_SPECIFICATIONS, |s| {
                 s.varint(wire::spec::IID, iid)
@@ -696,10 +698,7 @@ impl Encoder {
         if !seq.contexts.insert(iid) {
             return;
         }
-        let api = match self.api {
-            GpuApi::Cuda => wire::context::API_CUDA,
-            GpuApi::Hip => wire::context::API_HIP,
-        };
+        let api = self.backend.gpu_api;
         let pid = self.pid;
         self.interned
             .nested(wire::interned::GRAPHICS_CONTEXTS, |c| {
@@ -961,10 +960,7 @@ impl Encoder {
         let uuid = thread_track_uuid(self.pid, a.thread);
         let name = self.names.get(a.name);
         let (iid, seen) = sink.intern_name(name.as_bytes());
-        let gpu_api = match self.api {
-            GpuApi::Cuda => wire::track_event::GPU_API_CUDA,
-            GpuApi::Hip => wire::track_event::GPU_API_HIP,
-        };
+        let gpu_api = self.backend.gpu_api;
         let pid = self.pid;
         let stamp = self.te_stamp(a.start, sink.instance());
         let uuid = self.explicit_track(uuid, sink.instance());
@@ -1467,6 +1463,22 @@ mod tests {
     use crate::model::{Dim3, KernelExec, KernelId};
     use crate::pb::Fields;
 
+    #[test]
+    fn thread_tracks_of_different_processes_stay_apart() {
+        // The same tid in two pid namespaces is two tracks.
+        assert_ne!(thread_track_uuid(100, 7), thread_track_uuid(200, 7));
+        assert_ne!(thread_track_uuid(100, 7), thread_track_uuid(100, 8));
+        // Stable within a process.
+        assert_eq!(thread_track_uuid(100, 7), thread_track_uuid(100, 7));
+        // Never a range track's uuid.
+        let (pid, tid) = ((1 << 22) - 1, u32::MAX);
+        assert_ne!(
+            thread_track_uuid(pid, tid),
+            range_track_uuid(pid, tid as u64)
+        );
+        assert_eq!(thread_track_uuid(pid, tid) & (1 << 61), 0);
+    }
+
     #[derive(Default)]
     struct Packets(Vec<Vec<u8>>);
 
@@ -1543,7 +1555,7 @@ mod tests {
         });
         let mut enc = Encoder::new(
             42,
-            GpuApi::Cuda,
+            crate::testing::BACKEND,
             ClockSpec::Boottime,
             None,
             Tables {

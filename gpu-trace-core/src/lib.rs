@@ -10,10 +10,15 @@
 #![forbid(unsafe_code)]
 
 #[doc(hidden)]
+pub use perfetto_sdk as __perfetto;
+
+pub mod backend;
+#[doc(hidden)]
 pub mod bench;
 pub mod clock;
 pub mod collector;
 pub mod config;
+pub mod correlate;
 mod emit;
 pub mod guard;
 pub mod log;
@@ -30,6 +35,7 @@ pub mod testing;
 mod tracer;
 pub mod wire;
 
+pub use backend::{BackendInfo, Categories};
 pub use collector::{Batch, Limits, Recorder};
 pub use config::Config;
 pub use emit::{

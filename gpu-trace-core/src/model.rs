@@ -27,25 +27,6 @@ pub struct KernelId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CounterId(pub u32);
 
-/// The GPU programming interface of the traced process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum GpuApi {
-    /// NVIDIA CUDA.
-    Cuda,
-    /// AMD HIP.
-    Hip,
-}
-
-impl GpuApi {
-    /// Human-readable name.
-    pub fn name(self) -> &'static str {
-        match self {
-            GpuApi::Cuda => "CUDA",
-            GpuApi::Hip => "HIP",
-        }
-    }
-}
-
 /// GPU vendor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Vendor {

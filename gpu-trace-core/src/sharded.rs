@@ -60,12 +60,12 @@ impl<K: Hash + Eq + Copy, V: Copy> Sharded<K, V> {
             .remove(k);
     }
 
-    /// Removes every key for which `f` says so.
-    pub fn remove_if(&self, mut f: impl FnMut(&K) -> bool) {
+    /// Removes every entry for which `f` says so.
+    pub fn remove_if(&self, mut f: impl FnMut(&K, &V) -> bool) {
         for s in &self.shards {
             s.lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .retain(|k, _| !f(k));
+                .retain(|k, v| !f(k, v));
         }
     }
 
@@ -92,7 +92,7 @@ mod tests {
         assert_eq!(m.get(&(1, 4)), Some(40));
         m.remove(&(1, 4));
         assert_eq!(m.get(&(1, 4)), None);
-        m.remove_if(|k| k.0 == 0);
+        m.remove_if(|k, _| k.0 == 0);
         let mut n = 0;
         m.collect(|k, v| {
             assert_ne!(k.0, 0);

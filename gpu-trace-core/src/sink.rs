@@ -6,6 +6,7 @@
 //! so the registration is process-global. Its callbacks reach the running
 //! tracer through [`ROUTE`], which [`crate::Tracer`] sets and clears.
 
+use crate::backend::Categories;
 use crate::emit::{CtrSeq, PacketSink, RsSeq, TrackEventSink};
 use crate::reader::ServiceLosses;
 use crate::tracer::Inner;
@@ -21,28 +22,11 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-perfetto_sdk::track_event_categories! {
-    pub(crate) mod te {
-        ("cuda", "CUDA runtime and driver API calls on CPU threads", []),
-        ("nvtx", "NVTX ranges and marks", []),
-        ("hip", "HIP runtime API calls on CPU threads", []),
-        ("roctx", "roctx ranges and marks", []),
-    }
-}
-
-/// Category indices in [`te`].
-pub(crate) mod cat {
-    pub(crate) const CUDA: usize = 0;
-    pub(crate) const NVTX: usize = 1;
-    pub(crate) const HIP: usize = 2;
-    pub(crate) const ROCTX: usize = 3;
-    pub(crate) const NAMES: [&str; 4] = ["cuda", "nvtx", "hip", "roctx"];
-}
-
 pub(crate) struct Registry {
     pub(crate) rs: &'static DataSource<'static, RsSeq>,
     pub(crate) ctr: &'static DataSource<'static, CtrSeq>,
     pub(crate) suffix: String,
+    pub(crate) categories: &'static Categories,
 }
 
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
@@ -70,6 +54,15 @@ pub enum RegisterError {
         /// Suffix asked for.
         wanted: String,
     },
+    /// The process already registered another backend's track-event
+    /// categories.
+    #[error("track-event categories {registered:?} are already registered, not {wanted:?}")]
+    CategoriesMismatch {
+        /// Categories in use.
+        registered: [&'static str; 2],
+        /// Categories asked for.
+        wanted: [&'static str; 2],
+    },
     /// The SDK refused a registration.
     #[error("Perfetto refused to register {0}")]
     Refused(String),
@@ -78,12 +71,18 @@ pub enum RegisterError {
 /// Initialises the producer and registers everything, once per process.
 pub(crate) fn register(
     suffix: &str,
+    categories: &'static Categories,
     backends: Backends,
 ) -> Result<&'static Registry, RegisterError> {
     if let Some(r) = REGISTRY.get() {
         // A later tracer may add the system backend; init is idempotent.
         Producer::init(ProducerInitArgsBuilder::new().backends(backends).build());
-        return if r.suffix == suffix {
+        return if !std::ptr::eq(r.categories, categories) {
+            Err(RegisterError::CategoriesMismatch {
+                registered: r.categories.names(),
+                wanted: categories.names(),
+            })
+        } else if r.suffix == suffix {
             Ok(r)
         } else {
             Err(RegisterError::SuffixMismatch {
@@ -99,11 +98,14 @@ pub(crate) fn register(
             .build(),
     );
     TrackEvent::init();
-    let _ = te::register();
-    for i in 0..cat::NAMES.len() {
-        te::set_category_callback(i, |_inst, _enabled, _global| {
-            crate::guard::catch("category callback", || with_route(|r| r.wake()));
-        });
+    categories.register();
+    for i in [crate::backend::API, crate::backend::MARKERS] {
+        categories.set_callback(
+            i,
+            Box::new(|_inst, _enabled, _global| {
+                crate::guard::catch("category callback", || with_route(|r| r.wake()));
+            }),
+        );
     }
     let (rs_name, ctr_name) = data_source_names(suffix);
 
@@ -177,6 +179,7 @@ pub(crate) fn register(
         rs: Box::leak(Box::new(rs)),
         ctr: Box::leak(Box::new(ctr)),
         suffix: suffix.to_owned(),
+        categories,
     };
     Ok(REGISTRY.get_or_init(|| reg))
 }
@@ -260,7 +263,7 @@ fn count(n: usize) {
 /// The SDK's track-event writers drop packets, unannounced, when the shared
 /// memory is full (their policy cannot be configured); pacing the emitter
 /// with these acknowledgements keeps it from ever filling.
-pub(crate) fn flush_writers(cats: &[usize]) -> Acks {
+pub(crate) fn flush_writers(cats: &Categories) -> Acks {
     let acks = Acks(Arc::new((Mutex::new(0usize), std::sync::Condvar::new())));
     let Some(reg) = registry() else { return acks };
     let ack = |acks: &Acks| {
@@ -276,8 +279,8 @@ pub(crate) fn flush_writers(cats: &[usize]) -> Acks {
     };
     reg.rs.trace(|ctx| ctx.flush(ack(&acks)));
     reg.ctr.trace(|ctx| ctx.flush(ack(&acks)));
-    for &c in cats {
-        te::trace(c, |ctx| ctx.flush(ack(&acks)));
+    for c in [crate::backend::API, crate::backend::MARKERS] {
+        cats.trace(c, &mut |ctx| ctx.flush(ack(&acks)));
     }
     acks
 }

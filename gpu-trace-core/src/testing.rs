@@ -821,3 +821,20 @@ mod tests {
         assert_eq!((s.sessions, s.sessions_started), (2, 1));
     }
 }
+
+crate::track_categories! {
+    pub static TEST_CATEGORIES = {
+        api: ("cuda", "API calls of the tests' simulated CUDA-like backend"),
+        markers: ("nvtx", "Markers of the tests' simulated CUDA-like backend"),
+    };
+}
+
+/// A backend for tests and benches that mimics the CUDA one (its category
+/// names, `gpu_api` 4 and suffix "nv"), so that their trace configs and
+/// checks read like real ones. Core itself names no backend.
+pub static BACKEND: crate::BackendInfo = crate::BackendInfo {
+    name: "CUDA",
+    categories: &TEST_CATEGORIES,
+    gpu_api: 4,
+    suffix: "nv",
+};

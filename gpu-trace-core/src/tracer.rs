@@ -1,13 +1,14 @@
 //! The tracer: the one root object a backend cdylib creates and keeps.
 
+use crate::backend::{API, BackendInfo, MARKERS};
 use crate::collector::{Limits, Recorder};
-use crate::config::{CaptureRange, Config, Mode};
+use crate::config::{Config, Mode};
 use crate::emit::{ClockSpec, Encoder, Totals};
-use crate::model::{CounterId, CounterSpec, Device, DropKind, GpuApi};
+use crate::model::{CounterId, CounterSpec, Device, DropKind};
 use crate::names::{Kernels, Names};
 use crate::reader::ServiceLosses;
 use crate::registry::{Counters, Devices};
-use crate::sink::{self, CounterRequest, DsSink, FileSession, TeSink, cat, te};
+use crate::sink::{self, CounterRequest, DsSink, FileSession, TeSink};
 use arc_swap::ArcSwapOption;
 use perfetto_sdk::producer::Backends;
 use std::path::PathBuf;
@@ -80,17 +81,17 @@ impl GpuClock {
 /// Everything needed to start a tracer.
 #[derive(Debug, Clone)]
 pub struct TracerOptions {
-    /// CUDA or HIP.
-    pub api: GpuApi,
-    /// Data-source suffix unless `INJECTION_DATA_SOURCE_NAME_SUFFIX` says
-    /// otherwise: "nv" or "amd".
-    pub default_suffix: &'static str,
+    /// Who the backend is.
+    pub backend: BackendInfo,
     /// Validated configuration.
     pub config: Config,
     /// GPU clock.
     pub clock: GpuClock,
     /// Per-thread buffer limits.
     pub limits: Limits,
+    /// Whether recording waits for the backend to open a capture range
+    /// (see [`CaptureSwitch`]); otherwise it runs from start to exit.
+    pub capture_ranges: bool,
 }
 
 /// Why a tracer did not start. The application runs on regardless.
@@ -142,7 +143,7 @@ struct Ctl {
 
 pub(crate) struct Inner {
     config: Config,
-    api: GpuApi,
+    info: BackendInfo,
     clock: GpuClock,
     recorder: Recorder,
     names: Arc<Names>,
@@ -156,12 +157,12 @@ pub(crate) struct Inner {
     sources: Mutex<Sources>,
     /// Serialises `Backend::sources_changed` calls, each with the latest sources.
     notify: Mutex<()>,
-    /// Inside a capture range (always, without [`CaptureRange`] limits).
+    /// Recording waits for capture ranges.
+    capture_ranges: bool,
+    /// Inside a capture range (always, without capture ranges).
     capturing: AtomicBool,
     /// A capture range was ever opened.
     captured: AtomicBool,
-    api_cat: usize,
-    marker_cat: usize,
     /// Reads the standalone session's buffer on request (file mode).
     reader: Mutex<Option<sink::SessionReader>>,
     /// The tracing service's losses, as last learnt (file mode).
@@ -238,8 +239,8 @@ impl Inner {
         };
         Sources {
             gpu: gpu_wanted && reg.rs.is_enabled(),
-            api: te::is_category_enabled(self.api_cat),
-            markers: te::is_category_enabled(self.marker_cat),
+            api: self.info.categories.enabled(API),
+            markers: self.info.categories.enabled(MARKERS),
             counters,
         }
     }
@@ -330,7 +331,7 @@ pub struct Tracer {
 impl std::fmt::Debug for Tracer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tracer")
-            .field("api", &self.inner.api)
+            .field("backend", &self.inner.info.name)
             .field("output", &self.output)
             .finish_non_exhaustive()
     }
@@ -352,7 +353,7 @@ impl Tracer {
         let suffix = config
             .suffix
             .clone()
-            .unwrap_or_else(|| opts.default_suffix.to_owned());
+            .unwrap_or_else(|| opts.backend.suffix.to_owned());
         let mut backends = Backends::empty();
         if config.mode.file() {
             backends |= Backends::IN_PROCESS;
@@ -360,11 +361,8 @@ impl Tracer {
         if config.mode.system() {
             backends |= Backends::SYSTEM;
         }
-        let reg = sink::register(&suffix, backends)?;
-        let (api_cat, marker_cat) = match opts.api {
-            GpuApi::Cuda => (cat::CUDA, cat::NVTX),
-            GpuApi::Hip => (cat::HIP, cat::ROCTX),
-        };
+        let cats = opts.backend.categories;
+        let reg = sink::register(&suffix, cats, backends)?;
         // The backend's limits, unless INJECTION_QUEUE_SIZE asked for others.
         let limits = if config.queue_kb == crate::config::DEFAULT_QUEUE_KB {
             opts.limits
@@ -403,14 +401,13 @@ impl Tracer {
             counter_requests: Mutex::new(Default::default()),
             sources: Mutex::new(Sources::default()),
             notify: Mutex::new(()),
-            capturing: AtomicBool::new(config.capture_range == CaptureRange::Whole),
+            capture_ranges: opts.capture_ranges,
+            capturing: AtomicBool::new(!opts.capture_ranges),
             captured: AtomicBool::new(false),
-            api_cat,
-            marker_cat,
             reader: Mutex::new(None),
             service_losses: Mutex::new(None),
             summary_written: AtomicBool::new(false),
-            api: opts.api,
+            info: opts.backend,
             clock: opts.clock,
             config: config.clone(),
         });
@@ -449,12 +446,13 @@ impl Tracer {
             for n in &resolved.notes {
                 crate::warn!("{n}");
             }
+            let cats_of = opts.backend.categories;
             let mut cats = Vec::new();
             if config.recording.api {
-                cats.push(cat::NAMES[api_cat]);
+                cats.push(cats_of.name(API));
             }
             if config.recording.markers {
-                cats.push(cat::NAMES[marker_cat]);
+                cats.push(cats_of.name(MARKERS));
             }
             let cfg = sink::file_trace_config(
                 &suffix,
@@ -526,6 +524,11 @@ impl Tracer {
         &self.inner.counters
     }
 
+    /// Who the backend is.
+    pub fn backend(&self) -> &BackendInfo {
+        &self.inner.info
+    }
+
     /// The configuration the tracer runs with.
     pub fn config(&self) -> &Config {
         &self.inner.config
@@ -553,16 +556,16 @@ impl Tracer {
 
     /// Whether API calls are recorded: one relaxed load.
     pub fn api_enabled(&self) -> bool {
-        te::is_category_enabled(self.inner.api_cat)
+        self.inner.info.categories.enabled(API)
     }
 
     /// Whether NVTX / roctx are recorded: one relaxed load.
     pub fn markers_enabled(&self) -> bool {
-        te::is_category_enabled(self.inner.marker_cat)
+        self.inner.info.categories.enabled(MARKERS)
     }
 
     /// The switch a backend flips at the application's capture-range calls
-    /// (see [`CaptureRange`]).
+    /// (see [`TracerOptions::capture_ranges`]).
     pub fn capture_switch(&self) -> CaptureSwitch {
         CaptureSwitch(self.inner.clone())
     }
@@ -579,14 +582,6 @@ impl Tracer {
     pub fn shutdown(&self, limit: Duration) {
         if std::process::id() != self.pid || self.shut.swap(true, Ordering::AcqRel) {
             return;
-        }
-        if self.inner.config.capture_range != CaptureRange::Whole
-            && !self.inner.captured.load(Ordering::Relaxed)
-        {
-            crate::warn!(
-                "{}=cudaProfilerApi: the application never started a capture range (cudaProfilerStart), so the trace holds no GPU work or API calls",
-                crate::config::vars::CAPTURE_RANGE
-            );
         }
         let session = self
             .session
@@ -718,12 +713,10 @@ impl CaptureSwitch {
     /// Opens (`true`) or closes a range. The backend's `sources_changed`
     /// runs on this thread before it returns, so that work the caller
     /// submits next is already inside (or outside) the range. Does nothing
-    /// without a [`CaptureRange`] limit, or when nothing changes.
+    /// without [`TracerOptions::capture_ranges`], or when nothing changes.
     pub fn set(&self, open: bool) {
         let i = &self.0;
-        if i.config.capture_range == CaptureRange::Whole
-            || i.capturing.swap(open, Ordering::AcqRel) == open
-        {
+        if !i.capture_ranges || i.capturing.swap(open, Ordering::AcqRel) == open {
             return;
         }
         if open {
@@ -736,6 +729,12 @@ impl CaptureSwitch {
     /// Whether a range is open.
     pub fn is_open(&self) -> bool {
         self.0.capturing.load(Ordering::Relaxed)
+    }
+
+    /// Whether a range was ever opened (to tell, at exit, a run whose
+    /// application never asked for recording).
+    pub fn ever_opened(&self) -> bool {
+        self.0.captured.load(Ordering::Relaxed)
     }
 }
 
@@ -774,7 +773,7 @@ fn emitter_loop(inner: Arc<Inner>) {
     };
     let mut enc = Encoder::new(
         std::process::id(),
-        inner.api,
+        inner.info,
         clock,
         sampler,
         crate::emit::Tables {
@@ -940,7 +939,7 @@ impl Pacer {
     /// in the buffer when it is answered).
     fn sync(&mut self, inner: &Inner) {
         self.wait_acks();
-        sink::flush_writers(&[inner.api_cat, inner.marker_cat]).wait(ACK_LIMIT);
+        sink::flush_writers(inner.info.categories).wait(ACK_LIMIT);
         self.flushed_at = sink::bytes_written();
     }
 
@@ -956,7 +955,7 @@ impl Pacer {
         let now = sink::bytes_written();
         if now - self.flushed_at >= self.ack_mark {
             self.wait_acks();
-            self.acks = Some(sink::flush_writers(&[inner.api_cat, inner.marker_cat]));
+            self.acks = Some(sink::flush_writers(inner.info.categories));
             self.flushed_at = now;
         }
         if now - self.requested_at >= self.read_mark {
@@ -1008,12 +1007,12 @@ fn write_group(inner: &Inner, enc: &mut Encoder, batches: &[crate::collector::Ba
     );
     let has = |f: fn(&crate::model::Event) -> bool| batches.iter().any(|b| b.events.iter().any(f));
     if has(|e| matches!(e, crate::model::Event::Api(_))) {
-        te::trace(inner.api_cat, |ctx| {
+        inner.info.categories.trace(API, &mut |ctx| {
             enc.write_api_calls(batches, &mut TeSink(ctx))
         });
     }
     if has(|e| matches!(e, crate::model::Event::Marker(_))) {
-        te::trace(inner.marker_cat, |ctx| {
+        inner.info.categories.trace(MARKERS, &mut |ctx| {
             enc.write_markers(batches, &mut TeSink(ctx))
         });
     }

@@ -42,11 +42,11 @@ fn child() {
         eprintln!("gpu-trace: {p}");
     }
     let tracer = Tracer::start(TracerOptions {
-        api: GpuApi::Cuda,
-        default_suffix: "nv",
+        backend: gpu_trace_core::testing::BACKEND,
         config,
         clock: GpuClock::Boottime,
         limits: Limits::default(),
+        capture_ranges: false,
     })
     .expect("the tracer starts in system mode");
     println!("PID={}", std::process::id());

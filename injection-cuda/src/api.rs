@@ -4,9 +4,7 @@
 //! This is the per-launch hot path. Entry stores a timestamp in CUPTI's
 //! per-call slot; exit builds an [`ApiCall`] from ids and copies it into the
 //! thread's buffer. Names are interned once per callback id; which GPU work
-//! a synchronisation waited for comes from the last submission per stream,
-//! kept in a sharded map so that threads on different streams do not share
-//! a lock.
+//! a synchronisation waited for comes from core's [`Correlator`].
 
 use cupti::Stream;
 use cupti::callback::{ApiCallback, Site};
@@ -15,6 +13,7 @@ use cupti::driver::Driver;
 use cupti::nvtx::{NvtxEvent, NvtxMessage};
 use gpu_trace_core::Recorder;
 use gpu_trace_core::clock::boottime_ns;
+use gpu_trace_core::correlate::{Correlator, StreamKey, Wait};
 use gpu_trace_core::model::{ApiCall, Marker, NameId};
 use gpu_trace_core::names::Names;
 use gpu_trace_core::sharded::Sharded;
@@ -90,10 +89,8 @@ pub(crate) struct ApiState {
     /// Callback id → name id + 1 (0: not interned yet), per domain.
     runtime_names: Vec<AtomicU32>,
     driver_names: Vec<AtomicU32>,
-    /// (context, stream) → correlation of the last work submitted.
-    last_on_stream: Sharded<(u64, u64), u64>,
-    /// event → correlation of the last work before it was recorded.
-    event_targets: Sharded<u64, u64>,
+    /// Which work each synchronisation waited for.
+    correlate: Correlator,
     nvtx_domains: Sharded<u64, NameId>,
     nvtx_strings: Mutex<FxHashMap<u64, String>>,
     /// Stream-capture begin/end callback ids: launches into a capture
@@ -120,9 +117,6 @@ pub(crate) fn ids_named(prefixes: &[&str]) -> Vec<(ApiDomain, u32)> {
     out
 }
 
-/// Upper bound on wait arrows from one device-wide synchronisation.
-const MAX_WAITS: usize = 8;
-
 impl ApiState {
     pub(crate) fn new(recorder: Recorder, names: Arc<Names>) -> Self {
         let len = |d| {
@@ -138,8 +132,7 @@ impl ApiState {
             driver_names: table(len(ApiDomain::Driver)),
             recorder,
             names,
-            last_on_stream: Sharded::new(),
-            event_targets: Sharded::new(),
+            correlate: Correlator::default(),
             nvtx_domains: Sharded::new(),
             nvtx_strings: Mutex::new(FxHashMap::default()),
             capture_begin: ids_named(&[
@@ -228,7 +221,6 @@ impl ApiState {
         let ok = rv == 0;
         let corr = cb.correlation_id() as u64;
         let ctx = cb.context_handle();
-        let mut waits: SmallVec<[u64; 2]> = SmallVec::new();
         let id = (cb.domain(), cb.cbid());
         if ok && self.capture_begin.contains(&id) {
             self.captures_active.fetch_add(1, Ordering::Relaxed);
@@ -260,40 +252,30 @@ impl ApiState {
         {
             submits = false;
         }
-        match kind {
+        // Streams are keyed within their context, whose synchronisation
+        // covers them all.
+        let stream = || StreamKey::new(ctx, stream_key(cb));
+        let waits = match kind {
             _ if submits => {
-                self.last_on_stream.set((ctx, stream_key(cb)), corr);
+                self.correlate.submitted(stream(), ctx, corr, end);
+                SmallVec::new()
             }
-            CallKind::Sync(SyncKind::Stream) => {
-                if let Some(c) = self.last_on_stream.get(&(ctx, stream_key(cb))) {
-                    waits.push(c);
-                }
-            }
+            CallKind::Sync(SyncKind::Stream) => self.correlate.waits(Wait::Stream(stream()), start),
             CallKind::Sync(SyncKind::Device | SyncKind::Context) => {
-                let mut all: SmallVec<[u64; 8]> = SmallVec::new();
-                self.last_on_stream.collect(|k, v| {
-                    if k.0 == ctx {
-                        all.push(*v);
-                    }
-                });
-                all.sort_unstable_by(|a, b| b.cmp(a));
-                waits.extend(all.into_iter().take(MAX_WAITS));
+                self.correlate.waits(Wait::Scope(ctx), start)
             }
             CallKind::EventRecord if ok => {
                 if let Some(e) = cb.event() {
-                    match self.last_on_stream.get(&(ctx, stream_key(cb))) {
-                        Some(c) => self.event_targets.set(e, c),
-                        None => self.event_targets.remove(&e),
-                    }
+                    self.correlate.event_recorded(e, stream(), start);
                 }
+                SmallVec::new()
             }
-            CallKind::Sync(SyncKind::Event) => {
-                if let Some(c) = cb.event().and_then(|e| self.event_targets.get(&e)) {
-                    waits.push(c);
-                }
-            }
-            _ => {}
-        }
+            CallKind::Sync(SyncKind::Event) => cb
+                .event()
+                .map(|e| self.correlate.waits(Wait::Event(e), start))
+                .unwrap_or_default(),
+            _ => SmallVec::new(),
+        };
         self.recorder.api(ApiCall {
             name: self.api_name(cb),
             thread: tid(),
@@ -309,7 +291,7 @@ impl ApiState {
     /// A context is going away: its streams and events are no longer valid
     /// keys (handles may be reused).
     pub(crate) fn forget_context(&self, ctx: u64) {
-        self.last_on_stream.remove_if(|k| k.0 == ctx);
+        self.correlate.forget_scope(ctx);
     }
 
     /// An NVTX call (from our NVTX injection, or CUPTI's NVTX callbacks

@@ -19,6 +19,7 @@
 mod api;
 #[doc(hidden)]
 pub mod bench;
+pub mod config;
 #[allow(unsafe_code)]
 mod ffi;
 pub mod occupancy;

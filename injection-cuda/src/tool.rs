@@ -20,16 +20,31 @@ const ACTIVITY_BUFFERS: ActivityConfig = ActivityConfig {
     max_buffers: 48,
     request_wait: gpu_trace_core::collector::STALL_LIMIT,
 };
+use crate::config::{ApiLayer, CaptureRange, CudaConfig};
 use cupti::callback::{Callback, Domain, ResourceEvent, Subscriber};
 use cupti::cbid::ApiDomain;
-use gpu_trace_core::config::{ApiLayer, CaptureRange};
-use gpu_trace_core::model::GpuApi;
 use gpu_trace_core::{
-    Backend, CaptureSwitch, Config, GpuClock, Limits, Sources, Tracer, TracerOptions,
+    Backend, BackendInfo, CaptureSwitch, Config, GpuClock, Limits, Sources, Tracer, TracerOptions,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+gpu_trace_core::track_categories! {
+    static CATEGORIES = {
+        api: ("cuda", "CUDA runtime and driver API calls on CPU threads"),
+        markers: ("nvtx", "NVTX ranges and marks"),
+    };
+}
+
+/// The CUDA backend as the trace names it.
+pub(crate) static BACKEND: BackendInfo = BackendInfo {
+    name: "CUDA",
+    categories: &CATEGORIES,
+    // Perfetto's `InternedGraphicsContext.Api.CUDA` and `gpu_api` CUDA.
+    gpu_api: 4,
+    suffix: "nv",
+};
 
 /// The tool, once started in a process.
 pub(crate) struct Tool {
@@ -89,7 +104,7 @@ impl Capture {
 }
 
 impl Shared {
-    pub(crate) fn new(tracer: &Tracer) -> Self {
+    pub(crate) fn new(tracer: &Tracer, capture_range: CaptureRange) -> Self {
         Shared {
             api: ApiState::new(tracer.recorder().clone(), tracer.names().clone()),
             records: RecordState::new(
@@ -104,7 +119,7 @@ impl Shared {
             api_on: AtomicBool::new(false),
             markers_on: AtomicBool::new(false),
             contexts: Mutex::new(Vec::new()),
-            capture: match tracer.config().capture_range {
+            capture: match capture_range {
                 CaptureRange::Whole => None,
                 CaptureRange::CudaProfilerApi => {
                     let c = Capture::new(tracer.capture_switch());
@@ -277,7 +292,10 @@ impl Tool {
         cupti::set_panic_reporter(|what, message| {
             gpu_trace_core::warn!("panic in {what}: {message}; this handler is now disabled");
         });
-        let api_layer = config.api_layer;
+        let (cuda, problems) = CudaConfig::from_env();
+        for p in &problems {
+            gpu_trace_core::warn!("{p}");
+        }
         let cupti = match Cupti::load() {
             Ok(c) => c,
             Err(e) => {
@@ -332,11 +350,11 @@ impl Tool {
         };
 
         let tracer = match Tracer::start(TracerOptions {
-            api: GpuApi::Cuda,
-            default_suffix: "nv",
+            backend: BACKEND,
             config,
             clock,
             limits: Limits::default(),
+            capture_ranges: cuda.capture_range != CaptureRange::Whole,
         }) {
             Ok(t) => t,
             Err(e) => {
@@ -345,7 +363,7 @@ impl Tool {
             }
         };
 
-        let shared = Arc::new(Shared::new(&tracer));
+        let shared = Arc::new(Shared::new(&tracer, cuda.capture_range));
         let _ = gate.set(shared.clone());
 
         let activity = {
@@ -379,7 +397,7 @@ impl Tool {
         tracer.set_backend(Box::new(CudaBackend {
             shared: shared.clone(),
             subscriber,
-            api_domains: match api_layer {
+            api_domains: match cuda.api_layer {
                 // A runtime call fires its driver call's callbacks too (with
                 // the same correlation id), so the driver layer alone sees
                 // every call that reaches the GPU, at half the callbacks.
@@ -398,6 +416,14 @@ impl Tool {
     pub(crate) fn shutdown(&self) {
         if self.tracer.gpu_enabled() {
             self.drain_gpu();
+        }
+        if let Some(c) = &self.shared.capture
+            && !c.switch.ever_opened()
+        {
+            gpu_trace_core::warn!(
+                "{}=cudaProfilerApi: the application never started a capture range (cudaProfilerStart), so the trace holds no GPU work or API calls",
+                crate::config::vars::CAPTURE_RANGE
+            );
         }
         self.tracer.shutdown(Duration::from_secs(10));
         if let Some(a) = activity::Activity::get() {

@@ -3,18 +3,16 @@
 //! This is the per-call hot path. ENTER stores a timestamp in the SDK's per-call slot; EXIT
 //! builds an [`ApiCall`] from ids and copies it into the thread's buffer. Only calls that
 //! launch, copy, set, allocate, free, synchronise or record events are subscribed. Which GPU
-//! work a synchronisation waited for comes from the last submission per stream, kept in a
-//! sharded map so that threads on different streams do not share a lock.
+//! work a synchronisation waited for comes from core's [`Correlator`].
 
 use gpu_trace_core::Recorder;
 use gpu_trace_core::clock::boottime_ns;
+use gpu_trace_core::correlate::{Correlator, StreamKey, Wait};
 use gpu_trace_core::model::{ApiCall, Marker, NameId};
 use gpu_trace_core::names::Names;
-use gpu_trace_core::sharded::Sharded;
 use rocprofiler::{CallbackEvent, HipCall, MarkerOp, Payload, Phase};
 use smallvec::SmallVec;
 use std::cell::Cell;
-use std::hash::Hash;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 thread_local! {
@@ -149,46 +147,21 @@ impl OpTable {
     }
 }
 
-/// A stream as a map key. Stream handles are process-wide, except the null stream (0), which
-/// each device has its own of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct StreamKey {
-    /// The device for the null stream; `ANY_DEVICE` for a stream handle.
-    device: i32,
-    stream: u64,
+/// A stream as the correlator keys it. Stream handles are process-wide, except the null stream
+/// (0), which each device has its own of.
+fn stream_key(device: i32, stream: u64) -> StreamKey {
+    // Device ids are small and never negative: `u64::MAX` is no device's space.
+    let space = if stream == 0 { device as u64 } else { u64::MAX };
+    StreamKey::new(space, stream)
 }
-
-const ANY_DEVICE: i32 = -1;
-
-impl StreamKey {
-    fn new(device: i32, stream: u64) -> Self {
-        Self {
-            device: if stream == 0 { device } else { ANY_DEVICE },
-            stream,
-        }
-    }
-}
-
-/// The last submission to a stream: the device it was made on, its correlation id, and when
-/// the submitting call returned.
-#[derive(Debug, Clone, Copy)]
-struct Last {
-    device: i32,
-    correlation: u64,
-    returned: u64,
-}
-
-/// Upper bound on wait arrows from one device-wide synchronisation.
-const MAX_WAITS: usize = 8;
 
 /// Everything the HIP and roctx callbacks share.
 pub(crate) struct ApiState {
     recorder: Recorder,
     names: std::sync::Arc<Names>,
     ops: OpTable,
-    last_on_stream: Sharded<StreamKey, Last>,
-    /// event → correlation of the last work before it was recorded.
-    event_targets: Sharded<u64, u64>,
+    /// Which work each synchronisation waited for.
+    correlate: Correlator,
 }
 
 impl ApiState {
@@ -197,8 +170,7 @@ impl ApiState {
             recorder,
             names,
             ops,
-            last_on_stream: Sharded::new(),
-            event_targets: Sharded::new(),
+            correlate: Correlator::default(),
         }
     }
 
@@ -250,66 +222,38 @@ impl ApiState {
         let corr = ev.correlation_id().internal;
         let device = current_device();
         let submits = ok && op.class.submits();
-        let mut waits: SmallVec<[u64; 2]> = SmallVec::new();
-        // A synchronisation (or event record) covers work whose submitting call had returned
-        // when it began; work another thread submitted meanwhile is not what it waited for.
-        let before = |l: &Last| l.returned <= start;
-        match op.class {
+        // A device-wide synchronisation covers the work submitted on its device.
+        let scope = device as u64;
+        let waits = match op.class {
             _ if submits => {
                 // A call whose stream argument is not bound here is not remembered.
-                let stream = call.stream().or(op.null_stream.then_some(0));
-                if let Some(s) = stream {
-                    self.last_on_stream.set(
-                        StreamKey::new(device, s),
-                        Last {
-                            device,
-                            correlation: corr,
-                            returned: end,
-                        },
-                    );
+                if let Some(s) = call.stream().or(op.null_stream.then_some(0)) {
+                    self.correlate
+                        .submitted(stream_key(device, s), scope, corr, end);
                 }
+                SmallVec::new()
             }
-            Class::SyncStream => {
-                waits.extend(
-                    call.stream()
-                        .and_then(|s| self.last_on_stream.get(&StreamKey::new(device, s)))
-                        .filter(before)
-                        .map(|last| last.correlation),
-                );
-            }
-            Class::SyncDevice => {
-                let mut all: SmallVec<[u64; 8]> = SmallVec::new();
-                self.last_on_stream.collect(|_, v| {
-                    if v.device == device && before(v) {
-                        all.push(v.correlation);
-                    }
-                });
-                all.sort_unstable_by(|a, b| b.cmp(a));
-                waits.extend(all.into_iter().take(MAX_WAITS));
-            }
+            Class::SyncStream => call
+                .stream()
+                .map(|s| {
+                    self.correlate
+                        .waits(Wait::Stream(stream_key(device, s)), start)
+                })
+                .unwrap_or_default(),
+            Class::SyncDevice => self.correlate.waits(Wait::Scope(scope), start),
             Class::EventRecord if ok => {
                 if let Some((event, stream)) = call.event_record() {
-                    match self
-                        .last_on_stream
-                        .get(&StreamKey::new(device, stream))
-                        .filter(before)
-                        .map(|last| last.correlation)
-                    {
-                        Some(c) => self.event_targets.set(event, c),
-                        None => self.event_targets.remove(&event),
-                    }
+                    self.correlate
+                        .event_recorded(event, stream_key(device, stream), start);
                 }
+                SmallVec::new()
             }
-            Class::SyncEvent => {
-                if let Some(c) = call
-                    .synchronized_event()
-                    .and_then(|e| self.event_targets.get(&e))
-                {
-                    waits.push(c);
-                }
-            }
-            _ => {}
-        }
+            Class::SyncEvent => call
+                .synchronized_event()
+                .map(|e| self.correlate.waits(Wait::Event(e), start))
+                .unwrap_or_default(),
+            _ => SmallVec::new(),
+        };
         self.recorder.api(ApiCall {
             name: self.name(op),
             thread: ev.thread_id() as u32,
@@ -439,7 +383,7 @@ mod tests {
 
     #[test]
     fn the_null_stream_is_per_device() {
-        assert_ne!(StreamKey::new(0, 0), StreamKey::new(1, 0));
-        assert_eq!(StreamKey::new(0, 0x5000), StreamKey::new(1, 0x5000));
+        assert_ne!(stream_key(0, 0), stream_key(1, 0));
+        assert_eq!(stream_key(0, 0x5000), stream_key(1, 0x5000));
     }
 }

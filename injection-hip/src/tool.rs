@@ -20,8 +20,9 @@ use crate::counters::Counting;
 use crate::records::{self, GpuRecords};
 use gpu_trace_core::config::Problem;
 use gpu_trace_core::guard::catch;
-use gpu_trace_core::model::GpuApi;
-use gpu_trace_core::{Backend, Config, GpuClock, Limits, Sources, Tracer, TracerOptions};
+use gpu_trace_core::{
+    Backend, BackendInfo, Config, GpuClock, Limits, Sources, Tracer, TracerOptions,
+};
 use rocprofiler::sys;
 use rocprofiler::{
     Buffer, BufferOptions, BufferTracingKind, CallbackTracingKind, ConfigureInfo, Context, Policy,
@@ -34,6 +35,25 @@ use std::time::{Duration, Instant};
 
 /// How long finalisation may wait for the trace to be written.
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
+
+gpu_trace_core::track_categories! {
+    static CATEGORIES = {
+        api: ("hip", "HIP runtime API calls on CPU threads"),
+        markers: ("roctx", "roctx ranges and marks"),
+    };
+}
+
+/// The HIP backend as the trace names it.
+static BACKEND: BackendInfo = BackendInfo {
+    name: "HIP",
+    categories: &CATEGORIES,
+    // Perfetto's `InternedGraphicsContext.Api.HIP` and `gpu_api` HIP.
+    gpu_api: 5,
+    suffix: "amd",
+};
+
+/// The CUDA backend's capture-range setting, refused here in one line.
+const CUDA_CAPTURE_RANGE: &str = "INJECTION_CAPTURE_RANGE";
 
 /// The tool, once rocprofiler-sdk configured it.
 pub(crate) struct HipTool {
@@ -372,20 +392,22 @@ impl Tool for HipTool {
             Ok(ctx)
         });
 
-        let mut config = self.config.clone();
-        if config.capture_range != gpu_trace_core::config::CaptureRange::Whole {
+        // CUDA's capture ranges follow cudaProfilerStart/Stop; HIP has no such calls to follow
+        // yet, so the setting is refused rather than silently ignored.
+        if let Some(v) = gpu_trace_core::config::env_lookup(CUDA_CAPTURE_RANGE)
+            && !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "none")
+        {
             gpu_trace_core::warn!(
-                "{}: capture ranges are CUDA-only for now; recording the whole run",
-                gpu_trace_core::config::vars::CAPTURE_RANGE
+                "{CUDA_CAPTURE_RANGE}: capture ranges are CUDA-only for now; recording the whole run"
             );
-            config.capture_range = gpu_trace_core::config::CaptureRange::Whole;
         }
+        let config = self.config.clone();
         let tracer = match Tracer::start(TracerOptions {
-            api: GpuApi::Hip,
-            default_suffix: "amd",
+            backend: BACKEND,
             config,
             clock: gpu_clock(rt),
             limits: Limits::default(),
+            capture_ranges: false,
         }) {
             Ok(t) => t,
             Err(e) => {
