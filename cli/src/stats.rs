@@ -1,6 +1,6 @@
 //! `gpu-trace stats`: nsys-stats-like summaries of a trace.
 
-use gpu_trace_core::reader::{Stage, Trace};
+use gpu_trace_reader::{Stage, Trace};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

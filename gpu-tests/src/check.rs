@@ -7,7 +7,7 @@
 
 use crate::expect::{self, Expect, Record, parse_u64};
 use crate::names::{api_base, api_is, kernel_is};
-use gpu_trace_core::reader::{ArgVal, GpuEvent, Slice, Stage, Trace};
+use gpu_trace_reader::{ArgVal, GpuEvent, Slice, Stage, Trace};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
@@ -16,7 +16,7 @@ pub const GPU_API_CUDA: u64 = 4;
 
 /// Bit that marks a GPU event id from the second id space (events after
 /// the first of one correlation: graph nodes).
-pub use gpu_trace_core::SECONDARY_EVENT_ID_BIT as SECONDARY_ID_BIT;
+pub use gpu_trace_reader::SECONDARY_EVENT_ID_BIT as SECONDARY_ID_BIT;
 
 /// Cases and the keys each must state (`prefix.` = at least one key with
 /// that prefix).

@@ -1217,7 +1217,7 @@ fn gpu_info(b: &[u8]) -> Result<Vec<DeviceInfo>, DecodeError> {
 }
 
 /// Decodes a `TraceStats` message (trace/trace_stats.proto).
-pub(crate) fn trace_stats(b: &[u8]) -> Result<ServiceLosses, DecodeError> {
+pub fn trace_stats(b: &[u8]) -> Result<ServiceLosses, DecodeError> {
     let mut l = ServiceLosses::default();
     for f in Fields::new(b) {
         let (n, v) = f?;
