@@ -159,7 +159,7 @@ pub(crate) fn summarize(t: &Trace) -> Summary {
             t.slices
                 .iter()
                 .filter(|s| s.submissions.iter().any(|id| !ids.contains_key(id)))
-                .map(|s| (s.name.clone(), s.ts))
+                .map(|s| (s.name.to_string(), s.ts))
                 .collect()
         },
         devices: t

@@ -30,7 +30,7 @@ pub fn check_files(
             return r;
         }
     };
-    match gpu_trace_reader::Trace::open(trace) {
+    match gpu_trace_reader::Trace::open_showing_progress(trace, "gpu-check:") {
         Ok(t) => check(case, label, &t, &exp, o),
         Err(e) => {
             let mut r = Report::new(label);
