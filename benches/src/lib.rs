@@ -96,3 +96,62 @@ pub fn launch(name: NameId, thread: u32, corr: u64, t: u64) -> ApiCall {
         status: 0,
     }
 }
+
+/// A trace recorded through the real in-process path: `launches` kernel
+/// launches (API slice with its submission arrow, and the kernel), every
+/// eighth followed by an asynchronous copy with its API slice, from two
+/// threads over 64 kernel classes. Written once into `dir` and reused.
+pub fn recorded_trace(dir: &std::path::Path, launches: u64) -> PathBuf {
+    use gpu_trace_core::model::{CopyKind, MemoryKind, MemoryOp, MemoryOpKind};
+    let path = dir.join(format!("recorded-{launches}.pftrace"));
+    if path.is_file() {
+        return path;
+    }
+    let (tracer, tmp) = file_tracer(&format!("recorded-{launches}"));
+    let ks = kernels(&tracer, 64);
+    let launch_name = tracer.names().intern("cudaLaunchKernel");
+    let copy_name = tracer.names().intern("cudaMemcpyAsync");
+    let rec = tracer.recorder().clone();
+    let threads = [gpu_trace_core::clock::thread_id(), 1_000_001];
+    let t0 = gpu_trace_core::clock::boottime_ns();
+    let mut corr = 0;
+    for chunk in 0..launches.div_ceil(10_000) {
+        for i in 0..10_000.min(launches - chunk * 10_000) {
+            corr += 1;
+            let t = t0 + corr * 5_000;
+            let thread = threads[(i % 2) as usize];
+            rec.api(launch(launch_name, thread, corr, t));
+            rec.kernel(kernel(ks[(i % 64) as usize], corr, t + 2_000));
+            if i % 8 == 7 {
+                corr += 1;
+                let t = t0 + corr * 5_000;
+                rec.api(launch(copy_name, thread, corr, t));
+                rec.memory(MemoryOp {
+                    device: 0,
+                    context: 1,
+                    stream: 7,
+                    correlation_id: corr,
+                    start: t + 2_000,
+                    end: t + 4_000,
+                    bytes: 1 << 20,
+                    kind: MemoryOpKind::Copy {
+                        kind: CopyKind::HtoD,
+                        src: MemoryKind::Pinned,
+                        dst: MemoryKind::Device,
+                        peer: None,
+                    },
+                    graph_node: 0,
+                });
+            }
+        }
+        tracer.flush(std::time::Duration::from_secs(30));
+    }
+    tracer.shutdown(std::time::Duration::from_secs(60));
+    let written = tracer.output_path().expect("file output").to_path_buf();
+    let _ = std::fs::create_dir_all(dir);
+    std::fs::rename(&written, &path)
+        .or_else(|_| std::fs::copy(&written, &path).map(drop))
+        .expect("keep the recorded trace");
+    let _ = std::fs::remove_dir_all(tmp);
+    path
+}

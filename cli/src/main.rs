@@ -175,7 +175,7 @@ fn record(a: RecordArgs) -> ExitCode {
     for t in &traces {
         eprintln!("gpu-trace: wrote {}", t.display());
         if !a.no_stats {
-            match gpu_trace_core::reader::Trace::open(t) {
+            match gpu_trace_reader::Trace::open_showing_progress(t, "gpu-trace:") {
                 Ok(tr) => eprint!("{}", stats::render(&stats::summarize(&tr))),
                 Err(e) => eprintln!("gpu-trace: cannot summarise {}: {e}", t.display()),
             }
@@ -204,7 +204,7 @@ fn record(a: RecordArgs) -> ExitCode {
 fn stats_cmd(a: StatsArgs) -> ExitCode {
     let mut ok = true;
     for p in &a.traces {
-        match gpu_trace_core::reader::Trace::open(p) {
+        match gpu_trace_reader::Trace::open_showing_progress(p, "gpu-trace:") {
             Ok(t) => {
                 let s = stats::summarize(&t);
                 if a.json {

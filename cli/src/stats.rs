@@ -1,6 +1,6 @@
 //! `gpu-trace stats`: nsys-stats-like summaries of a trace.
 
-use gpu_trace_core::reader::{Stage, Trace};
+use gpu_trace_reader::{Stage, Trace};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -159,7 +159,7 @@ pub(crate) fn summarize(t: &Trace) -> Summary {
             t.slices
                 .iter()
                 .filter(|s| s.submissions.iter().any(|id| !ids.contains_key(id)))
-                .map(|s| (s.name.clone(), s.ts))
+                .map(|s| (s.name.to_string(), s.ts))
                 .collect()
         },
         devices: t

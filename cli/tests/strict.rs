@@ -1,8 +1,8 @@
 //! `gpu-trace stats` on traces that report losses: the header says them,
 //! and `--strict` turns them into a failing exit status.
 
-use gpu_trace_core::pb::Writer;
-use gpu_trace_core::wire;
+use gpu_trace_reader::pb::Writer;
+use gpu_trace_reader::wire;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -7,7 +7,7 @@
 
 use crate::expect::{self, Expect, Record, parse_u64};
 use crate::names::{api_base, api_is, kernel_is};
-use gpu_trace_core::reader::{ArgVal, GpuEvent, Slice, Stage, Trace};
+use gpu_trace_reader::{ArgVal, GpuEvent, Slice, Stage, Thread, Trace};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
@@ -16,7 +16,7 @@ pub const GPU_API_CUDA: u64 = 4;
 
 /// Bit that marks a GPU event id from the second id space (events after
 /// the first of one correlation: graph nodes).
-pub use gpu_trace_core::SECONDARY_EVENT_ID_BIT as SECONDARY_ID_BIT;
+pub use gpu_trace_reader::SECONDARY_EVENT_ID_BIT as SECONDARY_ID_BIT;
 
 /// Cases and the keys each must state (`prefix.` = at least one key with
 /// that prefix).
@@ -295,7 +295,7 @@ fn stream(e: &GpuEvent) -> Option<u64> {
 }
 
 fn ctx_id(e: &GpuEvent) -> Option<u64> {
-    e.context.map(|c| c.0)
+    e.context.map(|c| c.iid)
 }
 
 fn show_names<'b>(it: impl Iterator<Item = &'b str>) -> String {
@@ -626,7 +626,7 @@ pub fn common(cx: &Ctx<'_>, o: &Options, r: &mut Report) {
     let pids: BTreeSet<i64> = t
         .gpu_events
         .iter()
-        .filter_map(|e| e.context.map(|c| c.1))
+        .filter_map(|e| e.context.map(|c| c.pid))
         .collect();
     if pids.len() > 1 {
         r.fail(format!("GPU events carry several pids: {pids:?}"));
@@ -635,7 +635,7 @@ pub fn common(cx: &Ctx<'_>, o: &Options, r: &mut Report) {
     for &i in &cx.api {
         match t.thread_of(t.slices[i].track) {
             None => off_thread += 1,
-            Some((pid, _)) if !pids.is_empty() && !pids.contains(&pid) => {
+            Some(Thread { pid, .. }) if !pids.is_empty() && !pids.contains(&pid) => {
                 r.fail(format!(
                     "API slice {} is on a thread of pid {pid}, GPU work came from {pids:?}",
                     t.slices[i].name
@@ -792,7 +792,7 @@ pub fn expectations(cx: &Ctx<'_>, e: &Expect, o: &Options, r: &mut Report) {
                     n += 1;
                     match cx.submitter(g) {
                         Some(s) if api_is(&s.name, v) => {}
-                        Some(s) => wrong.push(s.name.clone()),
+                        Some(s) => wrong.push(s.name.to_string()),
                         None => wrong.push("<no single submitter>".into()),
                     }
                 }
@@ -1319,7 +1319,7 @@ fn threads(cx: &Ctx<'_>, e: &Expect, r: &mut Report) {
     let mut per: BTreeMap<i64, (u64, BTreeSet<Option<u64>>)> = BTreeMap::new();
     for g in t.kernels() {
         let Some(s) = cx.submitter(g) else { continue };
-        let Some((_, tid)) = t.thread_of(s.track) else {
+        let Some(Thread { tid, .. }) = t.thread_of(s.track) else {
             continue;
         };
         let p = per.entry(tid).or_default();

@@ -2,7 +2,7 @@
 //!
 //! Each test program in `cuda/` and `python/` prints `EXPECT key=value ...`
 //! lines stating exactly what it did; `gpu-check` decodes the program's
-//! trace with [`gpu_trace_core::reader`] and compares. The key grammar is in
+//! trace with [`gpu_trace_reader`] and compares. The key grammar is in
 //! this crate's README; [`check::CASES`] lists the cases.
 
 pub mod check;
@@ -30,7 +30,7 @@ pub fn check_files(
             return r;
         }
     };
-    match gpu_trace_core::reader::Trace::open(trace) {
+    match gpu_trace_reader::Trace::open_showing_progress(trace, "gpu-check:") {
         Ok(t) => check(case, label, &t, &exp, o),
         Err(e) => {
             let mut r = Report::new(label);

@@ -6,7 +6,7 @@
 //! checker therefore compares normalised names, and a runtime function
 //! stands for its driver equivalents.
 
-use gpu_trace_core::reader::GpuEvent;
+use gpu_trace_reader::GpuEvent;
 
 /// The function name without leading underscores, `_ptsz` / `_ptds` and
 /// `_vNNNN` / `_v2` decorations.

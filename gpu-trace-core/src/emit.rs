@@ -72,7 +72,7 @@ pub fn secondary_event_id(pid: u32, n: u64) -> u64 {
 }
 
 /// Set in every id from the second space of [`secondary_event_id`].
-pub const SECONDARY_EVENT_ID_BIT: u64 = 1 << 63;
+pub use gpu_trace_reader::SECONDARY_EVENT_ID_BIT;
 
 const PID_MASK: u64 = (1 << 22) - 1;
 

@@ -10,6 +10,10 @@ use std::fs::OpenOptions;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+/// Set by `gpu-trace record`: a file to which every traced process appends
+/// the path of its trace, so that the launcher can summarise them.
+pub const RECORD_LOG_VAR: &str = "GPU_TRACE_RECORD_LOG";
+
 /// The program's name for file names: the script for `python train.py`,
 /// the module for `python -m pkg.mod`, else the executable's file name.
 pub fn program_name() -> String {

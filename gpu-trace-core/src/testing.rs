@@ -282,7 +282,7 @@ pub fn tp_agrees_with_reader(path: &Path, t: &Trace) -> Option<TpAgreement> {
             (
                 e.ts as i64,
                 e.dur as i64,
-                e.name.clone(),
+                e.name.to_string(),
                 e.gpu_id.unwrap_or(-1),
             )
         })
@@ -302,7 +302,12 @@ pub fn tp_agrees_with_reader(path: &Path, t: &Trace) -> Option<TpAgreement> {
     }
     let mut missing = Vec::new();
     for s in &t.slices {
-        let key = (s.ts as i64, s.dur as i64, s.name.clone(), s.depth as i64);
+        let key = (
+            s.ts as i64,
+            s.dur as i64,
+            s.name.to_string(),
+            s.depth as i64,
+        );
         match pool.get_mut(&key) {
             Some(n) if *n > 0 => *n -= 1,
             _ => missing.push(key),
@@ -330,7 +335,7 @@ pub fn tp_agrees_with_reader(path: &Path, t: &Trace) -> Option<TpAgreement> {
     let ours_instants: Vec<(i64, String)> = t
         .instants
         .iter()
-        .map(|i| (i.ts as i64, i.name.clone()))
+        .map(|i| (i.ts as i64, i.name.to_string()))
         .collect();
     same_multiset("instants (ts, name)", tp_instants, ours_instants);
 
@@ -344,12 +349,22 @@ pub fn tp_agrees_with_reader(path: &Path, t: &Trace) -> Option<TpAgreement> {
     let mut ours_flows = Vec::new();
     for s in &t.slices {
         for g in s.submissions.iter().filter_map(|id| by_id.get(id)) {
-            ours_flows.push((s.ts as i64, s.name.clone(), g.ts as i64, g.name.clone()));
+            ours_flows.push((
+                s.ts as i64,
+                s.name.to_string(),
+                g.ts as i64,
+                g.name.to_string(),
+            ));
         }
     }
     let waits = tp_wait_arrows(t);
     for (g, s) in &waits.drawn {
-        ours_flows.push((g.ts as i64, g.name.clone(), s.ts as i64, s.name.clone()));
+        ours_flows.push((
+            g.ts as i64,
+            g.name.to_string(),
+            s.ts as i64,
+            s.name.to_string(),
+        ));
     }
     let n_flows = tp_flows.len();
     same_multiset(
@@ -369,7 +384,7 @@ pub fn tp_agrees_with_reader(path: &Path, t: &Trace) -> Option<TpAgreement> {
     let ours_counters: Vec<(String, i64, i64, u64)> = t
         .counters
         .iter()
-        .map(|c| (c.name.clone(), c.gpu_id, c.ts as i64, c.value.to_bits()))
+        .map(|c| (c.name.to_string(), c.gpu_id, c.ts as i64, c.value.to_bits()))
         .collect();
     same_multiset(
         "counter values (name, gpu, ts, value bits)",
@@ -822,6 +837,7 @@ mod tests {
     }
 }
 
+#[cfg(feature = "perfetto")]
 crate::track_categories! {
     pub static TEST_CATEGORIES = {
         api: ("cuda", "API calls of the tests' simulated CUDA-like backend"),
@@ -832,6 +848,7 @@ crate::track_categories! {
 /// A backend for tests and benches that mimics the CUDA one (its category
 /// names, `gpu_api` 4 and suffix "nv"), so that their trace configs and
 /// checks read like real ones. Core itself names no backend.
+#[cfg(feature = "perfetto")]
 pub static BACKEND: crate::BackendInfo = crate::BackendInfo {
     name: "CUDA",
     categories: &TEST_CATEGORIES,

@@ -6,6 +6,7 @@ use crate::config::{Config, Mode};
 use crate::emit::{ClockSpec, Encoder, Totals};
 use crate::model::{CounterId, CounterSpec, Device, DropKind};
 use crate::names::{Kernels, Names};
+use crate::output::RECORD_LOG_VAR;
 use crate::reader::ServiceLosses;
 use crate::registry::{Counters, Devices};
 use crate::sink::{self, CounterRequest, DsSink, FileSession, TeSink};
@@ -737,10 +738,6 @@ impl CaptureSwitch {
         self.0.captured.load(Ordering::Relaxed)
     }
 }
-
-/// Set by `gpu-trace record`: a file to which every traced process appends
-/// the path of its trace, so that the launcher can summarise them.
-pub const RECORD_LOG_VAR: &str = "GPU_TRACE_RECORD_LOG";
 
 fn announce(path: &std::path::Path) {
     use std::io::Write;

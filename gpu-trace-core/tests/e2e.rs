@@ -8,7 +8,7 @@
 //! test plays the traced application.
 
 use gpu_trace_core::model::*;
-use gpu_trace_core::reader::{ArgVal, Stage, Trace};
+use gpu_trace_core::reader::{ArgVal, CounterUnits, Stage, Trace};
 use gpu_trace_core::{Backend, Config, GpuClock, Limits, Sources, Tracer, TracerOptions};
 use smallvec::smallvec;
 use std::path::{Path, PathBuf};
@@ -559,8 +559,12 @@ fn check_workload(t: &Trace, pid: i64) {
             .iter()
             .any(|k| k.name == "at::native::elementwise_kernel")
     );
-    assert_eq!(k.context.unwrap().1, pid, "context carries the process id");
-    assert_eq!(k.context.unwrap().2, 4, "context api is CUDA");
+    assert_eq!(
+        k.context.unwrap().pid,
+        pid,
+        "context carries the process id"
+    );
+    assert_eq!(k.context.unwrap().api, 4, "context api is CUDA");
     assert!(k.arg("device").is_some() && k.arg("stream").is_some());
     assert!(
         k.queue.starts_with("GPU ") && k.queue.contains(" · stream "),
@@ -630,7 +634,7 @@ fn check_workload(t: &Trace, pid: i64) {
     assert_eq!(ranges.len() as u64, THREADS);
     for r in &ranges {
         assert_eq!(r.depth, 0);
-        let (thread_pid, _) = t.thread_of(r.track).unwrap();
+        let thread_pid = t.thread_of(r.track).unwrap().pid;
         assert_eq!(thread_pid, pid);
         assert!(t.slices.iter().any(|s| s.track == r.track && s.depth == 1));
     }
@@ -665,7 +669,7 @@ fn check_workload(t: &Trace, pid: i64) {
     );
     for c in sm.iter().filter(|c| c.value > 0.0) {
         assert_eq!(c.groups, vec![6]);
-        assert_eq!(c.units.0, vec![37]);
+        assert_eq!(c.units.numerator, vec![37]);
         assert!(
             kernels
                 .iter()
@@ -675,7 +679,13 @@ fn check_workload(t: &Trace, pid: i64) {
         );
     }
     if let Some(dram) = t.counters.iter().find(|c| c.name.starts_with("dram__")) {
-        assert_eq!(dram.units, (vec![7], vec![22]));
+        assert_eq!(
+            dram.units,
+            CounterUnits {
+                numerator: vec![7],
+                denominator: vec![22]
+            }
+        );
     }
 
     // Clock: GPU events convert back to BOOTTIME near the API calls.

@@ -774,7 +774,7 @@ data_sources { config { name: "gpu.counters.nv" } }
     assert!(
         t.gpu_events
             .iter()
-            .all(|e| e.context.map(|c| c.1) == Some(pid as i64))
+            .all(|e| e.context.map(|c| c.pid) == Some(pid as i64))
     );
 }
 
@@ -853,7 +853,7 @@ fn two_traced_processes_land_in_one_file() {
     let mut pids_seen: Vec<i64> = t
         .gpu_events
         .iter()
-        .filter_map(|e| e.context.map(|c| c.1))
+        .filter_map(|e| e.context.map(|c| c.pid))
         .collect();
     pids_seen.sort_unstable();
     pids_seen.dedup();

@@ -315,7 +315,7 @@ fn api_callbacks_from_several_threads() {
     // Each scripted thread's calls are on its own thread track, with its launches.
     let mut per_thread: BTreeMap<i64, u64> = BTreeMap::new();
     for x in t.slices.iter().filter(|x| x.name == "cuLaunchKernel") {
-        let (_, tid) = t.thread_of(x.track).expect("on a thread track");
+        let tid = t.thread_of(x.track).expect("on a thread track").tid;
         *per_thread.entry(tid).or_default() += 1;
     }
     let mut got: Vec<u64> = per_thread.values().copied().collect();

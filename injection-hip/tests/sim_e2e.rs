@@ -443,7 +443,7 @@ fn check_in_tp(
     // GPU work into the synchronising call: the last work of the stream, event or device.
     let mut want_submitters: BTreeMap<String, u64> = BTreeMap::new();
     for x in t.slices.iter().filter(|x| !x.submissions.is_empty()) {
-        *want_submitters.entry(x.name.clone()).or_default() += 1;
+        *want_submitters.entry(x.name.to_string()).or_default() += 1;
     }
     let launches = expected.hip_calls["hipLaunchKernel"];
     assert_eq!(want_submitters.get("hipLaunchKernel"), Some(&launches));
@@ -474,8 +474,8 @@ fn check_in_tp(
     let mut rows = waits.clone();
     for (g, x) in &hidden {
         rows.push(vec![
-            x.name.clone(),
-            g.name.clone(),
+            x.name.to_string(),
+            g.name.to_string(),
             g.gpu_id.unwrap().to_string(),
             u8::from(g.ts + g.dur <= x.ts + x.dur).to_string(),
         ]);
@@ -789,7 +789,7 @@ fn check_api(
     assert!(calls.remove("hipSetDevice").is_some());
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     for x in &hip {
-        *seen.entry(x.name.clone()).or_default() += 1;
+        *seen.entry(x.name.to_string()).or_default() += 1;
         assert_eq!(x.gpu_api, Some(5), "gpu_api is HIP");
     }
     assert_eq!(seen, calls);
@@ -797,7 +797,7 @@ fn check_api(
     // On the application's threads, each thread on its own track.
     let mut tids: Vec<i64> = hip
         .iter()
-        .map(|x| t.thread_of(x.track).expect("a thread track").1)
+        .map(|x| t.thread_of(x.track).expect("a thread track").tid)
         .collect();
     tids.sort_unstable();
     tids.dedup();
@@ -832,7 +832,7 @@ fn check_api(
             per_thread
                 .entry(x.track)
                 .or_default()
-                .push((g.name.clone(), g.gpu_id.unwrap() as u32));
+                .push((g.name.to_string(), g.gpu_id.unwrap() as u32));
         }
     }
     let mut traced: Vec<Work> = per_thread
@@ -972,7 +972,10 @@ fn check_counters(t: &Trace, kernels: &[&GpuEvent], s: &Script, sc: &Scenario) {
             .iter()
             .filter(|c| c.gpu_id == device as i64 && c.ts == k.ts && c.value != 0.0)
         {
-            assert!(got.insert(c.name.clone(), c.value).is_none(), "{c:?} twice");
+            assert!(
+                got.insert(c.name.to_string(), c.value).is_none(),
+                "{c:?} twice"
+            );
             assert!(c.ts >= k.ts && c.ts < k.ts + k.dur);
             assert_eq!(c.groups, vec![6], "COMPUTE group");
         }
@@ -1408,7 +1411,7 @@ fn system_mode_records_the_scripted_program_into_a_real_traced() {
     calls.remove("hipSetDevice");
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     for x in t.slices.iter().filter(|x| x.name.starts_with("hip")) {
-        *seen.entry(x.name.clone()).or_default() += 1;
+        *seen.entry(x.name.to_string()).or_default() += 1;
     }
     assert_eq!(seen, calls);
     assert_eq!(

@@ -1,0 +1,34 @@
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+//! `gpu-trace-reader` decoding a trace recorded through the real in-process
+//! path (1M kernel launches with API slices and flows, 125k copies), in
+//! bytes of trace per second. The trace is recorded once and kept in
+//! cargo's target tmpdir.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use gpu_trace_benches::recorded_trace;
+use gpu_trace_core::reader::Trace;
+use std::path::Path;
+
+const LAUNCHES: u64 = 1_000_000;
+
+fn read(c: &mut Criterion) {
+    let path = recorded_trace(Path::new(env!("CARGO_TARGET_TMPDIR")), LAUNCHES);
+    let bytes = std::fs::metadata(&path).expect("trace").len();
+    let t = Trace::open(&path).expect("trace decodes");
+    // A benchmark of a reader that silently decodes nothing would be
+    // worthless.
+    assert_eq!(t.kernels().count() as u64, LAUNCHES, "{:?}", t.problems);
+    assert!(
+        t.slices.len() as u64 >= LAUNCHES,
+        "{} slices",
+        t.slices.len()
+    );
+    let mut g = c.benchmark_group("reader");
+    g.throughput(Throughput::Bytes(bytes));
+    g.sample_size(10);
+    g.bench_function("open", |b| b.iter(|| Trace::open(&path).expect("decodes")));
+    g.finish();
+}
+
+criterion_group!(benches, read);
+criterion_main!(benches);

@@ -1,0 +1,1021 @@
+//! Packet decoding: per-sequence interning and incremental state, resolved
+//! the way trace_processor resolves them.
+
+use crate::model::{
+    ArgVal, Args, Context, CounterUnits, CounterValue, DeviceInfo, GpuEvent, KernelInfo, LogLine,
+    Stage, Str, Thread, TrackInfo,
+};
+use crate::pb::{DecodeError, Fields, Value};
+use crate::stats::trace_stats;
+use crate::trace::Trace;
+use crate::wire;
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+
+/// An interned `GpuRenderStageSpecification` (a stage or a hardware queue).
+struct Spec {
+    name: Str,
+    description: Str,
+    stage: Stage,
+}
+
+/// An interned `InternedGraphicsContext`.
+#[derive(Clone, Copy)]
+struct ContextInfo {
+    pid: i64,
+    api: u64,
+}
+
+/// One counter of an interned `GpuCounterDescriptor`.
+#[derive(Clone, Default)]
+struct CounterSpec {
+    name: Str,
+    description: Str,
+    groups: Vec<u64>,
+    units: CounterUnits,
+}
+
+/// An interned counter descriptor: the GPU it is for and its counters by id.
+struct CounterDesc {
+    gpu_id: i64,
+    specs: FxHashMap<u64, CounterSpec>,
+}
+
+/// A sequence-scoped incremental clock, anchored by a `ClockSnapshot`.
+struct IncrementalClock {
+    /// The clock's current value (the sum of deltas since the snapshot).
+    value: u64,
+    /// BOOTTIME at the snapshot.
+    boot_at_base: u64,
+    /// The clock's value at the snapshot.
+    base: u64,
+}
+
+/// A point of a global custom clock (`ClockSnapshot`): its value and
+/// BOOTTIME at the same instant.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct ClockPoint {
+    value: u64,
+    boot: u64,
+}
+
+/// The incremental state of one packet sequence.
+#[derive(Default)]
+struct Seq {
+    specs: FxHashMap<u64, Spec>,
+    contexts: FxHashMap<u64, ContextInfo>,
+    kernels: FxHashMap<u64, Arc<KernelInfo>>,
+    arg_names: FxHashMap<u64, Str>,
+    event_names: FxHashMap<u64, Str>,
+    annotation_names: FxHashMap<u64, Str>,
+    counter_descs: FxHashMap<u64, CounterDesc>,
+    default_clock: Option<u32>,
+    default_track: Option<u64>,
+    incremental: FxHashMap<u32, IncrementalClock>,
+}
+
+/// A packet's timestamp, in BOOTTIME or still on a global custom clock
+/// (resolved once every snapshot is known).
+#[derive(Clone, Copy)]
+enum Ts {
+    Boot(u64),
+    Custom { clock: u32, value: u64 },
+}
+
+/// A timestamp on a custom clock, to be written into item `index` of the
+/// GPU events or counters at the end.
+struct Pending {
+    index: usize,
+    clock: u32,
+    value: u64,
+}
+
+/// Where a track event sorts and what it does; begins and instants have
+/// their content in [`RawTe`] at `slot` (ends carry nothing else).
+pub(crate) struct TeKey {
+    pub(crate) ts: u64,
+    /// File order, among equal times.
+    pub(crate) order: u32,
+    pub(crate) slot: u32,
+    pub(crate) ty: u64,
+    pub(crate) track: u64,
+}
+
+/// The content of a slice begin or an instant, before pairing.
+pub(crate) struct RawTe {
+    pub(crate) name: Str,
+    pub(crate) submissions: Vec<u64>,
+    pub(crate) waits: Vec<u64>,
+    pub(crate) gpu_api: Option<u64>,
+    pub(crate) args: Args,
+}
+
+/// What the packets decode into, apart from the sequences' state.
+struct Out {
+    t: Trace,
+    /// Track events, for sorting and pairing.
+    te: Vec<Option<RawTe>>,
+    te_keys: Vec<TeKey>,
+    gpu_pending: Vec<Pending>,
+    counter_pending: Vec<Pending>,
+    snapshots: FxHashMap<u32, Vec<ClockPoint>>,
+    empty: Str,
+}
+
+/// Decodes packets one at a time.
+pub(crate) struct Decoder {
+    seqs: FxHashMap<u32, Seq>,
+    out: Out,
+}
+
+/// Payload fields this reader decodes.
+fn is_payload(n: u32) -> bool {
+    matches!(
+        n,
+        wire::packet::CLOCK_SNAPSHOT
+            | wire::packet::GPU_RENDER_STAGE_EVENT
+            | wire::packet::TRACK_EVENT
+            | wire::packet::TRACK_DESCRIPTOR
+            | wire::packet::GPU_COUNTER_EVENT
+            | wire::packet::GPU_LOG
+            | wire::packet::GPU_INFO
+            | wire::packet::TRACE_STATS
+            | wire::packet::TRACE_CONFIG
+    )
+}
+
+impl Decoder {
+    pub(crate) fn new() -> Self {
+        Self {
+            seqs: FxHashMap::default(),
+            out: Out {
+                t: Trace::default(),
+                te: Vec::new(),
+                te_keys: Vec::new(),
+                gpu_pending: Vec::new(),
+                counter_pending: Vec::new(),
+                snapshots: FxHashMap::default(),
+                empty: Str::from(""),
+            },
+        }
+    }
+
+    pub(crate) fn problem(&mut self, p: String) {
+        self.out.t.problems.push(p);
+    }
+
+    /// Decodes one `TracePacket`.
+    pub(crate) fn packet(&mut self, p: &[u8]) -> Result<(), DecodeError> {
+        self.out.t.packets += 1;
+        let mut seq_id = 0u32;
+        let mut flags = 0u64;
+        let mut ts = None;
+        let mut clock = None;
+        let mut state = false;
+        // Most packets carry one payload; more than two are decoded in a
+        // second pass.
+        let mut payloads: [(u32, &[u8]); 2] = [(0, &[]); 2];
+        let mut n_payloads = 0;
+        for f in Fields::new(p) {
+            let (n, v) = f?;
+            match n {
+                wire::packet::SEQUENCE_ID => seq_id = v.as_u64().unwrap_or(0) as u32,
+                wire::packet::SEQUENCE_FLAGS => flags = v.as_u64().unwrap_or(0),
+                wire::packet::TIMESTAMP => ts = v.as_u64(),
+                wire::packet::TIMESTAMP_CLOCK_ID => clock = v.as_u64().map(|c| c as u32),
+                wire::packet::DEFAULTS | wire::packet::INTERNED_DATA => state = true,
+                n if is_payload(n) => {
+                    if let Value::Len(b) = v {
+                        if n_payloads < payloads.len() {
+                            payloads[n_payloads] = (n, b);
+                        }
+                        n_payloads += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if flags & wire::packet::SEQ_INCREMENTAL_STATE_CLEARED != 0 {
+            self.seqs.insert(seq_id, Seq::default());
+        }
+        let seq = self.seqs.entry(seq_id).or_default();
+        // Defaults and interned data first: they apply to this packet too.
+        if state {
+            for f in Fields::new(p) {
+                match f? {
+                    (wire::packet::DEFAULTS, Value::Len(b)) => defaults(seq, b),
+                    (wire::packet::INTERNED_DATA, Value::Len(b)) => intern(seq, b)?,
+                    _ => {}
+                }
+            }
+        }
+        let out = &mut self.out;
+        let clock_id = clock.or(seq.default_clock).unwrap_or(wire::clock::BOOTTIME);
+        let raw_ts = ts.unwrap_or(0);
+        let stamp = if clock_id == wire::clock::BOOTTIME || ts.is_none() {
+            Ts::Boot(raw_ts)
+        } else if clock_id >= 128 {
+            if !out.t.custom_clocks_used.contains(&clock_id) {
+                out.t.custom_clocks_used.push(clock_id);
+            }
+            Ts::Custom {
+                clock: clock_id,
+                value: raw_ts,
+            }
+        } else if let Some(c) = seq.incremental.get_mut(&clock_id) {
+            c.value = c.value.wrapping_add(raw_ts);
+            Ts::Boot(c.boot_at_base.wrapping_add(c.value.wrapping_sub(c.base)))
+        } else {
+            // Other builtin clocks are not converted by this reader.
+            Ts::Boot(raw_ts)
+        };
+        if n_payloads <= payloads.len() {
+            for &(n, b) in &payloads[..n_payloads] {
+                out.payload(seq, seq_id, n, b, stamp, ts.is_some())?;
+            }
+        } else {
+            for f in Fields::new(p) {
+                if let (n, Value::Len(b)) = f?
+                    && is_payload(n)
+                {
+                    out.payload(seq, seq_id, n, b, stamp, ts.is_some())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolves custom clocks and pairs slices.
+    pub(crate) fn finish(self) -> Trace {
+        let mut out = self.out;
+        for list in out.snapshots.values_mut() {
+            list.sort();
+        }
+        let mut problems = Vec::new();
+        let snapshots = &out.snapshots;
+        let mut resolve = |p: &Pending| -> u64 {
+            match snapshots.get(&p.clock) {
+                Some(list) if !list.is_empty() => {
+                    let i = list.partition_point(|c| c.value <= p.value);
+                    let c = list[i.saturating_sub(1)];
+                    (c.boot as i128 + (p.value as i128 - c.value as i128)) as u64
+                }
+                _ => {
+                    problems.push(format!("clock {} used without a ClockSnapshot", p.clock));
+                    p.value
+                }
+            }
+        };
+        for p in &out.gpu_pending {
+            out.t.gpu_events[p.index].ts = resolve(p);
+        }
+        for p in &out.counter_pending {
+            out.t.counters[p.index].ts = resolve(p);
+        }
+        problems.dedup();
+        out.t.problems.extend(problems);
+        out.t.pair_slices(out.te, out.te_keys);
+        out.t
+    }
+}
+
+impl Out {
+    fn payload(
+        &mut self,
+        seq: &mut Seq,
+        seq_id: u32,
+        n: u32,
+        b: &[u8],
+        stamp: Ts,
+        has_ts: bool,
+    ) -> Result<(), DecodeError> {
+        match n {
+            wire::packet::CLOCK_SNAPSHOT => {
+                let clocks = parse_snapshot(b)?;
+                let boot = clocks
+                    .iter()
+                    .find(|c| c.id == wire::clock::BOOTTIME)
+                    .map(|c| c.value);
+                if let Some(boot) = boot {
+                    for c in &clocks {
+                        if c.id >= 128 {
+                            self.snapshots.entry(c.id).or_default().push(ClockPoint {
+                                value: c.value,
+                                boot,
+                            });
+                        } else if c.incremental {
+                            seq.incremental.insert(
+                                c.id,
+                                IncrementalClock {
+                                    value: c.value,
+                                    boot_at_base: boot,
+                                    base: c.value,
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            wire::packet::GPU_RENDER_STAGE_EVENT => {
+                let mut e = render_stage(seq, b, seq_id, &self.empty, &mut self.t.problems)?;
+                match stamp {
+                    Ts::Boot(v) => e.ts = v,
+                    Ts::Custom { clock, value } => self.gpu_pending.push(Pending {
+                        index: self.t.gpu_events.len(),
+                        clock,
+                        value,
+                    }),
+                }
+                self.t.gpu_events.push(e);
+            }
+            wire::packet::TRACK_EVENT => {
+                let Ts::Boot(v) = stamp else {
+                    self.t.problems.push(
+                        "track event on a custom clock (not supported by this reader)".into(),
+                    );
+                    return Ok(());
+                };
+                let (ty, track, e) = track_event(seq, b, &self.empty)?;
+                if !matches!(
+                    ty,
+                    wire::track_event::TYPE_SLICE_BEGIN
+                        | wire::track_event::TYPE_SLICE_END
+                        | wire::track_event::TYPE_INSTANT
+                ) {
+                    return Ok(());
+                }
+                self.te_keys.push(TeKey {
+                    ts: v,
+                    order: self.te_keys.len() as u32,
+                    slot: self.te.len() as u32,
+                    ty,
+                    track,
+                });
+                if ty != wire::track_event::TYPE_SLICE_END {
+                    self.te.push(Some(e));
+                }
+            }
+            wire::packet::TRACK_DESCRIPTOR => {
+                let (uuid, info) = track_descriptor(b)?;
+                self.t.tracks.insert(uuid, info);
+            }
+            wire::packet::GPU_COUNTER_EVENT => {
+                if !has_ts {
+                    self.t
+                        .problems
+                        .push("counter event without timestamp".into());
+                }
+                let first = self.t.counters.len();
+                counter_event(seq, b, &mut self.t.counters, &mut self.t.problems)?;
+                match stamp {
+                    Ts::Boot(v) => self.t.counters[first..].iter_mut().for_each(|c| c.ts = v),
+                    Ts::Custom { clock, value } => {
+                        for index in first..self.t.counters.len() {
+                            self.counter_pending.push(Pending {
+                                index,
+                                clock,
+                                value,
+                            });
+                        }
+                    }
+                }
+            }
+            wire::packet::GPU_LOG => self.t.logs.push(gpu_log(b)?),
+            wire::packet::GPU_INFO => self.t.devices = gpu_info(b)?,
+            wire::packet::TRACE_STATS => self.t.losses = Some(trace_stats(b)?),
+            wire::packet::TRACE_CONFIG => self.t.data_sources.extend(config_sources(b)?),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+fn s(v: &Value<'_>) -> String {
+    v.as_bytes()
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default()
+}
+
+fn text(v: &Value<'_>) -> Str {
+    Str::from_utf8_lossy(v.as_bytes().unwrap_or_default())
+}
+
+fn defaults(seq: &mut Seq, b: &[u8]) {
+    for (n, v) in Fields::new(b).map_while(Result::ok) {
+        match n {
+            wire::packet::DEFAULTS_CLOCK_ID => seq.default_clock = v.as_u64().map(|c| c as u32),
+            wire::packet::DEFAULTS_TRACK_EVENT => {
+                for (tn, tv) in Fields::new(v.as_bytes().unwrap_or_default()).map_while(Result::ok)
+                {
+                    if tn == wire::track_event::TRACK_UUID {
+                        seq.default_track = tv.as_u64();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn intern(seq: &mut Seq, b: &[u8]) -> Result<(), DecodeError> {
+    for f in Fields::new(b) {
+        let (n, v) = f?;
+        let Value::Len(m) = v else { continue };
+        match n {
+            wire::interned::GPU_SPECIFICATIONS => {
+                let (mut iid, mut name, mut description) = (0, None, None);
+                for f in Fields::new(m) {
+                    let (n, v) = f?;
+                    match n {
+                        wire::spec::IID => iid = v.as_u64().unwrap_or(0),
+                        wire::spec::NAME => name = Some(text(&v)),
+                        wire::spec::DESCRIPTION => description = Some(text(&v)),
+                        _ => {}
+                    }
+                }
+                let name = name.unwrap_or_default();
+                let stage = Stage::from_name(&name);
+                seq.specs.insert(
+                    iid,
+                    Spec {
+                        name,
+                        description: description.unwrap_or_default(),
+                        stage,
+                    },
+                );
+            }
+            wire::interned::GRAPHICS_CONTEXTS => {
+                let (mut iid, mut c) = (0, ContextInfo { pid: 0, api: 0 });
+                for f in Fields::new(m) {
+                    let (n, v) = f?;
+                    match n {
+                        wire::context::IID => iid = v.as_u64().unwrap_or(0),
+                        wire::context::PID => c.pid = v.as_u64().unwrap_or(0) as i64,
+                        wire::context::API => c.api = v.as_u64().unwrap_or(0),
+                        _ => {}
+                    }
+                }
+                seq.contexts.insert(iid, c);
+            }
+            wire::interned::COMPUTE_KERNELS => {
+                let mut iid = 0;
+                let mut k = KernelInfo::default();
+                for f in Fields::new(m) {
+                    let (n, v) = f?;
+                    match n {
+                        wire::kernel::IID => iid = v.as_u64().unwrap_or(0),
+                        wire::kernel::NAME => k.name = s(&v),
+                        wire::kernel::DEMANGLED_NAME => k.demangled = s(&v),
+                        wire::kernel::ARCH => k.arch = s(&v),
+                        wire::kernel::ARGS => {
+                            if let Some(a) = compute_arg(seq, v.as_bytes().unwrap_or_default())? {
+                                k.args.push(a);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                seq.kernels.insert(iid, Arc::new(k));
+            }
+            wire::interned::COMPUTE_ARG_NAMES => {
+                let (iid, name) = iid_name(m)?;
+                seq.arg_names.insert(iid, name);
+            }
+            wire::interned::EVENT_NAMES => {
+                let (iid, name) = iid_name(m)?;
+                seq.event_names.insert(iid, name);
+            }
+            wire::interned::DEBUG_ANNOTATION_NAMES => {
+                let (iid, name) = iid_name(m)?;
+                seq.annotation_names.insert(iid, name);
+            }
+            wire::interned::GPU_COUNTER_DESCRIPTORS => {
+                let (iid, desc) = counter_descriptor(m)?;
+                seq.counter_descs.insert(iid, desc);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn counter_descriptor(m: &[u8]) -> Result<(u64, CounterDesc), DecodeError> {
+    let mut iid = 0;
+    let mut d = CounterDesc {
+        gpu_id: 0,
+        specs: FxHashMap::default(),
+    };
+    for f in Fields::new(m) {
+        let (n, v) = f?;
+        match n {
+            wire::counters::IDESC_IID => iid = v.as_u64().unwrap_or(0),
+            wire::counters::IDESC_GPU_ID => d.gpu_id = v.as_u64().unwrap_or(0) as i64,
+            wire::counters::IDESC_DESCRIPTOR => {
+                for f in Fields::new(v.as_bytes().unwrap_or_default()) {
+                    let (n, v) = f?;
+                    if n != wire::counters::DESC_SPECS {
+                        continue;
+                    }
+                    let mut id = 0;
+                    let mut sp = CounterSpec::default();
+                    for f in Fields::new(v.as_bytes().unwrap_or_default()) {
+                        let (n, v) = f?;
+                        let x = || v.as_u64().unwrap_or(0);
+                        match n {
+                            wire::counters::SPEC_COUNTER_ID => id = x(),
+                            wire::counters::SPEC_NAME => sp.name = text(&v),
+                            wire::counters::SPEC_DESCRIPTION => sp.description = text(&v),
+                            wire::counters::SPEC_GROUPS => sp.groups.push(x()),
+                            wire::counters::SPEC_NUM_UNITS => sp.units.numerator.push(x()),
+                            wire::counters::SPEC_DEN_UNITS => sp.units.denominator.push(x()),
+                            _ => {}
+                        }
+                    }
+                    d.specs.insert(id, sp);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok((iid, d))
+}
+
+fn iid_name(m: &[u8]) -> Result<(u64, Str), DecodeError> {
+    let (mut iid, mut name) = (0, None);
+    for f in Fields::new(m) {
+        let (n, v) = f?;
+        match n {
+            wire::interned::IID => iid = v.as_u64().unwrap_or(0),
+            wire::interned::NAME => name = Some(text(&v)),
+            _ => {}
+        }
+    }
+    Ok((iid, name.unwrap_or_default()))
+}
+
+fn compute_arg(seq: &Seq, m: &[u8]) -> Result<Option<(Str, ArgVal)>, DecodeError> {
+    let (mut name, mut val) = (None, None);
+    for f in Fields::new(m) {
+        let (n, v) = f?;
+        match n {
+            wire::arg::NAME_IID => {
+                let iid = v.as_u64().unwrap_or(0);
+                name = Some(match seq.arg_names.get(&iid) {
+                    Some(n) => n.clone(),
+                    None => format!("<unresolved arg name {iid}>").into(),
+                });
+            }
+            wire::arg::NAME => name = Some(text(&v)),
+            wire::arg::INT => val = v.as_u64().map(|x| ArgVal::Int(x as i64)),
+            wire::arg::UINT => val = v.as_u64().map(ArgVal::Uint),
+            wire::arg::DOUBLE => val = v.as_f64().map(ArgVal::Double),
+            wire::arg::STRING => val = Some(ArgVal::Str(s(&v))),
+            _ => {}
+        }
+    }
+    Ok(name.zip(val))
+}
+
+/// How many args a `ComputeKernelLaunch` has, to allocate them once.
+fn count_args(launch: Option<&[u8]>) -> usize {
+    Fields::new(launch.unwrap_or_default())
+        .map_while(Result::ok)
+        .filter(|(n, _)| *n == wire::rse::LAUNCH_ARGS)
+        .count()
+}
+
+fn dim3(m: &[u8]) -> Result<[u32; 3], DecodeError> {
+    let mut d = [0u32; 3];
+    for f in Fields::new(m) {
+        let (n, v) = f?;
+        let x = v.as_u64().unwrap_or(0) as u32;
+        match n {
+            wire::rse::X => d[0] = x,
+            wire::rse::Y => d[1] = x,
+            wire::rse::Z => d[2] = x,
+            _ => {}
+        }
+    }
+    Ok(d)
+}
+
+fn render_stage(
+    seq: &Seq,
+    b: &[u8],
+    seq_id: u32,
+    empty: &Str,
+    problems: &mut Vec<String>,
+) -> Result<GpuEvent, DecodeError> {
+    let mut e = GpuEvent {
+        event_id: 0,
+        ts: 0,
+        dur: 0,
+        gpu_id: None,
+        stage: Stage::Other(empty.clone()),
+        name: empty.clone(),
+        queue: empty.clone(),
+        queue_description: empty.clone(),
+        context: None,
+        kernel: None,
+        grid: None,
+        block: None,
+        args: Vec::new(),
+        sequence: seq_id,
+    };
+    let mut has_id = false;
+    let mut name_iid = None;
+    for f in Fields::new(b) {
+        let (n, v) = f?;
+        match n {
+            wire::rse::EVENT_ID => {
+                has_id = true;
+                e.event_id = v.as_u64().unwrap_or(0)
+            }
+            wire::rse::DURATION => e.dur = v.as_u64().unwrap_or(0),
+            wire::rse::GPU_ID => e.gpu_id = v.as_u64().map(|x| x as i64),
+            wire::rse::HW_QUEUE_IID => {
+                let iid = v.as_u64().unwrap_or(0);
+                match seq.specs.get(&iid) {
+                    Some(sp) => {
+                        e.queue = sp.name.clone();
+                        e.queue_description = sp.description.clone();
+                    }
+                    None => problems.push(format!("hw_queue_iid {iid} not interned")),
+                }
+            }
+            wire::rse::STAGE_IID => {
+                let iid = v.as_u64().unwrap_or(0);
+                match seq.specs.get(&iid) {
+                    Some(sp) => {
+                        e.stage = sp.stage.clone();
+                        if e.name.is_empty() {
+                            e.name = sp.name.clone();
+                        }
+                    }
+                    None => problems.push(format!("stage_iid {iid} not interned")),
+                }
+            }
+            wire::rse::CONTEXT => {
+                let iid = v.as_u64().unwrap_or(0);
+                match seq.contexts.get(&iid) {
+                    Some(c) => {
+                        e.context = Some(Context {
+                            iid,
+                            pid: c.pid,
+                            api: c.api,
+                        })
+                    }
+                    None => problems.push(format!("context {iid:#x} not interned")),
+                }
+            }
+            wire::rse::KERNEL_IID => {
+                let iid = v.as_u64().unwrap_or(0);
+                match seq.kernels.get(&iid) {
+                    Some(k) => e.kernel = Some(k.clone()),
+                    None => problems.push(format!("kernel_iid {iid} not interned")),
+                }
+            }
+            wire::rse::NAME_IID => name_iid = v.as_u64(),
+            wire::rse::LAUNCH => {
+                for f in Fields::new(v.as_bytes().unwrap_or_default()) {
+                    let (n, v) = f?;
+                    let m = v.as_bytes().unwrap_or_default();
+                    match n {
+                        wire::rse::LAUNCH_GRID => e.grid = Some(dim3(m)?),
+                        wire::rse::LAUNCH_WORKGROUP => e.block = Some(dim3(m)?),
+                        wire::rse::LAUNCH_ARGS => {
+                            if let Some(a) = compute_arg(seq, m)? {
+                                if a.0.starts_with("<unresolved") {
+                                    problems.push(a.0.to_string());
+                                }
+                                if e.args.is_empty() {
+                                    e.args.reserve_exact(count_args(v.as_bytes()));
+                                }
+                                e.args.push(a);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(iid) = name_iid {
+        match seq.event_names.get(&iid) {
+            Some(n) => e.name = n.clone(),
+            None => problems.push(format!("name_iid {iid} not in event_names")),
+        }
+    }
+    if !has_id {
+        problems.push("render stage without event_id".into());
+    }
+    Ok(e)
+}
+
+fn annotation(seq: &Seq, m: &[u8]) -> Result<Option<(Str, ArgVal)>, DecodeError> {
+    let (mut name, mut val) = (None, None);
+    for f in Fields::new(m) {
+        let (n, v) = f?;
+        match n {
+            // name_iid
+            1 => {
+                name = v
+                    .as_u64()
+                    .and_then(|i| seq.annotation_names.get(&i).cloned())
+            }
+            wire::debug_annotation::NAME => name = Some(text(&v)),
+            wire::debug_annotation::UINT => val = v.as_u64().map(ArgVal::Uint),
+            wire::debug_annotation::INT => val = v.as_u64().map(|x| ArgVal::Int(x as i64)),
+            wire::debug_annotation::STRING => val = Some(ArgVal::Str(s(&v))),
+            // bool_value, double_value
+            2 => val = v.as_u64().map(ArgVal::Uint),
+            5 => val = v.as_f64().map(ArgVal::Double),
+            _ => {}
+        }
+    }
+    Ok(name.zip(val))
+}
+
+/// A track event's type, track and content.
+fn track_event(seq: &Seq, b: &[u8], empty: &Str) -> Result<(u64, u64, RawTe), DecodeError> {
+    let mut ty = 0;
+    let mut track = seq.default_track.unwrap_or(0);
+    let mut e = RawTe {
+        name: empty.clone(),
+        submissions: Vec::new(),
+        waits: Vec::new(),
+        gpu_api: None,
+        args: Vec::new(),
+    };
+    for f in Fields::new(b) {
+        let (n, v) = f?;
+        match n {
+            wire::track_event::TYPE => ty = v.as_u64().unwrap_or(0),
+            wire::track_event::TRACK_UUID => track = v.as_u64().unwrap_or(0),
+            wire::track_event::NAME_IID => {
+                let iid = v.as_u64().unwrap_or(0);
+                e.name = match seq.event_names.get(&iid) {
+                    Some(n) => n.clone(),
+                    None => format!("<unresolved name {iid}>").into(),
+                };
+            }
+            wire::track_event::NAME => e.name = text(&v),
+            wire::track_event::GPU_API => e.gpu_api = v.as_u64(),
+            wire::track_event::GPU_CORRELATION => {
+                for f in Fields::new(v.as_bytes().unwrap_or_default()) {
+                    let (n, v) = f?;
+                    match (n, v) {
+                        (wire::track_event::SUBMISSION_IDS, Value::Varint(x)) => {
+                            e.submissions.push(x)
+                        }
+                        (wire::track_event::WAIT_IDS, Value::Varint(x)) => e.waits.push(x),
+                        (wire::track_event::SUBMISSION_IDS, Value::Len(p)) => {
+                            packed(p, &mut e.submissions)?
+                        }
+                        (wire::track_event::WAIT_IDS, Value::Len(p)) => packed(p, &mut e.waits)?,
+                        _ => {}
+                    }
+                }
+            }
+            wire::track_event::DEBUG_ANNOTATIONS => {
+                if let Some(a) = annotation(seq, v.as_bytes().unwrap_or_default())? {
+                    e.args.push(a);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok((ty, track, e))
+}
+
+/// Appends the packed varints of `p` to `out`.
+fn packed(p: &[u8], out: &mut Vec<u64>) -> Result<(), DecodeError> {
+    let mut i = 0;
+    while i < p.len() {
+        let mut v = 0u64;
+        let mut shift = 0;
+        loop {
+            let b = *p.get(i).ok_or(DecodeError {
+                offset: i,
+                what: "truncated packed varint",
+            })?;
+            i += 1;
+            v |= ((b & 0x7f) as u64) << shift;
+            shift += 7;
+            if b < 0x80 {
+                break;
+            }
+        }
+        out.push(v);
+    }
+    Ok(())
+}
+
+fn track_descriptor(b: &[u8]) -> Result<(u64, TrackInfo), DecodeError> {
+    let mut uuid = 0;
+    let mut t = TrackInfo::default();
+    for f in Fields::new(b) {
+        let (n, v) = f?;
+        match n {
+            wire::track_descriptor::UUID => uuid = v.as_u64().unwrap_or(0),
+            wire::track_descriptor::PARENT_UUID => t.parent = v.as_u64(),
+            wire::track_descriptor::NAME => t.name = s(&v),
+            wire::track_descriptor::THREAD => {
+                let mut th = Thread { pid: 0, tid: 0 };
+                for f in Fields::new(v.as_bytes().unwrap_or_default()) {
+                    let (n, v) = f?;
+                    match n {
+                        wire::track_descriptor::THREAD_PID => {
+                            th.pid = v.as_u64().unwrap_or(0) as i64
+                        }
+                        wire::track_descriptor::THREAD_TID => {
+                            th.tid = v.as_u64().unwrap_or(0) as i64
+                        }
+                        wire::track_descriptor::THREAD_NAME => t.name = s(&v),
+                        _ => {}
+                    }
+                }
+                t.thread = Some(th);
+            }
+            _ => {}
+        }
+    }
+    Ok((uuid, t))
+}
+
+/// Appends the values of one `GpuCounterEvent` to `out` (their timestamps
+/// are the caller's).
+fn counter_event(
+    seq: &Seq,
+    b: &[u8],
+    out: &mut Vec<CounterValue>,
+    problems: &mut Vec<String>,
+) -> Result<(), DecodeError> {
+    let mut iid = None;
+    let mut gpu = None;
+    let first = out.len();
+    let blank = CounterSpec::default();
+    for f in Fields::new(b) {
+        let (n, v) = f?;
+        match n {
+            wire::counters::DESCRIPTOR_IID => iid = v.as_u64(),
+            wire::counters::GPU_ID => gpu = v.as_u64().map(|x| x as i64),
+            wire::counters::COUNTERS => {
+                let (mut id, mut value) = (0, 0.0);
+                for f in Fields::new(v.as_bytes().unwrap_or_default()) {
+                    let (n, v) = f?;
+                    match n {
+                        wire::counters::COUNTER_ID => id = v.as_u64().unwrap_or(0),
+                        wire::counters::INT_VALUE => value = v.as_u64().unwrap_or(0) as i64 as f64,
+                        wire::counters::DOUBLE_VALUE => value = v.as_f64().unwrap_or(0.0),
+                        _ => {}
+                    }
+                }
+                // Named once the descriptor is known (it may follow).
+                out.push(CounterValue {
+                    gpu_id: id as i64,
+                    name: blank.name.clone(),
+                    ts: 0,
+                    value,
+                    groups: Vec::new(),
+                    units: CounterUnits::default(),
+                    description: blank.description.clone(),
+                });
+            }
+            _ => {}
+        }
+    }
+    let desc = iid.and_then(|i| seq.counter_descs.get(&i));
+    if iid.is_some() && desc.is_none() {
+        problems.push(format!(
+            "counter_descriptor_iid {} not interned",
+            iid.unwrap_or(0)
+        ));
+    }
+    for c in &mut out[first..] {
+        // `gpu_id` held the counter id until here.
+        let id = c.gpu_id as u64;
+        let spec = desc.and_then(|d| d.specs.get(&id)).unwrap_or(&blank);
+        c.gpu_id = desc.map(|d| d.gpu_id).or(gpu).unwrap_or(0);
+        c.name = spec.name.clone();
+        c.description = spec.description.clone();
+        c.groups = spec.groups.clone();
+        c.units = spec.units.clone();
+    }
+    Ok(())
+}
+
+fn gpu_log(b: &[u8]) -> Result<LogLine, DecodeError> {
+    let mut l = LogLine {
+        severity: 0,
+        tag: String::new(),
+        message: String::new(),
+    };
+    for f in Fields::new(b) {
+        let (n, v) = f?;
+        match n {
+            wire::gpu_log::SEVERITY => l.severity = v.as_u64().unwrap_or(0),
+            wire::gpu_log::TAG => l.tag = s(&v),
+            wire::gpu_log::MESSAGE => l.message = s(&v),
+            _ => {}
+        }
+    }
+    Ok(l)
+}
+
+fn gpu_info(b: &[u8]) -> Result<Vec<DeviceInfo>, DecodeError> {
+    let mut out = Vec::new();
+    for f in Fields::new(b) {
+        let (n, v) = f?;
+        if n != wire::gpu_info::GPUS {
+            continue;
+        }
+        let mut d = DeviceInfo {
+            gpu_id: out.len(),
+            ..Default::default()
+        };
+        for f in Fields::new(v.as_bytes().unwrap_or_default()) {
+            let (n, v) = f?;
+            match n {
+                wire::gpu_info::NAME => d.name = s(&v),
+                wire::gpu_info::VENDOR => d.vendor = s(&v),
+                wire::gpu_info::MODEL => d.model = s(&v),
+                wire::gpu_info::ARCHITECTURE => d.architecture = s(&v),
+                wire::gpu_info::PCI_BDF => d.pci_bdf = s(&v),
+                wire::gpu_info::UUID => d.uuid = v.as_bytes().unwrap_or_default().to_vec(),
+                wire::gpu_info::EXTRA_INFO => {
+                    let (mut k, mut val) = (String::new(), String::new());
+                    for f in Fields::new(v.as_bytes().unwrap_or_default()) {
+                        let (n, v) = f?;
+                        match n {
+                            wire::gpu_info::KEY => k = s(&v),
+                            wire::gpu_info::VALUE => val = s(&v),
+                            _ => {}
+                        }
+                    }
+                    d.extra.push((k, val));
+                }
+                _ => {}
+            }
+        }
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// One clock of a `ClockSnapshot`.
+struct SnapshotClock {
+    id: u32,
+    value: u64,
+    incremental: bool,
+}
+
+fn parse_snapshot(b: &[u8]) -> Result<Vec<SnapshotClock>, DecodeError> {
+    let mut out = Vec::new();
+    for f in Fields::new(b) {
+        let (n, v) = f?;
+        if n != wire::clock_snapshot::CLOCKS {
+            continue;
+        }
+        let mut c = SnapshotClock {
+            id: 0,
+            value: 0,
+            incremental: false,
+        };
+        for f in Fields::new(v.as_bytes().unwrap_or_default()) {
+            let (n, v) = f?;
+            match n {
+                wire::clock_snapshot::CLOCK_ID => c.id = v.as_u64().unwrap_or(0) as u32,
+                wire::clock_snapshot::TIMESTAMP => c.value = v.as_u64().unwrap_or(0),
+                wire::clock_snapshot::IS_INCREMENTAL => c.incremental = v.as_u64() == Some(1),
+                _ => {}
+            }
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+fn config_sources(b: &[u8]) -> Result<Vec<String>, DecodeError> {
+    let mut out = Vec::new();
+    for f in Fields::new(b) {
+        let (n, v) = f?;
+        if n != wire::config::DATA_SOURCES {
+            continue;
+        }
+        for f in Fields::new(v.as_bytes().unwrap_or_default()) {
+            let (n, v) = f?;
+            if n != wire::config::DS_CONFIG {
+                continue;
+            }
+            for f in Fields::new(v.as_bytes().unwrap_or_default()) {
+                let (n, v) = f?;
+                if n == wire::config::DSC_NAME {
+                    out.push(s(&v));
+                }
+            }
+        }
+    }
+    Ok(out)
+}

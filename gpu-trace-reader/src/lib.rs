@@ -1,0 +1,38 @@
+//! Decodes gpu-trace's Perfetto (`.pftrace`) files into a GPU-centric view:
+//! GPU events with their interned specs resolved, API and marker slices
+//! with their correlation ids, counter samples, devices, logs and the
+//! tracing service's loss statistics.
+//!
+//! Interning is resolved per sequence as trace_processor resolves it, so a
+//! reference that would not resolve there is reported in
+//! [`Trace::problems`] rather than silently patched up. Files are read in
+//! chunks, never whole. `gpu-trace stats`, `gpu-check` and the tests of
+//! `gpu-trace-core` and the injections read traces with it; it needs no
+//! Perfetto SDK.
+//!
+//! ```no_run
+//! let t = gpu_trace_reader::Trace::open("app-1234.pftrace")?;
+//! for k in t.kernels() {
+//!     println!("{} {} ns", k.name, k.dur);
+//! }
+//! # Ok::<(), gpu_trace_reader::ReadError>(())
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod decode;
+mod frame;
+mod model;
+pub mod pb;
+pub mod progress;
+mod stats;
+mod trace;
+pub mod wire;
+
+pub use model::*;
+pub use stats::{ServiceLosses, trace_stats};
+pub use trace::{ReadError, Trace};
+
+/// Set in every GPU event id from gpu-trace-core's second id space (GPU
+/// work after the first of one correlation, such as graph nodes).
+pub const SECONDARY_EVENT_ID_BIT: u64 = 1 << 63;

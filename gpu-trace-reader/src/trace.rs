@@ -1,0 +1,290 @@
+//! The decoded trace and how it is read.
+
+use crate::decode::{Decoder, RawTe, TeKey};
+use crate::frame::{Field, Frames};
+use crate::model::{
+    CounterValue, DeviceInfo, GpuEvent, Instant, LogLine, Slice, Stage, Thread, TrackInfo,
+};
+use crate::pb::DecodeError;
+use crate::progress::Bar;
+use crate::stats::ServiceLosses;
+use crate::wire;
+use rustc_hash::FxHashMap;
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+
+/// A decoded trace.
+#[derive(Debug, Default)]
+pub struct Trace {
+    /// Number of packets.
+    pub packets: usize,
+    /// GPU events in file order.
+    pub gpu_events: Vec<GpuEvent>,
+    /// Completed slices, sorted by start, then depth.
+    pub slices: Vec<Slice>,
+    /// Instants, by time.
+    pub instants: Vec<Instant>,
+    /// Counter values, in file order.
+    pub counters: Vec<CounterValue>,
+    /// Devices from the last `GpuInfo`.
+    pub devices: Vec<DeviceInfo>,
+    /// GPU log lines.
+    pub logs: Vec<LogLine>,
+    /// Track descriptors by uuid.
+    pub tracks: HashMap<u64, TrackInfo>,
+    /// Service statistics, if the trace has them.
+    pub losses: Option<ServiceLosses>,
+    /// Data-source names in the session's embedded `TraceConfig`.
+    pub data_sources: Vec<String>,
+    /// Every custom (≥ 128) clock id used by a packet.
+    pub custom_clocks_used: Vec<u32>,
+    /// References that trace_processor could not resolve, unmatched ends,
+    /// a trace cut short, and other problems.
+    pub problems: Vec<String>,
+}
+
+/// Read failures.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// I/O.
+    #[error("cannot read {path}: {err}")]
+    Io {
+        /// Path.
+        path: String,
+        /// Error.
+        err: std::io::Error,
+    },
+    /// Not a protobuf trace.
+    #[error("not a Perfetto trace: {0}")]
+    Malformed(#[from] DecodeError),
+}
+
+/// How often the progress callback runs, in bytes read.
+const PROGRESS_EVERY: u64 = 4 << 20;
+
+impl Trace {
+    /// Reads and decodes a file, in chunks: memory holds the decoded trace
+    /// and one packet of the file at a time, not the file.
+    ///
+    /// # Errors
+    /// When the file cannot be read or is not a protobuf trace.
+    pub fn open(path: impl AsRef<Path>) -> Result<Trace, ReadError> {
+        Self::open_with(path, |_, _| {})
+    }
+
+    /// [`Trace::open`], drawing a progress bar on stderr while a large file
+    /// (see [`crate::progress`]) is read and stderr is a terminal. The line
+    /// starts with `prefix`, e.g. `gpu-trace:`.
+    ///
+    /// # Errors
+    /// As [`Trace::open`].
+    pub fn open_showing_progress(path: impl AsRef<Path>, prefix: &str) -> Result<Trace, ReadError> {
+        let p = path.as_ref();
+        let mut bar = None;
+        Self::open_with(p, |done, total| {
+            if let Some(b) = bar
+                .get_or_insert_with(|| {
+                    Bar::stderr(format!("{prefix} reading {}", p.display()), total)
+                })
+                .as_mut()
+            {
+                b.update(done);
+            }
+        })
+    }
+
+    /// [`Trace::open`], calling `progress(bytes read, file size)` every few
+    /// MiB.
+    ///
+    /// # Errors
+    /// As [`Trace::open`].
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<Trace, ReadError> {
+        let p = path.as_ref();
+        let io = |err| ReadError::Io {
+            path: p.display().to_string(),
+            err,
+        };
+        let file = std::fs::File::open(p).map_err(io)?;
+        let total = file.metadata().map_err(io)?.len();
+        Self::read(file, |done| progress(done, total)).map_err(|e| match e {
+            ReadError::Io { err, .. } => io(err),
+            e => e,
+        })
+    }
+
+    /// Decodes a trace held in memory.
+    ///
+    /// # Errors
+    /// When `data` is not a protobuf trace. A trace cut short mid-packet
+    /// (a killed writer) keeps the packets before the cut, and says so in
+    /// [`Trace::problems`].
+    pub fn from_bytes(data: &[u8]) -> Result<Trace, ReadError> {
+        Self::read(data, |_| {})
+    }
+
+    /// Decodes a trace from `src`, read in chunks.
+    ///
+    /// # Errors
+    /// As [`Trace::from_bytes`], and when reading fails.
+    pub fn from_reader(src: impl Read) -> Result<Trace, ReadError> {
+        Self::read(src, |_| {})
+    }
+
+    fn read(src: impl Read, mut progress: impl FnMut(u64)) -> Result<Trace, ReadError> {
+        let io = |err| ReadError::Io {
+            path: "input".into(),
+            err,
+        };
+        let mut frames = Frames::new(src);
+        let mut d = Decoder::new();
+        let mut first = true;
+        let mut next_report = PROGRESS_EVERY;
+        while let Some(f) = frames.next().map_err(io)? {
+            match f {
+                Ok(Field::Len(wire::TRACE_PACKET, p)) => d.packet(p)?,
+                Ok(_) => {}
+                Err(e) if !first => {
+                    d.problem(format!("trace ends mid-packet: {e}"));
+                    break;
+                }
+                Err(e) => return Err(e.into()),
+            }
+            first = false;
+            if frames.position() >= next_report {
+                progress(frames.position());
+                next_report = frames.position() + PROGRESS_EVERY;
+            }
+        }
+        progress(frames.position());
+        Ok(d.finish())
+    }
+
+    /// Pairs begin and end events per track, in time order (file order
+    /// among equal times), into slices and instants. Slices are laid out
+    /// in begin order as they open, so the final sort finds them ordered.
+    pub(crate) fn pair_slices(&mut self, mut te: Vec<Option<RawTe>>, mut keys: Vec<TeKey>) {
+        // The stable sort finds the runs of mostly ordered sequences.
+        keys.sort_by_key(|k| (k.ts, k.order));
+        let mut stacks: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+        for k in keys {
+            match k.ty {
+                wire::track_event::TYPE_SLICE_BEGIN => {
+                    let Some(e) = te[k.slot as usize].take() else {
+                        continue;
+                    };
+                    let stack = stacks.entry(k.track).or_default();
+                    stack.push(self.slices.len());
+                    self.slices.push(Slice {
+                        track: k.track,
+                        name: e.name,
+                        ts: k.ts,
+                        dur: 0,
+                        depth: stack.len() as u32 - 1,
+                        submissions: e.submissions,
+                        waits: e.waits,
+                        gpu_api: e.gpu_api,
+                        args: e.args,
+                    });
+                }
+                wire::track_event::TYPE_SLICE_END => {
+                    match stacks.get_mut(&k.track).and_then(Vec::pop) {
+                        Some(i) => {
+                            let s = &mut self.slices[i];
+                            s.dur = k.ts.saturating_sub(s.ts);
+                        }
+                        None => self
+                            .problems
+                            .push(format!("slice end without begin on track {:#x}", k.track)),
+                    }
+                }
+                wire::track_event::TYPE_INSTANT => {
+                    let Some(e) = te[k.slot as usize].take() else {
+                        continue;
+                    };
+                    self.instants.push(Instant {
+                        track: k.track,
+                        name: e.name,
+                        ts: k.ts,
+                        args: e.args,
+                    })
+                }
+                _ => {}
+            }
+        }
+        let mut open: Vec<(u64, Vec<usize>)> =
+            stacks.into_iter().filter(|(_, s)| !s.is_empty()).collect();
+        if !open.is_empty() {
+            open.sort_by_key(|(track, _)| *track);
+            let mut unended = vec![false; self.slices.len()];
+            for (track, s) in &open {
+                self.problems.push(format!(
+                    "{} unterminated slices on track {track:#x}",
+                    s.len()
+                ));
+                s.iter().for_each(|&i| unended[i] = true);
+            }
+            let mut i = 0;
+            self.slices.retain(|_| {
+                i += 1;
+                !unended[i - 1]
+            });
+        }
+        self.slices.sort_by_key(|s| (s.ts, s.depth));
+    }
+
+    /// Kernel events.
+    pub fn kernels(&self) -> impl Iterator<Item = &GpuEvent> {
+        self.gpu_events.iter().filter(|e| e.stage == Stage::Kernel)
+    }
+
+    /// Copy and memset events.
+    pub fn memory_ops(&self) -> impl Iterator<Item = &GpuEvent> {
+        self.gpu_events
+            .iter()
+            .filter(|e| matches!(e.stage, Stage::Memcpy | Stage::Memset))
+    }
+
+    /// The GPU event with `id`.
+    pub fn gpu_event(&self, id: u64) -> Option<&GpuEvent> {
+        self.gpu_events.iter().find(|e| e.event_id == id)
+    }
+
+    /// GPU events by id.
+    pub fn gpu_events_by_id(&self) -> HashMap<u64, &GpuEvent> {
+        self.gpu_events.iter().map(|e| (e.event_id, e)).collect()
+    }
+
+    /// The thread a slice's track belongs to.
+    pub fn thread_of(&self, track: u64) -> Option<Thread> {
+        self.tracks.get(&track).and_then(|t| t.thread)
+    }
+
+    /// The GpuLog line starting with `prefix`.
+    pub fn log(&self, prefix: &str) -> Option<&LogLine> {
+        self.logs
+            .iter()
+            .rev()
+            .find(|l| l.message.starts_with(prefix))
+    }
+
+    /// Drop counts from the tool's own log line, by key.
+    pub fn drop_counts(&self) -> Option<Vec<(String, u64)>> {
+        let l = self.log("gpu-trace dropped:")?;
+        let rest = l.message.trim_start_matches("gpu-trace dropped:").trim();
+        if rest == "none" {
+            return Some(Vec::new());
+        }
+        Some(
+            rest.split_whitespace()
+                .filter_map(|kv| {
+                    let (k, v) = kv.split_once('=')?;
+                    Some((k.to_owned(), v.parse().ok()?))
+                })
+                .collect(),
+        )
+    }
+}
