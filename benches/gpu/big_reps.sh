@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# 10,000,000 empty kernels from T threads under `gpu-trace record` with
+# default settings, REPS times, with CUPTI's buffer statistics (verbose)
+# and the writer's own summary line; one untraced run first.
+#
+#   bash benches/gpu/big_reps.sh BIN [THREADS] [REPS]
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+bin="$(cd "$1" && pwd)"
+t="${2:-8}"
+reps="${3:-3}"
+n="${BIG_KERNELS:-10000000}"
+work="$(mktemp -d -t bigreps.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+python3 "$here/harness.py" --build-only "$work/b" >/dev/null 2>&1 || { echo "build failed"; exit 1; }
+loop="$work/b/launch_loop"
+echo "== untraced, $t threads"
+python3 "$here/maxrss.py" "$loop" "$n" "$t" 2>&1 | tail -2
+for r in $(seq 1 "$reps"); do
+    echo "== traced, $t threads, repetition $r"
+    INJECTION_VERBOSE=1 python3 "$here/maxrss.py" "$bin/gpu-trace" record --no-stats -o "$work/t.pftrace" -- "$loop" "$n" "$t" >"$work/v.txt" 2>&1
+    echo "rc=$?"
+    grep -v "^\[" "$work/v.txt" | grep -E "CUPTI buffers|incomplete|RESULT|MAXRSS"
+    grep -a -o "gpu-trace summary: [a-z_=0-9 ]*" "$work/t.pftrace" | tail -1
+    grep -a -o "gpu-trace dropped: [a-z_=0-9 ]*" "$work/t.pftrace" | tail -1
+    rm -f "$work/t.pftrace"
+done
