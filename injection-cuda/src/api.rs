@@ -20,8 +20,8 @@ use gpu_trace_core::sharded::Sharded;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::cell::Cell;
+use arc_swap::ArcSwap;
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 
@@ -92,7 +92,9 @@ pub(crate) struct ApiState {
     /// Which work each synchronisation waited for.
     correlate: Correlator,
     nvtx_domains: Sharded<u64, NameId>,
-    nvtx_strings: Mutex<FxHashMap<u64, String>>,
+    /// Registered NVTX strings by handle: registered rarely, read on every
+    /// marker that uses one, so readers take no lock and copy no string.
+    nvtx_strings: ArcSwap<FxHashMap<u64, Arc<str>>>,
     /// Stream-capture begin/end callback ids: launches into a capture
     /// submit nothing until the graph runs.
     capture_begin: Vec<(ApiDomain, u32)>,
@@ -134,7 +136,7 @@ impl ApiState {
             names,
             correlate: Correlator::default(),
             nvtx_domains: Sharded::new(),
-            nvtx_strings: Mutex::new(FxHashMap::default()),
+            nvtx_strings: ArcSwap::from_pointee(FxHashMap::default()),
             capture_begin: ids_named(&[
                 "cudaStreamBeginCapture",
                 "cudaStreamBeginCaptureToGraph",
@@ -347,10 +349,12 @@ impl ApiState {
                 handle: Some(h),
                 ..
             } => {
-                self.nvtx_strings
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(h, message_text(&string));
+                let text: Arc<str> = message_text(&string).into();
+                self.nvtx_strings.rcu(|m| {
+                    let mut m = FxHashMap::clone(m);
+                    m.insert(h, text.clone());
+                    m
+                });
             }
             _ => {}
         }
@@ -361,17 +365,32 @@ impl ApiState {
         self.nvtx_domains.get(&h)
     }
 
-    fn text<'m>(&self, m: &NvtxMessage<'m>) -> std::borrow::Cow<'m, str> {
+    fn text<'m>(&self, m: &NvtxMessage<'m>) -> MarkerText<'m> {
         match m {
-            NvtxMessage::Registered(h) => std::borrow::Cow::Owned(
-                self.nvtx_strings
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .get(h)
-                    .cloned()
-                    .unwrap_or_else(|| format!("<registered string {h:#x}>")),
-            ),
-            other => message_cow(other),
+            NvtxMessage::Registered(h) => match self.nvtx_strings.load().get(h) {
+                Some(t) => MarkerText::Shared(t.clone()),
+                None => MarkerText::Text(std::borrow::Cow::Owned(format!(
+                    "<registered string {h:#x}>"
+                ))),
+            },
+            other => MarkerText::Text(message_cow(other)),
+        }
+    }
+}
+
+/// A marker's text: from the call, or a registered string (shared).
+enum MarkerText<'m> {
+    Text(std::borrow::Cow<'m, str>),
+    Shared(Arc<str>),
+}
+
+impl std::ops::Deref for MarkerText<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            Self::Text(t) => t,
+            Self::Shared(t) => t,
         }
     }
 }
