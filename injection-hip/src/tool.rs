@@ -273,6 +273,10 @@ impl Tool for HipTool {
     fn configure(info: &ConfigureInfo) -> Option<Self> {
         let (config, problems) = Config::from_env();
         gpu_trace_core::log::set_verbose(config.verbose);
+        // Panics the rocprofiler crate catches go to our log, under our name.
+        rocprofiler::set_panic_reporter(|what, message| {
+            gpu_trace_core::warn!("panic in {what}: {message}; it is disabled from now on");
+        });
         gpu_trace_core::verbose!(
             "rocprofiler-sdk {} ({}), {} tool(s) configured before this one",
             info.version,

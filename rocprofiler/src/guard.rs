@@ -3,7 +3,30 @@
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Reports a panic caught at the C boundary: `what` names the closure (e.g.
+/// "buffer callback"), `message` is the panic's text. It is disabled from
+/// then on.
+pub type PanicReporter = fn(what: &str, message: &str);
+
+static REPORTER: OnceLock<PanicReporter> = OnceLock::new();
+
+/// Sets how this crate reports a panic it caught in a closure called by
+/// rocprofiler-sdk, for the rest of the process: a tool sends it to its own
+/// log (as the `cupti` crate's `set_panic_reporter` does). Without one,
+/// the crate writes `rocprofiler: panic in <what>: <message>; it is
+/// disabled from now on` to stderr.
+///
+/// Returns `false`, changing nothing, when a reporter was already set.
+pub fn set_panic_reporter(reporter: PanicReporter) -> bool {
+    REPORTER.set(reporter).is_ok()
+}
+
+fn default_reporter(what: &str, message: &str) {
+    eprintln!("rocprofiler: panic in {what}: {message}; it is disabled from now on");
+}
 
 use crate::Runtime;
 
@@ -44,15 +67,7 @@ impl<F: ?Sized> Slot<F> {
         if !self.enabled.load(Ordering::Relaxed) {
             return None;
         }
-        match catch_unwind(AssertUnwindSafe(body)) {
-            Ok(r) => Some(r),
-            Err(p) => {
-                if self.enabled.swap(false, Ordering::Relaxed) {
-                    report_panic(self.what, &p);
-                }
-                None
-            }
-        }
+        guard(self.what, &self.enabled, body)
     }
 }
 
@@ -61,20 +76,27 @@ pub(crate) fn guard<R>(what: &str, flag: &AtomicBool, body: impl FnOnce() -> R) 
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(r) => Some(r),
         Err(p) => {
+            // A profiler must not take the application down: report once,
+            // switch this part off.
             if flag.swap(false, Ordering::Relaxed) {
-                report_panic(what, &p);
+                let report = REPORTER.get().copied().unwrap_or(default_reporter);
+                // Reporting may itself panic (closed stderr, the caller's
+                // reporter); swallow that too.
+                let _ = catch_unwind(AssertUnwindSafe(|| report(what, panic_message(&*p))));
             }
+            // Dropping the payload can panic as well; never let that escape.
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(p)));
             None
         }
     }
 }
 
-fn report_panic(what: &str, p: &Box<dyn Any + Send>) {
-    let msg = p
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| p.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("<non-string panic>");
-    // A profiler must not take the application down: log once, switch this part off.
-    eprintln!("rocprofiler: panic in {what}: {msg}; it is disabled from now on");
+fn panic_message(p: &(dyn Any + Send)) -> &str {
+    if let Some(s) = p.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s
+    } else {
+        "<non-string panic>"
+    }
 }

@@ -42,6 +42,7 @@ pub use counting::{
     DispatchCountingRequest, DispatchCounts,
 };
 pub use error::{Error, Result, Status, StatusKind};
+pub use guard::{PanicReporter, set_panic_reporter};
 pub use ids::{
     AgentId, AsyncCorrelationId, BufferId, ContextId, CorrelationId, CounterId, Dim3, QueueId,
 };
