@@ -24,6 +24,17 @@ enum Cmd {
     Record(Box<RecordArgs>),
     /// Summarise traces: kernels, memory operations, API calls, ranges.
     Stats(StatsArgs),
+    /// List the per-kernel metrics a GPU offers (as ncu --query-metrics).
+    Metrics(MetricsArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct MetricsArgs {
+    /// The chip (e.g. GH100, AD102); default: that of CUDA device 0.
+    #[arg(long)]
+    chip: Option<String>,
+    /// Only metrics whose name or description contains this text.
+    filter: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -36,8 +47,19 @@ struct RecordArgs {
     #[arg(short, long)]
     trace: Option<String>,
     /// Per-kernel metrics to collect (comma-separated); implies counters.
+    /// `gpu-trace metrics` lists them.
     #[arg(short, long)]
     metrics: Option<String>,
+    /// Counters only for kernels whose mangled or demangled name matches
+    /// one of these globs (comma-separated, `*` and `?`).
+    #[arg(long, value_name = "GLOBS")]
+    kernels: Option<String>,
+    /// Counters: leave out the first N matching kernel launches.
+    #[arg(long, value_name = "N")]
+    kernel_skip: Option<String>,
+    /// Counters: profile N matching launches (after the skipped ones).
+    #[arg(long, value_name = "N")]
+    kernel_count: Option<String>,
     /// file (default), system (serve a running traced) or both.
     #[arg(long)]
     mode: Option<String>,
@@ -148,6 +170,9 @@ fn record(a: RecordArgs) -> ExitCode {
         // The CUDA backend's own settings (injection-cuda's `config::vars`).
         ("INJECTION_API_LAYER", &a.api_layer),
         ("INJECTION_CAPTURE_RANGE", &a.capture_range),
+        (gpu_trace_core::filter::vars::KERNELS, &a.kernels),
+        (gpu_trace_core::filter::vars::SKIP, &a.kernel_skip),
+        (gpu_trace_core::filter::vars::COUNT, &a.kernel_count),
     ] {
         if let Some(v) = val {
             cmd.env(var, v);
@@ -244,9 +269,68 @@ fn stats_cmd(a: StatsArgs) -> ExitCode {
     }
 }
 
+fn metrics_cmd(a: MetricsArgs) -> ExitCode {
+    let cupti = match cupti::Cupti::load() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("gpu-trace: CUPTI is not usable ({e}); cannot list metrics");
+            return ExitCode::FAILURE;
+        }
+    };
+    let chip = match a.chip {
+        Some(c) => c,
+        None => match cupti::profiler::Profiler::initialize(&cupti).and_then(|p| p.chip_name(0)) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!(
+                    "gpu-trace: cannot read the chip of CUDA device 0 ({e}); name it with --chip (e.g. GH100)"
+                );
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    let list =
+        match cupti::profiler::MetricCatalog::new(&cupti, &chip).and_then(|c| c.base_metrics()) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("gpu-trace: cannot list the metrics of chip {chip:?}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+    let needle = a.filter.as_deref().map(str::to_ascii_lowercase);
+    let shown: Vec<_> = list
+        .iter()
+        .filter(|m| {
+            needle.as_deref().is_none_or(|n| {
+                m.name.to_ascii_lowercase().contains(n)
+                    || m.description.to_ascii_lowercase().contains(n)
+            })
+        })
+        .collect();
+    println!(
+        "{} metrics of {chip} (base names: add a rollup such as .sum, .avg, .max, .pct_of_peak_sustained_elapsed)",
+        shown.len()
+    );
+    let width = shown.iter().map(|m| m.name.len()).max().unwrap_or(0);
+    for m in shown {
+        let kind = match m.kind {
+            cupti::profiler::MetricKind::Counter => "counter",
+            cupti::profiler::MetricKind::Ratio => "ratio",
+            cupti::profiler::MetricKind::Throughput => "throughput",
+            _ => "other",
+        };
+        println!(
+            "{:width$}  {:10}  {:8}  {}",
+            m.name, kind, m.dim_unit, m.description
+        );
+    }
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     match Cli::parse().cmd {
         Cmd::Record(a) => record(*a),
         Cmd::Stats(a) => stats_cmd(a),
+        Cmd::Metrics(a) => metrics_cmd(a),
     }
 }

@@ -195,6 +195,164 @@ impl Drop for Host {
     }
 }
 
+/// What kind of value a metric is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MetricKind {
+    /// A count (rolled up with `.sum`, `.avg`, `.min`, `.max`).
+    Counter,
+    /// A ratio (`.ratio`, `.pct`, `.max_rate`).
+    Ratio,
+    /// A throughput (`.pct_of_peak_sustained_elapsed` and others).
+    Throughput,
+    /// A kind this crate does not know.
+    Other(u32),
+}
+
+/// A metric as CUPTI describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetricInfo {
+    /// The base name (without a rollup suffix), e.g. `dram__bytes_read`.
+    pub name: String,
+    /// CUPTI's description.
+    pub description: String,
+    /// The hardware unit it is counted in (e.g. `dram`, `sm`).
+    pub hw_unit: String,
+    /// The dimension of its values (e.g. `bytes`, `cycle`, `inst`).
+    pub dim_unit: String,
+    /// Counter, ratio or throughput.
+    pub kind: MetricKind,
+}
+
+/// The metrics one chip offers, read from CUPTI's host-side metric database
+/// (no GPU needed, only the chip's name).
+pub struct MetricCatalog {
+    host: Host,
+}
+
+impl std::fmt::Debug for MetricCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricCatalog").finish_non_exhaustive()
+    }
+}
+
+impl MetricCatalog {
+    /// Opens the metric database of `chip` (e.g. `GH100`).
+    ///
+    /// # Errors
+    ///
+    /// The CUPTI error (an unknown chip among them).
+    #[doc(alias = "cuptiProfilerHostInitialize")]
+    pub fn new(cupti: &Cupti, chip: &str) -> Result<Self> {
+        let chip = CString::new(chip).map_err(|_| Error::BadMetricName(chip.to_owned()))?;
+        Ok(Self {
+            host: Host::new(cupti, &chip, None)?,
+        })
+    }
+
+    /// Every base metric of every kind, with its properties, sorted by name.
+    ///
+    /// # Errors
+    ///
+    /// The CUPTI error.
+    #[doc(alias = "cuptiProfilerHostGetBaseMetrics")]
+    pub fn base_metrics(&self) -> Result<Vec<MetricInfo>> {
+        let mut out = Vec::new();
+        for kind in [
+            sys::CUpti_MetricType::CUPTI_METRIC_TYPE_COUNTER,
+            sys::CUpti_MetricType::CUPTI_METRIC_TYPE_RATIO,
+            sys::CUpti_MetricType::CUPTI_METRIC_TYPE_THROUGHPUT,
+        ] {
+            for name in self.base_names(kind)? {
+                out.push(self.properties(&name)?);
+            }
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out.dedup_by(|a, b| a.name == b.name);
+        Ok(out)
+    }
+
+    fn base_names(&self, kind: sys::CUpti_MetricType) -> Result<Vec<String>> {
+        let mut p = sys::CUpti_Profiler_Host_GetBaseMetrics_Params {
+            structSize: struct_size!(sys::CUpti_Profiler_Host_GetBaseMetrics_Params, numMetrics),
+            pHostObject: self.host.obj,
+            metricType: kind,
+            ..Default::default()
+        };
+        // SAFETY: live host object; CUPTI fills in a pointer to its own
+        // array of names and its length.
+        let r = unsafe {
+            self.host
+                .cupti
+                .api()
+                .cuptiProfilerHostGetBaseMetrics(&mut p)
+        };
+        self.host.cupti.check(r)?;
+        if p.ppMetricNames.is_null() {
+            return Ok(Vec::new());
+        }
+        // SAFETY: `numMetrics` valid pointers, owned by the host object,
+        // which outlives this call.
+        let names = unsafe { std::slice::from_raw_parts(p.ppMetricNames, p.numMetrics) };
+        Ok(names
+            .iter()
+            .filter(|n| !n.is_null())
+            // SAFETY: NUL-terminated strings owned by CUPTI.
+            .map(|&n| unsafe { CStr::from_ptr(n) }.to_string_lossy().into_owned())
+            .collect())
+    }
+
+    /// The properties of a metric: a base name, or a full name whose rollup
+    /// suffix (after the first `.`) is ignored.
+    ///
+    /// # Errors
+    ///
+    /// The CUPTI error (an unknown metric among them).
+    #[doc(alias = "cuptiProfilerHostGetMetricProperties")]
+    pub fn properties(&self, name: &str) -> Result<MetricInfo> {
+        let base = name.split('.').next().unwrap_or(name);
+        let c = CString::new(base).map_err(|_| Error::BadMetricName(name.to_owned()))?;
+        let mut p = sys::CUpti_Profiler_Host_GetMetricProperties_Params {
+            structSize: struct_size!(
+                sys::CUpti_Profiler_Host_GetMetricProperties_Params,
+                metricType
+            ),
+            pHostObject: self.host.obj,
+            pMetricName: c.as_ptr(),
+            ..Default::default()
+        };
+        // SAFETY: live host object; the name outlives the call; CUPTI fills
+        // in pointers to strings it owns.
+        let r = unsafe {
+            self.host
+                .cupti
+                .api()
+                .cuptiProfilerHostGetMetricProperties(&mut p)
+        };
+        self.host.cupti.check(r)?;
+        let text = |s: *const c_char| {
+            if s.is_null() {
+                String::new()
+            } else {
+                // SAFETY: NUL-terminated string owned by the host object.
+                unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+            }
+        };
+        Ok(MetricInfo {
+            name: base.to_owned(),
+            description: text(p.pDescription),
+            hw_unit: text(p.pHwUnit),
+            dim_unit: text(p.pDimUnit),
+            kind: match p.metricType {
+                sys::CUpti_MetricType::CUPTI_METRIC_TYPE_COUNTER => MetricKind::Counter,
+                sys::CUpti_MetricType::CUPTI_METRIC_TYPE_RATIO => MetricKind::Ratio,
+                sys::CUpti_MetricType::CUPTI_METRIC_TYPE_THROUGHPUT => MetricKind::Throughput,
+                other => MetricKind::Other(other.0),
+            },
+        })
+    }
+}
+
 /// A validated metric set for one chip, with its configuration image.
 pub struct MetricConfig {
     host: Host,

@@ -31,6 +31,7 @@ pub mod config;
 pub mod correlate;
 #[cfg(feature = "perfetto")]
 mod emit;
+pub mod filter;
 pub mod guard;
 pub mod log;
 pub mod model;
@@ -65,4 +66,6 @@ pub use sink::{
     CounterRequest, RegisterError, SessionError, data_source_names, parse_counter_config,
 };
 #[cfg(feature = "perfetto")]
-pub use tracer::{Backend, CaptureSwitch, GpuClock, Sources, StartError, Tracer, TracerOptions};
+pub use tracer::{
+    Backend, CaptureSwitch, GpuClock, Notes, Sources, StartError, Tracer, TracerOptions,
+};

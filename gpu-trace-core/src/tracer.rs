@@ -33,6 +33,37 @@ pub struct Sources {
     pub counters: Option<Vec<String>>,
 }
 
+/// Lines for the trace's log (`GpuLog`), from any thread: a backend's
+/// warnings that the trace itself should carry (a rejected metric, a
+/// feature that is off), beside the one line said on stderr. They are
+/// written with the summary.
+#[derive(Debug, Clone, Default)]
+pub struct Notes(Arc<Mutex<Vec<(bool, String)>>>);
+
+impl Notes {
+    /// Adds a warning.
+    pub fn warn(&self, message: impl Into<String>) {
+        self.push(true, message.into());
+    }
+
+    /// Adds an informational line.
+    pub fn info(&self, message: impl Into<String>) {
+        self.push(false, message.into());
+    }
+
+    fn push(&self, warning: bool, message: String) {
+        let mut v = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        // Bounded: a backend that repeats itself cannot grow the trace.
+        if v.len() < 256 && !v.iter().any(|(_, m)| *m == message) {
+            v.push((warning, message));
+        }
+    }
+
+    fn take(&self) -> Vec<(bool, String)> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// Hooks a backend gives the tracer.
 pub trait Backend: Send + Sync {
     /// Pushes the vendor's buffered records into the recorder. `forced` at
@@ -168,6 +199,8 @@ pub(crate) struct Inner {
     reader: Mutex<Option<sink::SessionReader>>,
     /// The tracing service's losses, as last learnt (file mode).
     service_losses: Mutex<Option<ServiceLosses>>,
+    /// Lines a backend asked to have in the trace (see [`Notes`]).
+    notes: Notes,
     /// The summary lines were written.
     summary_written: AtomicBool,
 }
@@ -407,6 +440,7 @@ impl Tracer {
             captured: AtomicBool::new(false),
             reader: Mutex::new(None),
             service_losses: Mutex::new(None),
+            notes: Notes::default(),
             summary_written: AtomicBool::new(false),
             info: opts.backend,
             clock: opts.clock,
@@ -483,7 +517,12 @@ impl Tracer {
         self.stop_emitter();
     }
 
-    /// Where the standalone trace is being written.
+    /// The trace's log, for warnings the trace should carry.
+    pub fn notes(&self) -> Notes {
+        self.inner.notes.clone()
+    }
+
+    /// Where the standalone trace is written (`None` in system mode).
     pub fn output_path(&self) -> Option<&std::path::Path> {
         self.output.as_deref()
     }
@@ -1042,6 +1081,7 @@ fn write_summary(inner: &Inner, enc: &mut Encoder) {
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let dropped = loss_counts(&drops, losses);
+    let notes = inner.notes.take();
     lines.push((
         !dropped.is_empty(),
         format!(
@@ -1053,6 +1093,7 @@ fn write_summary(inner: &Inner, enc: &mut Encoder) {
             }
         ),
     ));
+    lines.extend(notes);
     for (warning, msg) in &lines {
         write_rs(
             &mut |enc: &mut Encoder, seq, sink| enc.write_log(seq, *warning, msg, sink),

@@ -6,6 +6,7 @@
 //! thread's buffer. Names are interned once per callback id; which GPU work
 //! a synchronisation waited for comes from core's [`Correlator`].
 
+use arc_swap::ArcSwap;
 use cupti::Stream;
 use cupti::callback::{ApiCallback, Site};
 use cupti::cbid::{ApiDomain, CallKind, SyncKind};
@@ -20,7 +21,6 @@ use gpu_trace_core::sharded::Sharded;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::cell::Cell;
-use arc_swap::ArcSwap;
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
@@ -61,6 +61,11 @@ fn runtime_depth(delta: i32) -> u32 {
 
 /// Runs `f` with API recording suppressed on this thread, for the tool's
 /// own CUDA calls.
+/// Whether the calling thread is inside [`internal`].
+pub(crate) fn is_internal() -> bool {
+    INTERNAL.try_with(Cell::get).unwrap_or(true)
+}
+
 pub(crate) fn internal<R>(f: impl FnOnce() -> R) -> R {
     let prev = INTERNAL.try_with(|i| i.replace(true)).unwrap_or(false);
     let r = f();

@@ -20,6 +20,7 @@ mod api;
 #[doc(hidden)]
 pub mod bench;
 pub mod config;
+mod counters;
 #[allow(unsafe_code)]
 mod ffi;
 pub mod occupancy;

@@ -71,6 +71,8 @@ pub(crate) struct RecordState {
     device_cache: Mutex<FxHashMap<u32, DeviceEntry>>,
     driver: OnceLock<Option<Driver>>,
     args: ArgNames,
+    /// Where profiled kernels' counters wait for their records.
+    join: OnceLock<Arc<crate::counters::Join>>,
 }
 
 /// Where device descriptions go (the tracer's table).
@@ -107,7 +109,12 @@ impl RecordState {
             device_cache: Mutex::new(FxHashMap::default()),
             driver: OnceLock::new(),
             args,
+            join: OnceLock::new(),
         }
+    }
+
+    pub(crate) fn set_join(&self, join: Arc<crate::counters::Join>) {
+        let _ = self.join.set(join);
     }
 
     /// One completed buffer.
@@ -290,6 +297,9 @@ impl RecordState {
             waves_per_sm: None,
             graph_node: k.graph_node_id(),
         });
+        if let Some(j) = self.join.get() {
+            j.kernel(k.correlation_id() as u64, dev.gpu_id, k.start(), k.end());
+        }
     }
 
     fn new_class(&self, k: &KernelRecord<'_>, key: &ClassKey, dev: &DeviceEntry) -> KernelId {

@@ -21,8 +21,9 @@ const ACTIVITY_BUFFERS: ActivityConfig = ActivityConfig {
     request_wait: gpu_trace_core::collector::STALL_LIMIT,
 };
 use crate::config::{ApiLayer, CaptureRange, CudaConfig};
+use crate::counters::Counting;
 use cupti::callback::{Callback, Domain, ResourceEvent, Subscriber};
-use cupti::cbid::ApiDomain;
+use cupti::cbid::{ApiDomain, CallKind};
 use gpu_trace_core::{
     Backend, BackendInfo, CaptureSwitch, Config, GpuClock, Limits, Sources, Tracer, TracerOptions,
 };
@@ -65,6 +66,8 @@ pub(crate) struct Shared {
     /// With `INJECTION_CAPTURE_RANGE=cudaProfilerApi`: the switch, and the
     /// profiler start/stop callbacks that flip it.
     capture: Option<Capture>,
+    /// Per-kernel counters (set once CUPTI is known).
+    counting: OnceLock<Arc<Counting>>,
 }
 
 /// The application's profiler start/stop calls (runtime and driver alike:
@@ -119,6 +122,7 @@ impl Shared {
             api_on: AtomicBool::new(false),
             markers_on: AtomicBool::new(false),
             contexts: Mutex::new(Vec::new()),
+            counting: OnceLock::new(),
             capture: match capture_range {
                 CaptureRange::Whole => None,
                 CaptureRange::CudaProfilerApi => {
@@ -143,7 +147,20 @@ impl Shared {
         self.records.on_records(records);
     }
 
+    fn set_counting(&self, c: Counting) {
+        let c = Arc::new(c);
+        self.records.set_join(c.join());
+        let _ = self.counting.set(c);
+    }
+
     pub(crate) fn on_callback(&self, cb: &Callback<'_>) {
+        if let Callback::Api(a) = cb
+            && let Some(c) = self.counting.get()
+            && (c.is_on() || crate::counters::profiling())
+            && !crate::api::is_internal()
+        {
+            c.on_api(a);
+        }
         match cb {
             Callback::Api(a) if self.capture.as_ref().is_some_and(|c| c.on_api(a)) => {}
             Callback::Api(a) if self.api_on.load(Ordering::Relaxed) => self.api.on_api(a),
@@ -247,6 +264,35 @@ impl CudaBackend {
     }
 }
 
+impl CudaBackend {
+    /// Counters need the driver's launch callbacks (entry and exit of each
+    /// kernel launch, and graph launches to say they are not profiled),
+    /// whether or not API calls are recorded.
+    fn set_counters(&self, wanted: Option<&[String]>) {
+        let Some(c) = self.shared.counting.get() else {
+            if wanted.is_some() {
+                gpu_trace_core::warn_once!("per-kernel counters are unavailable in this process");
+            }
+            return;
+        };
+        c.set(wanted);
+        let api_has_them = self.shared.api_on.load(Ordering::Relaxed)
+            && self.api_domains.contains(&ApiDomain::Driver);
+        for k in [CallKind::KernelLaunch, CallKind::GraphLaunch] {
+            let r = if wanted.is_some() {
+                self.subscriber.enable_kind(ApiDomain::Driver, k)
+            } else if !api_has_them {
+                self.subscriber.disable_kind(ApiDomain::Driver, k)
+            } else {
+                Ok(())
+            };
+            if let Err(e) = r {
+                gpu_trace_core::warn_once!("cannot switch launch callbacks for counters: {e}");
+            }
+        }
+    }
+}
+
 impl Backend for CudaBackend {
     fn flush(&self, forced: bool) {
         if let Some(a) = &self.activity
@@ -266,6 +312,10 @@ impl Backend for CudaBackend {
         }
         if s.markers != cur.markers {
             self.set_markers(s.markers);
+        }
+        // After the API switch, which may have turned launch callbacks off.
+        if s.counters != cur.counters || s.api != cur.api {
+            self.set_counters(s.counters.as_deref());
         }
         gpu_trace_core::verbose!(
             "recording gpu={} api={} ({:?}) nvtx={} counters={:?}",
@@ -364,6 +414,17 @@ impl Tool {
         };
 
         let shared = Arc::new(Shared::new(&tracer, cuda.capture_range));
+        let (filter, problems) = gpu_trace_core::filter::KernelFilter::from_env();
+        for p in &problems {
+            gpu_trace_core::warn!("{p}");
+        }
+        shared.set_counting(Counting::new(
+            cupti.clone(),
+            tracer.counters().clone(),
+            tracer.notes(),
+            tracer.recorder().clone(),
+            filter,
+        ));
         let _ = gate.set(shared.clone());
 
         let activity = {

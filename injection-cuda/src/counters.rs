@@ -1,0 +1,703 @@
+//! Per-kernel hardware counters: CUPTI's range profiler, auto range and
+//! kernel replay, set up lazily.
+//!
+//! Nothing of the profiler exists until a counters session asks for
+//! metrics (`-t counters`, `-m`, `INJECTION_METRICS`, or a system session's
+//! `gpu.counters.nv`) and a kernel is launched: then CUPTI's profiler is
+//! initialised once, each device gets a validated metric set (a bad name
+//! is said once and the good ones go on), and each context its range
+//! profiler. A profiled launch is bracketed by the driver's launch
+//! callbacks on the launching thread: at entry a session starts and a
+//! range is pushed, at exit the range is popped, the session stopped (the
+//! kernel has been replayed once per pass by then) and the values
+//! evaluated. One launch is profiled at a time in the process; others
+//! wait at their entry. The values meet the kernel's activity record (its
+//! GPU interval) by correlation id, whichever comes first, and go to the
+//! recorder as [`KernelCounters`].
+//!
+//! Kernels launched through CUDA graphs are not profiled: the range
+//! profiler measures one launch at a time, and a graph launch is many.
+//! That is said once per process.
+
+use cupti::Cupti;
+use cupti::callback::{ApiCallback, Site};
+use cupti::cbid::{ApiDomain, CallKind};
+use cupti::profiler::{
+    MetricCatalog, MetricConfig, MetricInfo, MetricKind, Profiler, RangeProfiler,
+};
+use gpu_trace_core::Notes;
+use gpu_trace_core::Recorder;
+use gpu_trace_core::filter::KernelFilter;
+use gpu_trace_core::model::{CounterGroup, CounterId, CounterSpec, DropKind, KernelCounters, Unit};
+use gpu_trace_core::registry::Counters;
+use rustc_hash::FxHashMap;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Once, RwLock};
+use std::time::Duration;
+
+/// Collected when a counters session names none: what a performance
+/// engineer looks at first (ncu's "speed of light", memory and occupancy
+/// numbers), each available on sm_90.
+pub(crate) const DEFAULT_METRICS: [&str; 10] = [
+    "gpu__time_duration.sum",
+    "gpc__cycles_elapsed.max",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "l1tex__t_sector_hit_rate.pct",
+    "lts__t_sector_hit_rate.pct",
+    "smsp__inst_executed.sum",
+];
+
+/// Ranges one profiler session holds (one launch per session).
+const MAX_RANGES: usize = 1;
+/// Longest a launch waits for another thread's profiled launch to end.
+const GATE_LIMIT: Duration = Duration::from_secs(30);
+
+thread_local! {
+    // The correlation id of the launch this thread is profiling.
+    static PROFILING: Cell<Option<u32>> = const { Cell::new(None) };
+}
+
+/// Whether this thread is inside a profiled launch (its exit must reach
+/// [`Counting::on_api`] even if counters were switched off meanwhile).
+pub(crate) fn profiling() -> bool {
+    PROFILING.with(Cell::get).is_some()
+}
+
+/// A device's validated metric set and the tracer's ids of its metrics.
+struct DeviceMetrics {
+    config: MetricConfig,
+    ids: Vec<CounterId>,
+}
+
+/// The lazily built profiler state.
+#[derive(Default)]
+struct State {
+    profiler: Option<Profiler>,
+    /// Set after a fault that ends counters for the process.
+    off: bool,
+    /// Metric sets by device ordinal (`None`: counters unavailable there).
+    devices: FxHashMap<u32, Option<&'static DeviceMetrics>>,
+    /// Range profilers by context handle (`None`: unavailable there).
+    contexts: FxHashMap<u64, Option<(RangeProfiler<'static>, &'static DeviceMetrics)>>,
+}
+
+/// A profiled launch's counters waiting for its kernel record, or the
+/// record waiting for the counters.
+enum Pending {
+    Waiting,
+    Values(Box<[(CounterId, f64)]>),
+    Kernel { device: u32, start: u64, end: u64 },
+}
+
+/// Where counters and kernel records meet.
+pub(crate) struct Join {
+    recorder: Recorder,
+    pending: Mutex<FxHashMap<u64, Pending>>,
+    /// Entries in `pending`: the records thread looks only when some are.
+    count: AtomicUsize,
+}
+
+impl Join {
+    pub(crate) fn new(recorder: Recorder) -> Self {
+        Self {
+            recorder,
+            pending: Mutex::new(FxHashMap::default()),
+            count: AtomicUsize::new(0),
+        }
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, FxHashMap<u64, Pending>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn expect(&self, corr: u64) {
+        if self.map().insert(corr, Pending::Waiting).is_none() {
+            self.count.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    fn cancel(&self, corr: u64) {
+        if self.map().remove(&corr).is_some() {
+            self.count.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    fn values(&self, corr: u64, values: Box<[(CounterId, f64)]>) {
+        let mut m = self.map();
+        match m.remove(&corr) {
+            Some(Pending::Kernel { device, start, end }) => {
+                drop(m);
+                self.count.fetch_sub(1, Ordering::AcqRel);
+                self.emit(corr, device, start, end, values);
+            }
+            Some(_) => {
+                m.insert(corr, Pending::Values(values));
+            }
+            None => {}
+        }
+    }
+
+    /// A kernel record (CUPTI's delivery thread): cheap when nothing waits.
+    pub(crate) fn kernel(&self, corr: u64, device: u32, start: u64, end: u64) {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut m = self.map();
+        match m.remove(&corr) {
+            Some(Pending::Values(values)) => {
+                drop(m);
+                self.count.fetch_sub(1, Ordering::AcqRel);
+                self.emit(corr, device, start, end, values);
+            }
+            Some(Pending::Waiting) => {
+                m.insert(corr, Pending::Kernel { device, start, end });
+            }
+            Some(k @ Pending::Kernel { .. }) => {
+                m.insert(corr, k);
+            }
+            None => {}
+        }
+    }
+
+    fn emit(&self, corr: u64, device: u32, start: u64, end: u64, values: Box<[(CounterId, f64)]>) {
+        self.recorder.kernel_counters(KernelCounters {
+            device,
+            correlation_id: corr,
+            start,
+            end,
+            values,
+        });
+    }
+}
+
+/// Per-kernel counters of one process.
+pub(crate) struct Counting {
+    cupti: Cupti,
+    registry: Arc<Counters>,
+    notes: Notes,
+    join: Arc<Join>,
+    recorder: Recorder,
+    filter: KernelFilter,
+    /// Counters wanted now (a counters session runs).
+    on: AtomicBool,
+    /// The session's metric names (empty: the defaults).
+    wanted: RwLock<Vec<String>>,
+    state: Mutex<State>,
+    /// One profiled launch at a time: set while one runs.
+    busy: Mutex<bool>,
+    free: Condvar,
+    /// Launch names the filter decided on (mangled name → matches).
+    names: RwLock<FxHashMap<Box<str>, bool>>,
+    graphs_said: Once,
+}
+
+impl Counting {
+    pub(crate) fn new(
+        cupti: Cupti,
+        registry: Arc<Counters>,
+        notes: Notes,
+        recorder: Recorder,
+        filter: KernelFilter,
+    ) -> Self {
+        Self {
+            cupti,
+            registry,
+            notes,
+            join: Arc::new(Join::new(recorder.clone())),
+            recorder,
+            filter,
+            on: AtomicBool::new(false),
+            wanted: RwLock::new(Vec::new()),
+            state: Mutex::new(State::default()),
+            busy: Mutex::new(false),
+            free: Condvar::new(),
+            names: RwLock::new(FxHashMap::default()),
+            graphs_said: Once::new(),
+        }
+    }
+
+    pub(crate) fn join(&self) -> Arc<Join> {
+        self.join.clone()
+    }
+
+    /// A counters session started (`Some(names)`) or ended (`None`).
+    pub(crate) fn set(&self, wanted: Option<&[String]>) {
+        match wanted {
+            Some(names) => {
+                *self.wanted.write().unwrap_or_else(|e| e.into_inner()) = names.to_vec();
+                if !self.filter.is_everything() {
+                    gpu_trace_core::verbose!("counters for {}", self.filter.describe());
+                }
+                self.on.store(true, Ordering::Release);
+            }
+            None => self.on.store(false, Ordering::Release),
+        }
+    }
+
+    pub(crate) fn is_on(&self) -> bool {
+        self.on.load(Ordering::Acquire)
+    }
+
+    /// A driver API callback; only kernel and graph launches matter.
+    pub(crate) fn on_api(&self, cb: &ApiCallback<'_>) {
+        if cb.domain() != ApiDomain::Driver {
+            return;
+        }
+        match (cb.kind(), cb.site()) {
+            (CallKind::KernelLaunch, Site::Enter)
+                if self.is_on() && !self.filter.is_done() && self.chosen(cb) =>
+            {
+                self.begin(cb);
+            }
+            (CallKind::KernelLaunch, Site::Exit)
+                if PROFILING.with(Cell::get) == Some(cb.correlation_id()) =>
+            {
+                self.end(cb);
+            }
+            (CallKind::GraphLaunch, Site::Enter) if self.is_on() => {
+                self.graphs_said.call_once(|| {
+                    let line = "kernels launched through CUDA graphs get no counters (the range profiler measures one launch at a time); their GPU work is traced as usual";
+                    gpu_trace_core::warn!("{line}");
+                    self.notes.warn(line);
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn chosen(&self, cb: &ApiCallback<'_>) -> bool {
+        if self.filter.is_everything() {
+            return true;
+        }
+        let mangled = cb
+            .symbol_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let known = self
+            .names
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(mangled.as_str())
+            .copied();
+        let matches = known.unwrap_or_else(|| {
+            let demangled = gpu_trace_core::names::demangle(&mangled);
+            let m = self.filter.matches(&mangled, demangled.as_deref());
+            self.names
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(mangled.clone().into_boxed_str(), m);
+            m
+        });
+        matches && self.filter.select(&mangled, None)
+    }
+
+    fn begin(&self, cb: &ApiCallback<'_>) {
+        let Some(ctx) = cb.context() else { return };
+        // One profiled launch at a time in the process.
+        {
+            let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+            let deadline = std::time::Instant::now() + GATE_LIMIT;
+            while *busy {
+                let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
+                    self.recorder.dropped(DropKind::Counters, 1);
+                    return;
+                };
+                busy = self
+                    .free
+                    .wait_timeout(busy, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            *busy = true;
+        }
+        let corr = cb.correlation_id();
+        let started = {
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            match self.profiler_for(&mut st, ctx) {
+                Some((rp, _)) => {
+                    let r = rp.start().and_then(|()| {
+                        rp.push_range(c"kernel").inspect_err(|_| {
+                            let _ = rp.stop();
+                        })
+                    });
+                    match r {
+                        Ok(()) => true,
+                        Err(e) => {
+                            self.fault(&mut st, &format!("cannot start profiling a kernel: {e}"));
+                            false
+                        }
+                    }
+                }
+                None => false,
+            }
+        };
+        if started {
+            self.join.expect(u64::from(corr));
+            PROFILING.with(|p| p.set(Some(corr)));
+        } else {
+            self.release();
+        }
+    }
+
+    fn end(&self, cb: &ApiCallback<'_>) {
+        PROFILING.with(|p| p.set(None));
+        let corr = u64::from(cb.correlation_id());
+        let handle = cb.context_handle();
+        let launched = cb.return_value().unwrap_or(0) == 0;
+        let values = {
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let out = match st.contexts.get_mut(&handle) {
+                Some(Some((rp, dm))) => {
+                    let r = (|| -> Result<Vec<cupti::profiler::RangeValues>, String> {
+                        let popped = rp.pop_range();
+                        let stopped = rp.stop();
+                        popped.map_err(|e| e.to_string())?;
+                        if !stopped.map_err(|e| e.to_string())? {
+                            return Err("not every replay pass ran".to_owned());
+                        }
+                        rp.decode().map_err(|e| e.to_string())?;
+                        rp.evaluate().map_err(|e| e.to_string())
+                    })();
+                    match r {
+                        Ok(ranges) => Ok(ranges.into_iter().next().map(|range| {
+                            dm.ids
+                                .iter()
+                                .zip(range.values)
+                                .filter(|(_, (_, v))| v.is_finite())
+                                .map(|(id, (_, v))| (*id, v))
+                                .collect::<Box<[_]>>()
+                        })),
+                        Err(e) => Err(e),
+                    }
+                }
+                _ => Ok(None),
+            };
+            if let Err(e) = &out
+                && launched
+            {
+                gpu_trace_core::warn_once!(
+                    "a profiled kernel's replay failed ({e}); its counters are missing (counted as dropped)"
+                );
+            }
+            out
+        };
+        self.release();
+        match values {
+            Ok(Some(v)) if launched && !v.is_empty() => self.join.values(corr, v),
+            _ => {
+                self.join.cancel(corr);
+                if launched {
+                    self.recorder.dropped(DropKind::Counters, 1);
+                }
+            }
+        }
+    }
+
+    fn release(&self) {
+        *self.busy.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        self.free.notify_one();
+    }
+
+    /// Counters end for the process: one line, in the trace too.
+    fn fault(&self, st: &mut State, why: &str) {
+        if !st.off {
+            st.off = true;
+            let line = format!(
+                "per-kernel counters are off: {why}; kernels, copies and API calls are traced as usual"
+            );
+            gpu_trace_core::warn!("{line}");
+            self.notes.warn(line);
+        }
+        self.on.store(false, Ordering::Release);
+    }
+
+    /// The range profiler of `ctx`, made on first use.
+    fn profiler_for<'s>(
+        &self,
+        st: &'s mut State,
+        ctx: cupti::Context,
+    ) -> Option<&'s mut (RangeProfiler<'static>, &'static DeviceMetrics)> {
+        if st.off {
+            return None;
+        }
+        let handle = ctx.as_u64();
+        if !st.contexts.contains_key(&handle) {
+            let made = self.make_profiler(st, ctx);
+            st.contexts.insert(handle, made);
+        }
+        st.contexts.get_mut(&handle).and_then(Option::as_mut)
+    }
+
+    fn make_profiler(
+        &self,
+        st: &mut State,
+        ctx: cupti::Context,
+    ) -> Option<(RangeProfiler<'static>, &'static DeviceMetrics)> {
+        if st.profiler.is_none() {
+            match Profiler::initialize(&self.cupti) {
+                Ok(p) => st.profiler = Some(p),
+                Err(e) => {
+                    self.fault(st, &describe(&e));
+                    return None;
+                }
+            }
+        }
+        let device = match ctx.device_id(&self.cupti) {
+            Ok(d) => d,
+            Err(e) => {
+                gpu_trace_core::warn_once!(
+                    "a context's device is unknown ({e}); its kernels get no counters"
+                );
+                return None;
+            }
+        };
+        let dm = match st.devices.get(&device) {
+            Some(d) => (*d)?,
+            None => {
+                let d = self.device_metrics(st, ctx, device);
+                st.devices.insert(device, d);
+                d?
+            }
+        };
+        match RangeProfiler::enable(&self.cupti, ctx, &dm.config, MAX_RANGES) {
+            Ok(rp) => Some((rp, dm)),
+            Err(e) => {
+                self.fault(st, &describe(&e));
+                None
+            }
+        }
+    }
+
+    fn device_metrics(
+        &self,
+        st: &mut State,
+        ctx: cupti::Context,
+        device: u32,
+    ) -> Option<&'static DeviceMetrics> {
+        let profiler = st.profiler.as_ref()?;
+        let chip = match profiler.chip_name(device as usize) {
+            Ok(c) => c,
+            Err(e) => {
+                self.fault(st, &describe(&e));
+                return None;
+            }
+        };
+        let availability = match profiler.counter_availability(ctx) {
+            Ok(a) => Some(a),
+            Err(e) if e.is_permission_denied() => {
+                self.fault(st, &describe(&e));
+                return None;
+            }
+            Err(_) => None,
+        };
+        let wanted = self
+            .wanted
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let names: Vec<&str> = if wanted.is_empty() {
+            DEFAULT_METRICS.to_vec()
+        } else {
+            wanted.iter().map(String::as_str).collect()
+        };
+        let catalog = MetricCatalog::new(&self.cupti, &chip).ok();
+        let known: Vec<MetricInfo> = catalog
+            .as_ref()
+            .and_then(|c| c.base_metrics().ok())
+            .unwrap_or_default();
+        let config = match MetricConfig::new(&self.cupti, &chip, availability.as_deref(), &names) {
+            Ok(c) => c,
+            Err(cupti::Error::NoValidMetrics { rejected }) => {
+                for (name, why) in &rejected {
+                    self.reject(&chip, name, why, &known);
+                }
+                self.fault(
+                    st,
+                    &format!("none of the metrics asked for is available on {chip}"),
+                );
+                return None;
+            }
+            Err(e) => {
+                self.fault(st, &describe(&e));
+                return None;
+            }
+        };
+        for (name, e) in config.rejected() {
+            self.reject(&chip, name, &e.to_string(), &known);
+        }
+        let ids = config
+            .accepted()
+            .map(|name| {
+                let info = catalog.as_ref().and_then(|c| c.properties(name).ok());
+                self.registry.register(spec(name, info.as_ref()))
+            })
+            .collect();
+        gpu_trace_core::verbose!(
+            "counters on {chip} (device {device}): {} metric(s), {} replay pass(es) per profiled kernel",
+            config.accepted().count(),
+            config.num_passes()
+        );
+        Some(Box::leak(Box::new(DeviceMetrics { config, ids })))
+    }
+
+    /// One line for a metric that is not available, in the trace too.
+    fn reject(&self, chip: &str, name: &str, why: &str, known: &[MetricInfo]) {
+        let near = nearest(name, known.iter().map(|m| m.name.as_str()));
+        let hint = if near.is_empty() {
+            String::new()
+        } else if near[0] == base_name(name) {
+            format!(
+                "; {} exists: add a rollup such as .sum, .avg, .max or .pct_of_peak_sustained_elapsed",
+                near[0]
+            )
+        } else {
+            format!("; nearest: {}", near.join(", "))
+        };
+        let line = format!(
+            "metric {name:?} is not available on {chip} ({why}){hint}; the other metrics are collected"
+        );
+        gpu_trace_core::warn!("{line}");
+        self.notes.warn(line);
+    }
+}
+
+fn describe(e: &cupti::Error) -> String {
+    if e.is_permission_denied() {
+        e.to_string()
+    } else {
+        format!("{e} (another profiler such as ncu or nsys may hold the GPU's counters)")
+    }
+}
+
+fn base_name(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
+}
+
+/// Up to three names closest to `name`'s base name.
+pub(crate) fn nearest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let base = base_name(name);
+    let mut scored: Vec<(usize, &str)> = known
+        .map(|k| (strsim::levenshtein(base, k), k))
+        .filter(|(d, k)| *d <= (k.len().max(base.len()) / 3).max(2))
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, k)| k.to_owned())
+        .collect()
+}
+
+/// The counter descriptor of a metric: units from its name's rollup and
+/// CUPTI's dimension.
+pub(crate) fn spec(name: &str, info: Option<&MetricInfo>) -> CounterSpec {
+    let (unit, per) = units(name, info.map(|i| i.dim_unit.as_str()).unwrap_or(""));
+    let kind = match info.map(|i| i.kind) {
+        Some(MetricKind::Throughput) => " (throughput)",
+        Some(MetricKind::Ratio) => " (ratio)",
+        _ => "",
+    };
+    CounterSpec {
+        name: name.to_owned(),
+        description: match info {
+            Some(i) if !i.description.is_empty() => format!("{}{kind}", i.description),
+            _ => name.to_owned(),
+        },
+        unit,
+        per,
+        group: CounterGroup::Compute,
+    }
+}
+
+fn units(name: &str, dim: &str) -> (Unit, Option<Unit>) {
+    let rollup = name.split_once('.').map_or("", |(_, r)| r);
+    if rollup.contains("pct") {
+        return (Unit::Percent, None);
+    }
+    let per = rollup.contains("per_second").then_some(Unit::Second);
+    let dim = dim.to_ascii_lowercase();
+    let unit = if rollup.contains("ratio") {
+        Unit::None
+    } else if dim.contains("byte") || name.contains("bytes") {
+        Unit::Byte
+    } else if dim.contains("nsecond") || name.contains("time_duration") {
+        Unit::Nanosecond
+    } else if dim.contains("inst") || name.contains("inst_executed") {
+        Unit::Instruction
+    } else {
+        Unit::None
+    };
+    (unit, per)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_follow_the_rollup_and_the_dimension() {
+        assert_eq!(
+            units(
+                "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                "percent"
+            ),
+            (Unit::Percent, None)
+        );
+        assert_eq!(units("dram__bytes_read.sum", "bytes"), (Unit::Byte, None));
+        assert_eq!(
+            units("dram__bytes_read.sum.per_second", "bytes"),
+            (Unit::Byte, Some(Unit::Second))
+        );
+        assert_eq!(
+            units("gpu__time_duration.sum", "nsecond"),
+            (Unit::Nanosecond, None)
+        );
+        assert_eq!(
+            units("smsp__inst_executed.sum", "inst"),
+            (Unit::Instruction, None)
+        );
+        assert_eq!(
+            units("gpc__cycles_elapsed.max", "cycle"),
+            (Unit::None, None)
+        );
+    }
+
+    #[test]
+    fn nearest_names_are_close_and_few() {
+        let known = [
+            "sm__cycles_elapsed",
+            "sm__cycles_active",
+            "dram__bytes_read",
+            "lts__t_sectors",
+        ];
+        assert_eq!(
+            nearest("sm__cycles_elapsd.avg", known.iter().copied()),
+            ["sm__cycles_elapsed"]
+        );
+        assert_eq!(
+            nearest("dram__bytes_read.sum", known.iter().copied())[0],
+            "dram__bytes_read"
+        );
+        assert_eq!(
+            nearest("lts__t_sector", known.iter().copied()),
+            ["lts__t_sectors"]
+        );
+        assert!(nearest("not_a_metric", known.iter().copied()).is_empty());
+    }
+
+    #[test]
+    fn the_defaults_are_well_formed_and_distinct() {
+        let mut d = DEFAULT_METRICS.to_vec();
+        d.sort_unstable();
+        d.dedup();
+        assert_eq!(d.len(), DEFAULT_METRICS.len());
+        let (ok, bad) = gpu_trace_core::config::parse_metric_list(&DEFAULT_METRICS.join(","));
+        assert!(bad.is_empty() && ok.len() == DEFAULT_METRICS.len());
+    }
+}
