@@ -210,6 +210,11 @@ fn plain(kernel: KernelId, stream: u64) -> Launch {
     }
 }
 
+/// Two kernels with the occupancy args of cuda/occupancy.cu, and its record
+/// lines. Their numbers come from CUDA's occupancy API on a real H200, which
+/// cupti-sim does not answer; deriving them here would restate the
+/// injection's own calculation, so the trace is built by hand and tests how
+/// gpu-check compares the args with the record lines.
 fn occupancy(app: &App) -> String {
     let mk = |mangled: &str, regs: u64, limits: [u64; 4], pct: f64, warps: f64| {
         app.kernel(
