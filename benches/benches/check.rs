@@ -53,9 +53,8 @@ fn full_size_trace() -> (std::path::PathBuf, std::path::PathBuf, String) {
         args: args.iter().map(|(n, v)| (names.intern(n), *v)).collect(),
     });
     let api = names.intern("cudaLaunchKernel_v7000");
-    let per: Vec<u64> = (0..THREADS)
-        .map(|i| LAUNCHES / THREADS + u64::from(i < LAUNCHES % THREADS))
-        .collect();
+    const { assert!(LAUNCHES.is_multiple_of(THREADS)) };
+    let per = vec![LAUNCHES / THREADS; THREADS as usize];
     let rec = tracer.recorder().clone();
     std::thread::scope(|s| {
         for (i, &count) in per.iter().enumerate() {
