@@ -8,12 +8,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Runs the official-schema validator (`tools/validate_pftrace.py`) on
-/// `path` when `GPU_TRACE_PYTHON` names a Python with `perfetto==0.59.1`
-/// (CI sets it), and panics with its output if it rejects the trace.
-/// Without the variable it says that it skipped.
+/// `path` with a Python that has `perfetto==0.59.1` (see
+/// [`validator_python`]), and panics with its output if it rejects the
+/// trace. Without such a Python it says "skipped" on stderr, with what to
+/// set, or panics where [`REQUIRE_PERFETTO_VAR`] is set.
 pub fn validate(path: &Path) {
-    let Ok(py) = std::env::var("GPU_TRACE_PYTHON") else {
-        say("schema validation skipped: set GPU_TRACE_PYTHON to a python with perfetto==0.59.1");
+    let Some(py) = validator_python() else {
+        let msg = "schema validation skipped: no python with perfetto==0.59.1 \
+                   (set GPU_TRACE_PYTHON to one, or make .venv at the workspace root \
+                   and `pip install perfetto==0.59.1` into it)";
+        if std::env::var_os(REQUIRE_PERFETTO_VAR).is_some() {
+            panic!("{msg}, and {REQUIRE_PERFETTO_VAR} is set");
+        }
+        say(msg);
         return;
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/validate_pftrace.py");
@@ -29,6 +36,33 @@ pub fn validate(path: &Path) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The Python the schema validator runs with, looked for once per process:
+/// the one `GPU_TRACE_PYTHON` names (as given: a wrong one fails loudly),
+/// else the workspace's `.venv/bin/python`, else `python3`, whichever first
+/// imports `perfetto`'s trace protos. `None` when none does.
+pub fn validator_python() -> Option<&'static Path> {
+    static PYTHON: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            if let Some(p) = std::env::var_os("GPU_TRACE_PYTHON") {
+                return Some(PathBuf::from(p));
+            }
+            let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
+            [venv, PathBuf::from("python3")].into_iter().find(|py| {
+                Command::new(py)
+                    .args([
+                        "-c",
+                        "import perfetto.protos.perfetto.trace.perfetto_trace_pb2",
+                    ])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+            })
+        })
+        .as_deref()
 }
 
 /// Set (to anything) where the Perfetto tools must be present: the helpers

@@ -65,8 +65,23 @@ fn child() {
         "custom_clock" => workload(&tracer, GPU_CLOCK_OFFSET),
         "sigkill" => {
             workload(&tracer, 0);
+            // Everything recorded reaches the service; the session's periodic reads
+            // (INJECTION_FLUSH_PERIOD_MS) then put it into the file. Say READY once the file
+            // holds every kernel, and wait for the kill.
+            assert!(tracer.flush(Duration::from_secs(60)), "flush");
+            let path = tracer.output_path().expect("a file").to_path_buf();
+            let deadline = std::time::Instant::now() + Duration::from_secs(120);
+            let mut seen = 0;
+            while seen != SIGKILL_KERNELS {
+                if std::time::Instant::now() > deadline {
+                    println!("NOT-READY kernels={seen}");
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+                seen = Trace::open(&path).map_or(0, |t| t.kernels().count() as u64);
+            }
             println!("READY");
-            std::thread::sleep(Duration::from_secs(60));
+            std::thread::sleep(Duration::from_secs(600));
         }
         "panic" => {
             tracer.set_backend(Box::new(PanickingBackend));
@@ -89,6 +104,9 @@ const GPU_CLOCK_OFFSET: u64 = 3_000_000_000;
 const THREADS: u64 = 4;
 const LAUNCHES_PER_THREAD: u64 = 250;
 const GRAPH_NODES: u64 = 5;
+/// Kernels the workload leaves in the trace.
+const SIGKILL_KERNELS: u64 =
+    THREADS * (LAUNCHES_PER_THREAD - 2 * LAUNCHES_PER_THREAD / 10) + GRAPH_NODES;
 
 struct PanickingBackend;
 
@@ -1348,27 +1366,27 @@ fn sigkill_leaves_a_valid_trace_up_to_the_last_write() {
         .spawn()
         .unwrap();
     let path = dir.join("killed.pftrace");
-    // Wait until a periodic write holds every kernel, then kill.
-    let expected = THREADS * (LAUNCHES_PER_THREAD - 2 * LAUNCHES_PER_THREAD / 10) + GRAPH_NODES;
-    let mut seen = 0;
-    for _ in 0..300 {
-        std::thread::sleep(Duration::from_millis(100));
-        if let Ok(t) = Trace::open(&path) {
-            seen = t.kernels().count() as u64;
-            if seen == expected {
-                break;
-            }
+    // The child says READY once its file holds every kernel: kill it then.
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut said = Vec::new();
+    for line in std::io::BufRead::lines(stdout) {
+        let line = line.unwrap();
+        let done = line.contains("READY");
+        said.push(line);
+        if done {
+            break;
         }
     }
+    assert_eq!(
+        said.last().map(String::as_str),
+        Some("READY"),
+        "the child's file held every kernel before the kill: {said:?}"
+    );
     child.kill().unwrap();
     let status = child.wait().unwrap();
     assert!(!status.success(), "killed");
-    assert_eq!(
-        seen, expected,
-        "periodic writes reached the file before the kill"
-    );
     let t = Trace::open(&path).unwrap();
-    assert_eq!(t.kernels().count() as u64, expected);
+    assert_eq!(t.kernels().count() as u64, SIGKILL_KERNELS);
     assert!(
         t.problems.iter().all(|p| !p.contains("not interned")),
         "{:?}",

@@ -31,12 +31,12 @@ const WAIT_VAR: &str = "GPU_TRACE_SYSTEM_WAIT";
 
 // ---------------------------------------------------------------- child side
 
-/// The traced "application". Does nothing unless run as a child.
+/// The traced "application", run only as a child process (the tests below
+/// re-run this binary with `--ignored --exact child`).
 #[test]
+#[ignore = "the traced application of the other tests; runs only in their child processes"]
 fn child() {
-    let Ok(scenario) = std::env::var(CHILD) else {
-        return;
-    };
+    let scenario = std::env::var(CHILD).expect("run by a test, which sets GPU_TRACE_SYSTEM_CHILD");
     let (config, problems) = Config::from_env();
     for p in &problems {
         eprintln!("gpu-trace: {p}");
@@ -374,9 +374,15 @@ struct App {
 impl App {
     fn start(scenario: &str, traced: &Traced, envs: &[(&str, &str)]) -> App {
         let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
-            .current_dir(traced.dir())
-            .env(CHILD, scenario);
+        cmd.args([
+            "--ignored",
+            "--exact",
+            "child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .current_dir(traced.dir())
+        .env(CHILD, scenario);
         for v in gpu_trace_core::config::vars::ALL {
             cmd.env_remove(v);
         }

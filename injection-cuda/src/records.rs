@@ -499,9 +499,77 @@ mod tests {
         assert_eq!(normalize_bdf("0000:00:06.0"), "0000:00:06.0");
     }
 
+    /// Compute capabilities of shipped NVIDIA GPUs and their architecture, as NVIDIA's
+    /// "CUDA GPU Compute Capability" list and the CUDA C++ Programming Guide's
+    /// compute-capability table give them (data, not the match above restated).
+    const DOCUMENTED: &[((u32, u32), &str, &str)] = &[
+        ((7, 0), "Volta", "V100"),
+        ((7, 2), "Volta", "Jetson AGX Xavier"),
+        ((7, 5), "Turing", "T4, RTX 20"),
+        ((8, 0), "Ampere", "A100, A30"),
+        ((8, 6), "Ampere", "A10, A40, RTX 30"),
+        ((8, 7), "Ampere", "Jetson AGX Orin"),
+        ((8, 9), "Ada", "L4, L40, RTX 40"),
+        ((9, 0), "Hopper", "H100, H200, GH200"),
+        ((10, 0), "Blackwell", "B200, GB200"),
+        ((10, 3), "Blackwell", "B300, GB300"),
+        ((11, 0), "Blackwell", "Jetson Thor"),
+        ((12, 0), "Blackwell", "RTX PRO 6000, RTX 50"),
+        ((12, 1), "Blackwell", "DGX Spark (GB10)"),
+    ];
+
+    /// Generations in the order of their compute capabilities.
+    const GENERATIONS: &[&str] = &["Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell"];
+
     #[test]
-    fn architectures() {
-        assert_eq!(architecture(9, 0), "Hopper");
-        assert_eq!(architecture(8, 0), "Ampere");
+    fn documented_compute_capabilities_map_to_their_architecture() {
+        for &((major, minor), arch, gpus) in DOCUMENTED {
+            assert_eq!(
+                architecture(major, minor),
+                arch,
+                "sm_{major}{minor} ({gpus})"
+            );
+        }
+    }
+
+    #[test]
+    fn architectures_older_or_newer_than_the_known_ones_are_unnamed() {
+        // Pascal and Maxwell are not supported by CUPTI 13; what comes after Blackwell is
+        // not known yet. Either way: no name rather than a wrong one.
+        for (major, minor) in [
+            (3, 5),
+            (5, 0),
+            (5, 2),
+            (6, 0),
+            (6, 1),
+            (6, 2),
+            (13, 0),
+            (99, 0),
+        ] {
+            assert_eq!(architecture(major, minor), "", "sm_{major}{minor}");
+        }
+        assert_eq!(architecture(0, 0), "");
+    }
+
+    #[test]
+    fn architectures_follow_compute_capability_order() {
+        // Walking every capability in order, each named generation appears in one run, and the
+        // runs come in GENERATIONS order: an entry naming the wrong generation (or one
+        // name spelled two ways) breaks it.
+        let mut runs: Vec<&str> = Vec::new();
+        for major in 0..=16 {
+            for minor in 0..=9 {
+                let a = architecture(major, minor);
+                if a.is_empty() || runs.last() == Some(&a) {
+                    continue;
+                }
+                assert!(
+                    !runs.contains(&a),
+                    "{a} appears again at sm_{major}{minor} after {runs:?}"
+                );
+                runs.push(a);
+            }
+        }
+        assert_eq!(runs, GENERATIONS);
     }
 }

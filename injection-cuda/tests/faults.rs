@@ -26,12 +26,12 @@ fn library() -> PathBuf {
 }
 
 /// The "application": loads the library, calls the entry points, exits
-/// with its own code.
+/// with its own code. Run only as a child process (the tests below re-run
+/// this binary with `--ignored --exact child`).
 #[test]
+#[ignore = "the traced application of the other tests; runs only in their child processes"]
 fn child() {
-    let Ok(case) = std::env::var(CHILD) else {
-        return;
-    };
+    let case = std::env::var(CHILD).expect("run by a test, which sets GPU_TRACE_FAULT_CHILD");
     // SAFETY: loading the library under test; its initialisers are Rust's.
     let lib = unsafe { libloading::Library::new(library()) }.expect("load the injection library");
     match case.as_str() {
@@ -71,13 +71,19 @@ fn run(tag: &str, case: &str, envs: &[(&str, &str)]) -> (i32, String, String, Pa
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
-        .current_dir(&dir)
-        .env(CHILD, case)
-        .env_remove("LD_LIBRARY_PATH")
-        .env_remove("CUDA_HOME")
-        .env_remove("VIRTUAL_ENV")
-        .env_remove("PYTHONPATH");
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "child",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .current_dir(&dir)
+    .env(CHILD, case)
+    .env_remove("LD_LIBRARY_PATH")
+    .env_remove("CUDA_HOME")
+    .env_remove("VIRTUAL_ENV")
+    .env_remove("PYTHONPATH");
     for (k, v) in envs {
         cmd.env(k, v);
     }

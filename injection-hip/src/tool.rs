@@ -30,7 +30,7 @@ use rocprofiler::{
 };
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long finalisation may wait for the trace to be written.
@@ -227,6 +227,10 @@ fn gpu_clock(rt: &Runtime) -> GpuClock {
 /// thread, shortly after the tracer started; a HIP program's first calls can follow the tool's
 /// initialize within microseconds. Wait (boundedly) until everything the session records is
 /// on, so that the start of the program is not lost.
+///
+/// The tracer announces each change of its sources to its backend; until the HIP backend is
+/// installed, a [`SourcesWatch`] stands in for it, and this waits for its announcements
+/// (`set_backend` announces the sources of the moment, so none is missed).
 fn wait_until_recording(tracer: &Tracer, config: &Config) {
     if !config.mode.file() {
         return;
@@ -238,16 +242,42 @@ fn wait_until_recording(tracer: &Tracer, config: &Config) {
             && (!want.markers || s.markers)
             && (!want.counters || s.counters.is_some())
     };
+    let watch = Arc::new(SourcesWatch::default());
+    tracer.set_backend(Box::new(Watching(watch.clone())));
     let deadline = Instant::now() + Duration::from_secs(2);
-    while !ready(&tracer.sources()) {
-        if Instant::now() >= deadline {
+    let mut seen = watch.latest.lock().unwrap_or_else(|e| e.into_inner());
+    while !seen.as_ref().is_some_and(ready) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             gpu_trace_core::verbose!(
                 "the trace session did not switch everything on within 2 s: {:?}",
                 tracer.sources()
             );
             return;
         }
-        std::thread::sleep(Duration::from_millis(1));
+        seen = watch
+            .changed
+            .wait_timeout(seen, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}
+
+/// The latest sources the tracer announced, for [`wait_until_recording`].
+#[derive(Default)]
+struct SourcesWatch {
+    latest: Mutex<Option<Sources>>,
+    changed: Condvar,
+}
+
+/// The backend until the HIP one is installed: it flushes nothing (there is nothing yet) and
+/// records each change of sources in its [`SourcesWatch`].
+struct Watching(Arc<SourcesWatch>);
+
+impl Backend for Watching {
+    fn sources_changed(&self, s: &Sources) {
+        *self.0.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.clone());
+        self.0.changed.notify_all();
     }
 }
 
