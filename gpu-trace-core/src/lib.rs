@@ -26,7 +26,7 @@ pub mod backend;
 #[doc(hidden)]
 pub mod bench;
 pub mod clock;
-pub mod collector;
+mod collector;
 pub mod config;
 pub mod correlate;
 #[cfg(feature = "perfetto")]
@@ -37,7 +37,7 @@ pub mod model;
 pub mod names;
 pub mod output;
 pub mod registry;
-pub mod sharded;
+mod sharded;
 #[cfg(feature = "perfetto")]
 mod sink;
 #[doc(hidden)]
@@ -48,21 +48,13 @@ mod tracer;
 mod wire_check;
 
 pub use gpu_trace_reader as reader;
-pub use gpu_trace_reader::{pb, wire};
 
 #[cfg(feature = "perfetto")]
 pub use backend::{BackendInfo, Categories};
-pub use collector::{Batch, Limits, Recorder};
+pub use collector::{Batch, Limits, Recorder, STALL_LIMIT};
 pub use config::Config;
-#[cfg(feature = "perfetto")]
-pub use emit::{
-    SECONDARY_EVENT_ID_BIT, Totals, primary_event_id, range_track_uuid, secondary_event_id,
-    thread_track_uuid,
-};
 pub use output::RECORD_LOG_VAR;
 #[cfg(feature = "perfetto")]
-pub use sink::{
-    CounterRequest, RegisterError, SessionError, data_source_names, parse_counter_config,
-};
+pub use sink::{RegisterError, SessionError};
 #[cfg(feature = "perfetto")]
 pub use tracer::{Backend, CaptureSwitch, GpuClock, Sources, StartError, Tracer, TracerOptions};

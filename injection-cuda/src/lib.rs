@@ -24,6 +24,7 @@ pub mod config;
 mod ffi;
 pub mod occupancy;
 mod records;
+mod sharded;
 mod tool;
 
 use std::sync::OnceLock;

@@ -70,22 +70,22 @@ const TE_CLOCK_SENTINEL: u64 = 0x6770_7472_6163_6501;
 ///
 /// The correlation id sits above the pid (< 2^22 on Linux) so that the ids
 /// of a short run stay short varints.
-pub fn primary_event_id(pid: u32, correlation_id: u64) -> u64 {
+pub(crate) fn primary_event_id(pid: u32, correlation_id: u64) -> u64 {
     ((correlation_id & ((1 << 41) - 1)) << 22) | (pid as u64 & PID_MASK)
 }
 
 /// See [`primary_event_id`].
-pub fn secondary_event_id(pid: u32, n: u64) -> u64 {
+pub(crate) fn secondary_event_id(pid: u32, n: u64) -> u64 {
     SECONDARY_EVENT_ID_BIT | ((n & ((1 << 41) - 1)) << 22) | (pid as u64 & PID_MASK)
 }
 
 /// Set in every id from the second space of [`secondary_event_id`].
-pub use gpu_trace_reader::SECONDARY_EVENT_ID_BIT;
+pub(crate) use gpu_trace_reader::SECONDARY_EVENT_ID_BIT;
 
 const PID_MASK: u64 = (1 << 22) - 1;
 
 /// Track uuid of a thread's API/marker track.
-pub fn thread_track_uuid(pid: u32, tid: u32) -> u64 {
+pub(crate) fn thread_track_uuid(pid: u32, tid: u32) -> u64 {
     // Thread ids repeat across pid namespaces, and a system-mode trace
     // holds processes of several: the pid keeps their tracks apart. Bit 54
     // keeps clear of the small numbers other producers use and of
@@ -96,7 +96,7 @@ pub fn thread_track_uuid(pid: u32, tid: u32) -> u64 {
 const THREAD_TRACK_BIT: u64 = 1 << 54;
 
 /// Track uuid of a process-wide (start/end) range.
-pub fn range_track_uuid(pid: u32, id: u64) -> u64 {
+pub(crate) fn range_track_uuid(pid: u32, id: u64) -> u64 {
     ((pid as u64) << 40) ^ (id & 0xFF_FFFF_FFFF) ^ 0x2000_0000_0000_0000
 }
 
@@ -145,17 +145,17 @@ impl BitSet {
 
 /// Totals of what was written, for the end-of-session summary.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Totals {
+pub(crate) struct Totals {
     /// Kernel executions.
-    pub kernels: u64,
+    pub(crate) kernels: u64,
     /// Copies and memsets.
-    pub memory_ops: u64,
+    pub(crate) memory_ops: u64,
     /// API calls.
-    pub api_calls: u64,
+    pub(crate) api_calls: u64,
     /// Markers.
-    pub markers: u64,
+    pub(crate) markers: u64,
     /// Counter samples (per-kernel and periodic).
-    pub counter_samples: u64,
+    pub(crate) counter_samples: u64,
 }
 
 /// Remembers which correlations already have their primary GPU event, in a
