@@ -2,7 +2,7 @@
 //! throw-away file, and synthetic events shaped like real ones.
 
 use gpu_trace_core::model::{
-    ApiCall, ArgValue, Device, Dim3, KernelDesc, KernelExec, KernelId, NameId, Vendor,
+    ApiCall, ArgValue, Device, Dim3, KernelDesc, KernelExec, KernelId, NameId,
 };
 use gpu_trace_core::{Config, GpuClock, Limits, Tracer, TracerOptions};
 use smallvec::smallvec;
@@ -34,7 +34,7 @@ pub fn file_tracer(tag: &str) -> (Tracer, PathBuf) {
     tracer.add_device(Device {
         id: 0,
         name: "Bench GPU".into(),
-        vendor: Some(Vendor::Nvidia),
+        vendor: Some("NVIDIA".into()),
         arch_id: "sm_90".into(),
         sm_count: 132,
         ..Device::default()

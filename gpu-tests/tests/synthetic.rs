@@ -40,7 +40,7 @@ fn child() {
     tracer.add_device(Device {
         id: 0,
         name: "NVIDIA H200".into(),
-        vendor: Some(Vendor::Nvidia),
+        vendor: Some("NVIDIA".into()),
         uuid: Some([7; 16]),
         pci_bdf: Some("0000:19:00.0".into()),
         architecture: "Hopper".into(),

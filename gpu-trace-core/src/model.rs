@@ -27,28 +27,6 @@ pub struct KernelId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CounterId(pub u32);
 
-/// GPU vendor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Vendor {
-    /// NVIDIA.
-    Nvidia,
-    /// AMD.
-    Amd,
-    /// Anything else.
-    Other,
-}
-
-impl Vendor {
-    /// Vendor name as `GpuInfo.vendor` spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Vendor::Nvidia => "NVIDIA",
-            Vendor::Amd => "AMD",
-            Vendor::Other => "unknown",
-        }
-    }
-}
-
 /// Three-dimensional launch size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Dim3 {
@@ -81,8 +59,9 @@ pub struct Device {
     pub id: u32,
     /// Marketing name, e.g. "NVIDIA H200".
     pub name: String,
-    /// Vendor.
-    pub vendor: Option<Vendor>,
+    /// Vendor as `GpuInfo.vendor` spells it ("NVIDIA", "AMD"), if known:
+    /// the backend names it, so that core keeps no list of vendors.
+    pub vendor: Option<String>,
     /// 16-byte UUID, if known.
     pub uuid: Option<[u8; 16]>,
     /// PCI bus id, `dddd:bb:dd.f`.

@@ -150,7 +150,7 @@ impl Workload {
             tracer.add_device(Device {
                 id,
                 name: "NVIDIA H200".into(),
-                vendor: Some(Vendor::Nvidia),
+                vendor: Some("NVIDIA".into()),
                 uuid: Some([id as u8; 16]),
                 pci_bdf: Some(format!("0000:0{id}:00.0")),
                 architecture: "Hopper".into(),

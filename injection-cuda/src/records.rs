@@ -15,7 +15,7 @@ use cupti::driver::Driver;
 use gpu_trace_core::Recorder;
 use gpu_trace_core::model::{
     ArgValue, CopyKind, Device, Dim3, DropKind, KernelDesc, KernelExec, KernelId, MemoryKind,
-    MemoryOp, MemoryOpKind, NameId, Vendor,
+    MemoryOp, MemoryOpKind, NameId,
 };
 use gpu_trace_core::names::{Kernels, Names};
 use rustc_hash::FxHashMap;
@@ -176,7 +176,7 @@ impl RecordState {
         let mut desc = Device {
             id: ordinal,
             name: format!("CUDA device {ordinal}"),
-            vendor: Some(Vendor::Nvidia),
+            vendor: Some("NVIDIA".into()),
             ..Device::default()
         };
         let mut limits = DeviceLimits::default();

@@ -9,7 +9,7 @@
 use gpu_trace_core::Recorder;
 use gpu_trace_core::model::{
     ArgValue, CopyKind, Device, Dim3, DropKind, KernelDesc, KernelExec, KernelId, MemoryKind,
-    MemoryOp, MemoryOpKind, NameId, Vendor,
+    MemoryOp, MemoryOpKind, NameId,
 };
 use gpu_trace_core::names::{KernelNames, Kernels, Names};
 use rocprofiler::{
@@ -412,7 +412,7 @@ pub(crate) fn describe(a: &Agent) -> Option<Device> {
         } else {
             a.product_name.clone()
         },
-        vendor: Some(Vendor::Amd),
+        vendor: Some("AMD".into()),
         uuid: None,
         pci_bdf: pci_bdf(a.domain, a.location_id),
         architecture: family(&a.name).to_owned(),

@@ -36,8 +36,8 @@ impl Encoder {
 
 fn write_gpu(g: &mut Writer, d: &crate::model::Device) {
     g.string(wire::gpu_info::NAME, &d.name);
-    if let Some(v) = d.vendor {
-        g.string(wire::gpu_info::VENDOR, v.name());
+    if let Some(v) = &d.vendor {
+        g.string(wire::gpu_info::VENDOR, v);
     }
     if !d.arch_id.is_empty() {
         g.string(wire::gpu_info::MODEL, &d.arch_id);
