@@ -53,7 +53,11 @@ impl Dim3 {
 }
 
 /// A GPU as users see it (`nvidia-smi` / `rocm-smi` index).
+///
+/// New fields will come (clocks, links, ...): make one with
+/// [`Device::new`] and set the fields the backend knows.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Device {
     /// Index as the vendor's management tool shows it; the trace's `gpu_id`.
     pub id: u32,
@@ -76,6 +80,17 @@ pub struct Device {
     pub total_memory: Option<u64>,
     /// Anything else worth showing (driver version, clocks, ...).
     pub extra: Vec<(String, String)>,
+}
+
+impl Device {
+    /// Device `id` called `name`, nothing else known yet.
+    pub fn new(id: u32, name: impl Into<String>) -> Self {
+        Self {
+            id,
+            name: name.into(),
+            ..Self::default()
+        }
+    }
 }
 
 /// A value attached to a kernel or launch as a Perfetto compute arg.
@@ -140,6 +155,7 @@ pub struct KernelExec {
 /// Direction of a memory copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub enum CopyKind {
     HtoD,
     DtoH,
@@ -196,6 +212,7 @@ impl CopyKind {
 /// Kind of memory on either side of a copy or under a memset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub enum MemoryKind {
     Unknown,
     Pageable,
@@ -242,6 +259,7 @@ impl MemoryKind {
 
 /// What a memory operation did.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum MemoryOpKind {
     /// A copy.
     Copy {
@@ -319,6 +337,7 @@ pub struct TextRef {
 
 /// An NVTX or roctx annotation.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum Marker {
     /// Push of a thread-local nested range.
     Push {
@@ -369,6 +388,7 @@ pub struct MarkerEvent {
 /// Unit of a counter value: numerator over denominator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub enum Unit {
     None,
     Bit,
@@ -393,6 +413,7 @@ pub enum Unit {
 
 /// What a counter belongs to, for grouping in the UI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CounterGroup {
     /// Per-kernel compute metrics (joined with kernels by the UI).
     Compute,
@@ -445,6 +466,7 @@ pub struct CounterSample {
 
 /// Everything a backend records, as the emitter receives it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Event {
     /// A kernel execution.
     Kernel(KernelExec),
@@ -476,6 +498,7 @@ impl Event {
 
 /// What was dropped, for the drop counts written into the trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DropKind {
     /// Events that did not fit the recording thread's buffer.
     ThreadBuffer,

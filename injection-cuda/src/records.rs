@@ -173,12 +173,8 @@ impl RecordState {
 
     fn describe(&self, ordinal: u32) -> (DeviceEntry, Device) {
         use cupti_sys::CUdevice_attribute_enum as A;
-        let mut desc = Device {
-            id: ordinal,
-            name: format!("CUDA device {ordinal}"),
-            vendor: Some("NVIDIA".into()),
-            ..Device::default()
-        };
+        let mut desc = Device::new(ordinal, format!("CUDA device {ordinal}"));
+        desc.vendor = Some("NVIDIA".into());
         let mut limits = DeviceLimits::default();
         if let Some(drv) = self.driver()
             && let Ok(dev) = drv.device(ordinal as i32)
