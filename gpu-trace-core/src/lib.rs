@@ -1,17 +1,4 @@
-//! Backend-neutral GPU event model and its mapping to Perfetto.
-//!
-//! Backends (`injection-cuda`, `injection-hip`) translate vendor records into
-//! the [`model`] and hand them to a [`Recorder`]. The `Tracer` owns the
-//! Perfetto side: data sources `gpu.renderstages.<suffix>` and
-//! `gpu.counters.<suffix>`, track events for API calls and markers, the
-//! standalone file session, and an emitter thread that turns recorded events
-//! into packets off the application's threads. [`reader`] (the
-//! `gpu-trace-reader` crate) decodes the resulting `.pftrace` files into a
-//! GPU-centric view of events, slices and counters.
-//!
-//! The Perfetto side needs the `perfetto` feature (on by default), which
-//! links the C++ SDK; without it this crate is the model, config, output
-//! naming and the reader, for tools that only read traces.
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 // Without `perfetto`, the collector's drain side has no caller.
 #![cfg_attr(not(feature = "perfetto"), allow(dead_code))]
