@@ -185,3 +185,104 @@ fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec], ids: &[u32])
     cd.bool(wire::counters::DESC_SUPPORTS_INSTRUMENTED, true)
         .bool(wire::counters::DESC_SUPPORTS_NAMES, true);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{Fixture, Packets, all, at, u};
+    use super::*;
+    use crate::model::{CounterId, KernelCounters};
+    use wire::counters as C;
+
+    #[test]
+    fn per_kernel_values_cover_their_kernel_and_are_described_once() {
+        let mut f = Fixture::new(ClockSpec::Boottime);
+        let spec = |name: &str| CounterSpec {
+            name: name.into(),
+            description: String::new(),
+            unit: Unit::Percent,
+            per: None,
+            group: CounterGroup::Compute,
+        };
+        let a = f.counters.register(spec("sm__throughput"));
+        let _unused = f.counters.register(spec("dram__bytes"));
+        assert_eq!(a, CounterId(1));
+        let kc = |start| {
+            Event::KernelCounters(KernelCounters {
+                device: 1,
+                correlation_id: 3,
+                start,
+                end: start + 50,
+                values: vec![(a, 87.5)].into(),
+            })
+        };
+        let b = [Batch {
+            thread: 1,
+            events: vec![kc(100), kc(200)],
+            text: vec![],
+        }];
+        let mut seq = CtrSeq::default();
+        let mut sink = Packets::default();
+        f.enc.write_counters(&mut seq, &b, &mut sink);
+        let p = &sink.0;
+        assert_eq!(p.len(), 4, "a value at each start, a zero at each end");
+        let ts: Vec<_> = p
+            .iter()
+            .map(|p| u(p, &[wire::packet::TIMESTAMP]).unwrap())
+            .collect();
+        assert_eq!(ts, [100, 150, 200, 250]);
+        let values: Vec<_> = p
+            .iter()
+            .map(|p| {
+                at(
+                    p,
+                    &[
+                        wire::packet::GPU_COUNTER_EVENT,
+                        C::COUNTERS,
+                        C::DOUBLE_VALUE,
+                    ],
+                )
+                .and_then(|v| v.as_f64())
+                .unwrap()
+            })
+            .collect();
+        assert_eq!(values, [87.5, 0.0, 87.5, 0.0]);
+        // Only the first packet describes GPU 1's counters, and only the
+        // counter it reported.
+        let described: Vec<_> = p
+            .iter()
+            .map(|p| at(p, &[wire::packet::INTERNED_DATA]).is_some())
+            .collect();
+        assert_eq!(described, [true, false, false, false]);
+        let desc = at(
+            &p[0],
+            &[
+                wire::packet::INTERNED_DATA,
+                wire::interned::GPU_COUNTER_DESCRIPTORS,
+            ],
+        )
+        .and_then(|v| v.as_bytes())
+        .unwrap();
+        assert_eq!(u(desc, &[C::IDESC_GPU_ID]), Some(1));
+        let specs = all(
+            at(desc, &[C::IDESC_DESCRIPTOR])
+                .unwrap()
+                .as_bytes()
+                .unwrap(),
+            C::DESC_SPECS,
+        );
+        assert_eq!(specs.len(), 1);
+        assert_eq!(
+            u(specs[0].as_bytes().unwrap(), &[C::SPEC_COUNTER_ID]),
+            Some(1)
+        );
+        assert_eq!(
+            u(specs[0].as_bytes().unwrap(), &[C::SPEC_NUM_UNITS]),
+            Some(unit_code(Unit::Percent))
+        );
+        let iid = u(desc, &[C::IDESC_IID]);
+        assert!(
+            p.iter()
+                .all(|p| u(p, &[wire::packet::GPU_COUNTER_EVENT, C::DESCRIPTOR_IID]) == iid)
+        );
+    }
+}

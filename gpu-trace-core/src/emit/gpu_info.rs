@@ -68,3 +68,45 @@ fn write_gpu(g: &mut Writer, d: &crate::model::Device) {
         kv(k, v);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::ClockSpec;
+    use super::super::test_support::{Fixture, Packets, all, s, u};
+    use super::*;
+    use crate::model::Device;
+
+    #[test]
+    fn gpu_info_names_the_backends_vendor_and_fills_gaps() {
+        let mut f = Fixture::new(ClockSpec::Boottime);
+        let mut d = Device::new(1, "MyGPU 9000");
+        d.vendor = Some("MyVendor".into());
+        d.sm_count = 12;
+        f.devices.upsert(d);
+        let mut seq = RsSeq::default();
+        let mut sink = Packets::default();
+        f.enc.write_gpu_info_if_changed(&mut seq, &mut sink);
+        // Unchanged devices are not described again.
+        f.enc.write_gpu_info_if_changed(&mut seq, &mut sink);
+        assert_eq!(sink.0.len(), 1);
+        let info = all(&sink.0[0], wire::packet::GPU_INFO);
+        let gpus = all(info[0].as_bytes().unwrap(), wire::gpu_info::GPUS);
+        assert_eq!(gpus.len(), 2, "the list index is the gpu_id");
+        let (g0, g1) = (gpus[0].as_bytes().unwrap(), gpus[1].as_bytes().unwrap());
+        assert_eq!(s(g0, &[wire::gpu_info::NAME]), Some("GPU 0 (not used)"));
+        assert_eq!(s(g1, &[wire::gpu_info::NAME]), Some("MyGPU 9000"));
+        assert_eq!(s(g1, &[wire::gpu_info::VENDOR]), Some("MyVendor"));
+        assert_eq!(u(g0, &[wire::gpu_info::VENDOR]), None);
+        let extra: Vec<_> = all(g1, wire::gpu_info::EXTRA_INFO)
+            .iter()
+            .map(|e| {
+                let e = e.as_bytes().unwrap();
+                (
+                    s(e, &[wire::gpu_info::KEY]).unwrap(),
+                    s(e, &[wire::gpu_info::VALUE]).unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(extra, [("gpu_id", "1"), ("sm_count", "12")]);
+    }
+}

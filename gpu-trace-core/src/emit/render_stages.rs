@@ -501,4 +501,85 @@ mod tests {
             "sequence starts and the late event: {absolute}"
         );
     }
+
+    #[test]
+    fn kernels_and_copies_carry_ids_stages_and_interned_names_once() {
+        use super::super::primary_event_id;
+        use super::super::test_support::{Fixture, PID, all, at, s as st, u};
+        use crate::model::{CopyKind, MemoryKind};
+        use wire::rse as R;
+        let mut f = Fixture::new(ClockSpec::Boottime);
+        let n = f.kernels.names(&f.names, "_Z6vecAddPfS_S_i");
+        let k = f.kernels.register(crate::model::KernelDesc {
+            mangled: n.mangled,
+            demangled: n.demangled,
+            display: n.display,
+            arch: f.names.intern("sm_90"),
+            args: vec![],
+        });
+        let mut b = kernel_batch(&[1_000, 2_000], k);
+        b.events.push(Event::Memory(MemoryOp {
+            device: 0,
+            context: 1,
+            stream: 7,
+            correlation_id: 99,
+            start: 3_000,
+            end: 3_400,
+            bytes: 4096,
+            kind: MemoryOpKind::Copy {
+                kind: CopyKind::HtoD,
+                src: MemoryKind::Pinned,
+                dst: MemoryKind::Device,
+                peer: None,
+            },
+            graph_node: 0,
+        }));
+        let b = [b];
+        let ids = f.enc.prepare(&b);
+        let mut seq = RsSeq::default();
+        let mut sink = Packets::default();
+        f.enc.write_render_stages(&mut seq, &b, &ids, &mut sink);
+        let ev: Vec<&[u8]> = sink
+            .0
+            .iter()
+            .filter_map(|p| at(p, &[wire::packet::GPU_RENDER_STAGE_EVENT]))
+            .map(|v| v.as_bytes().unwrap())
+            .collect();
+        assert_eq!(ev.len(), 3);
+        let corr = |i: usize| match &b[0].events[i] {
+            Event::Kernel(k) => k.correlation_id,
+            Event::Memory(m) => m.correlation_id,
+            _ => unreachable!(),
+        };
+        for (i, e) in ev.iter().enumerate() {
+            assert_eq!(u(e, &[R::EVENT_ID]), Some(primary_event_id(PID, corr(i))));
+        }
+        assert_eq!(u(ev[0], &[R::STAGE_IID]), Some(STAGE_KERNEL));
+        assert_eq!(u(ev[0], &[R::DURATION]), Some(10));
+        assert_eq!(u(ev[0], &[R::KERNEL_IID]), Some(k.0 as u64));
+        assert_eq!(u(ev[2], &[R::STAGE_IID]), Some(STAGE_MEMCPY));
+        assert_eq!(u(ev[2], &[R::DURATION]), Some(400));
+        // The kernel, its queue and its name are interned with the first
+        // event only.
+        let interned = |field: u32| -> usize {
+            sink.0
+                .iter()
+                .flat_map(|p| all(p, wire::packet::INTERNED_DATA))
+                .map(|i| all(i.as_bytes().unwrap(), field).len())
+                .sum()
+        };
+        assert_eq!(interned(wire::interned::COMPUTE_KERNELS), 1);
+        let names: Vec<String> = sink
+            .0
+            .iter()
+            .flat_map(|p| all(p, wire::packet::INTERNED_DATA))
+            .flat_map(|i| all(i.as_bytes().unwrap(), wire::interned::EVENT_NAMES))
+            .map(|e| {
+                st(e.as_bytes().unwrap(), &[wire::interned::NAME])
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(names, ["vecAdd", "Memcpy HtoD"]);
+    }
 }

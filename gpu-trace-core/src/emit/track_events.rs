@@ -382,3 +382,157 @@ fn perfetto_process_uuid() -> Option<u64> {
     // Zero until track events are initialised (unit tests).
     Some(perfetto_sdk::track_event::TrackEventTrack::process_track_uuid()).filter(|&u| u != 0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{PID, TePackets, all, at, s, u};
+    use super::super::{ClockSpec, Encoder};
+    use super::*;
+    use crate::model::TextRef;
+    use wire::packet as P;
+    use wire::track_event as T;
+
+    fn batch(thread: u32, events: Vec<Event>, text: &[u8]) -> Batch {
+        Batch {
+            thread,
+            events,
+            text: text.to_vec(),
+        }
+    }
+
+    fn events(packets: &[Vec<u8>]) -> Vec<&[u8]> {
+        packets
+            .iter()
+            .filter_map(|p| at(p, &[P::TRACK_EVENT]).and_then(|v| v.as_bytes()))
+            .collect()
+    }
+
+    fn write(enc: &mut Encoder, batches: &[Batch], api: bool) -> TePackets {
+        let mut sink = TePackets::default();
+        if api {
+            enc.write_api_calls(batches, &mut sink);
+        } else {
+            enc.write_markers(batches, &mut sink);
+        }
+        sink
+    }
+
+    #[test]
+    fn an_api_call_is_a_slice_that_points_at_its_gpu_work() {
+        let mut f = super::super::test_support::Fixture::new(ClockSpec::Boottime);
+        let name = f.names.intern("cudaLaunchKernel");
+        let sync = f.names.intern("cudaStreamSynchronize");
+        let call = |name, start, corr, submits, waits: &[u64], status| {
+            Event::Api(ApiCall {
+                name,
+                thread: 7,
+                start,
+                end: start + 100,
+                correlation_id: corr,
+                submits,
+                waits: waits.iter().copied().collect(),
+                status,
+            })
+        };
+        let b = [batch(
+            7,
+            vec![
+                call(name, 1_000, 5, true, &[], 0),
+                call(sync, 2_000, 6, false, &[5], 3),
+            ],
+            b"",
+        )];
+        let sink = write(&mut f.enc, &b, true);
+        let ev = events(&sink.packets);
+        let types: Vec<_> = ev.iter().map(|e| u(e, &[T::TYPE]).unwrap()).collect();
+        assert_eq!(
+            types,
+            [
+                T::TYPE_SLICE_BEGIN,
+                T::TYPE_SLICE_END,
+                T::TYPE_SLICE_BEGIN,
+                T::TYPE_SLICE_END
+            ]
+        );
+        let launch = ev[0];
+        assert_eq!(
+            u(launch, &[T::GPU_CORRELATION, T::SUBMISSION_IDS]),
+            Some(primary_event_id(PID, 5))
+        );
+        assert_eq!(
+            u(launch, &[T::GPU_API]),
+            Some(crate::testing::BACKEND.gpu_api)
+        );
+        let wait = ev[2];
+        assert_eq!(u(wait, &[T::GPU_CORRELATION, T::SUBMISSION_IDS]), None);
+        assert_eq!(
+            u(wait, &[T::GPU_CORRELATION, T::WAIT_IDS]),
+            Some(primary_event_id(PID, 5))
+        );
+        assert_eq!(
+            at(wait, &[T::DEBUG_ANNOTATIONS, wire::debug_annotation::INT]).and_then(|v| v.as_u64()),
+            Some(3)
+        );
+        // Each name is interned once, with the packet that first uses it.
+        let interned: Vec<_> = sink
+            .packets
+            .iter()
+            .flat_map(|p| {
+                all(p, P::INTERNED_DATA)
+                    .into_iter()
+                    .flat_map(|i| all(i.as_bytes().unwrap(), wire::interned::EVENT_NAMES))
+                    .map(|e| s(e.as_bytes().unwrap(), &[wire::interned::NAME]).unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(interned, ["cudaLaunchKernel", "cudaStreamSynchronize"]);
+        // The thread's track is described once.
+        let threads = sink
+            .packets
+            .iter()
+            .filter(|p| {
+                u(p, &[P::TRACK_DESCRIPTOR, wire::track_descriptor::UUID])
+                    == Some(thread_track_uuid(PID, 7))
+            })
+            .count();
+        assert_eq!(threads, 1);
+    }
+
+    #[test]
+    fn markers_keep_their_text_and_drop_ends_that_began_before_tracing() {
+        let mut f = super::super::test_support::Fixture::new(ClockSpec::Boottime);
+        let text = TextRef { offset: 0, len: 4 };
+        let m = |ts, marker| {
+            Event::Marker(MarkerEvent {
+                thread: 9,
+                ts,
+                marker,
+            })
+        };
+        let b = [batch(
+            9,
+            vec![
+                m(10, Marker::Pop { domain: None }),
+                m(20, Marker::Push { domain: None, text }),
+                m(30, Marker::Pop { domain: None }),
+                m(40, Marker::End { id: 77 }),
+            ],
+            b"step",
+        )];
+        let sink = write(&mut f.enc, &b, false);
+        let ev = events(&sink.packets);
+        let types: Vec<_> = ev.iter().map(|e| u(e, &[T::TYPE]).unwrap()).collect();
+        assert_eq!(types, [T::TYPE_SLICE_BEGIN, T::TYPE_SLICE_END]);
+        let name = sink.packets.iter().find_map(|p| {
+            s(
+                p,
+                &[
+                    P::INTERNED_DATA,
+                    wire::interned::EVENT_NAMES,
+                    wire::interned::NAME,
+                ],
+            )
+        });
+        assert_eq!(name, Some("step"));
+    }
+}
