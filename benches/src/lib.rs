@@ -2,7 +2,7 @@
 //! throw-away file, and synthetic events shaped like real ones.
 
 use gpu_trace_core::model::{
-    ApiCall, ArgValue, Device, Dim3, KernelDesc, KernelExec, KernelId, NameId, Vendor,
+    ApiCall, ArgValue, Device, Dim3, KernelDesc, KernelExec, KernelId, NameId,
 };
 use gpu_trace_core::{Config, GpuClock, Limits, Tracer, TracerOptions};
 use smallvec::smallvec;
@@ -31,14 +31,11 @@ pub fn file_tracer(tag: &str) -> (Tracer, PathBuf) {
         capture_ranges: false,
     })
     .expect("tracer");
-    tracer.add_device(Device {
-        id: 0,
-        name: "Bench GPU".into(),
-        vendor: Some(Vendor::Nvidia),
-        arch_id: "sm_90".into(),
-        sm_count: 132,
-        ..Device::default()
-    });
+    let mut gpu = Device::new(0, "Bench GPU");
+    gpu.vendor = Some("NVIDIA".into());
+    gpu.arch_id = "sm_90".into();
+    gpu.sm_count = 132;
+    tracer.add_device(gpu);
     (tracer, dir)
 }
 

@@ -49,18 +49,15 @@ fn child() {
         capture_ranges: false,
     })
     .expect("tracer");
-    tracer.add_device(Device {
-        id: 0,
-        name: "NVIDIA H200".into(),
-        vendor: Some(Vendor::Nvidia),
-        uuid: Some([7; 16]),
-        pci_bdf: Some("0000:19:00.0".into()),
-        architecture: "Hopper".into(),
-        arch_id: "sm_90".into(),
-        sm_count: 132,
-        total_memory: Some(141 << 30),
-        extra: vec![],
-    });
+    let mut gpu = Device::new(0, "NVIDIA H200");
+    gpu.vendor = Some("NVIDIA".into());
+    gpu.uuid = Some([7; 16]);
+    gpu.pci_bdf = Some("0000:19:00.0".into());
+    gpu.architecture = "Hopper".into();
+    gpu.arch_id = "sm_90".into();
+    gpu.sm_count = 132;
+    gpu.total_memory = Some(141 << 30);
+    tracer.add_device(gpu);
     let app = App::new(&tracer);
     let expect = match scenario.as_str() {
         "occupancy" => occupancy(&app),

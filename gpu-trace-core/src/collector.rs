@@ -100,7 +100,7 @@ impl Limits {
 /// Thread names by tid, shared by the recorder (which fills it) and the
 /// emitter.
 #[derive(Debug, Clone, Default)]
-pub struct ThreadNames(Arc<Mutex<std::collections::HashMap<u32, String>>>);
+pub(crate) struct ThreadNames(Arc<Mutex<std::collections::HashMap<u32, String>>>);
 
 impl ThreadNames {
     fn set(&self, tid: u32, name: String) {
@@ -111,7 +111,7 @@ impl ThreadNames {
     }
 
     /// The name recorded for `tid`.
-    pub fn get(&self, tid: u32) -> Option<String> {
+    pub(crate) fn get(&self, tid: u32) -> Option<String> {
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -584,7 +584,7 @@ impl Recorder {
 
     /// Names of the threads that recorded, as they were when each first
     /// recorded.
-    pub fn thread_names(&self) -> ThreadNames {
+    pub(crate) fn thread_names(&self) -> ThreadNames {
         self.shared.names.clone()
     }
 

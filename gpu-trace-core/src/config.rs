@@ -26,7 +26,10 @@ pub mod vars {
     pub const BUFFER_SIZE: &str = "INJECTION_BUFFER_SIZE";
     /// How often the trace file is written (and data flushed), ms.
     pub const FLUSH_PERIOD_MS: &str = "INJECTION_FLUSH_PERIOD_MS";
-    /// What standalone mode records: `gpu`, `api`, `nvtx`, `counters`.
+    /// What standalone mode records: `gpu`, `api`, `markers`, `counters`
+    /// or `all`. `nvtx` and `roctx` are aliases of `markers` whatever the
+    /// backend, as are `kernels`/`renderstages` of `gpu` and `metrics` of
+    /// `counters`.
     pub const TRACE: &str = "INJECTION_TRACE";
     /// Memory for recorded events waiting to be written.
     pub const QUEUE_SIZE: &str = "INJECTION_QUEUE_SIZE";
@@ -235,7 +238,7 @@ impl Config {
                     vars::SUFFIX,
                     &v,
                     "a non-empty name of letters, digits, '_', '-' or '.'",
-                    "the backend default (nv or amd)".into(),
+                    "the backend's default".into(),
                 );
             }
         }
@@ -301,9 +304,9 @@ impl Config {
                     vars::TRACE,
                     &v,
                     &format!(
-                        "a list of gpu, api, nvtx (or markers), counters, all; {word:?} is none of these"
+                        "a list of gpu, api, markers (also spelt nvtx or roctx), counters, all; {word:?} is none of these"
                     ),
-                    "gpu,api,nvtx".into(),
+                    "gpu,api,markers".into(),
                 ),
             }
         }
@@ -508,7 +511,9 @@ fn parse_recording(v: &str) -> Result<Recording, String> {
         match w.to_ascii_lowercase().as_str() {
             "gpu" | "kernels" | "renderstages" => r.gpu = true,
             "api" => r.api = true,
-            "nvtx" | "roctx" | "markers" => r.markers = true,
+            // Aliases, accepted whatever the backend: people name the
+            // annotation API they use.
+            "markers" | "nvtx" | "roctx" => r.markers = true,
             "counters" | "metrics" => r.counters = true,
             "all" => {
                 r = Recording {
@@ -647,6 +652,23 @@ mod tests {
                 markers: false,
                 counters: false
             }
+        );
+    }
+
+    #[test]
+    fn marker_aliases_name_no_backend() {
+        for word in ["markers", "nvtx", "roctx", "NVTX"] {
+            let (c, p) = cfg(&[(vars::TRACE, word)]);
+            assert!(p.is_empty(), "{word}: {p:?}");
+            assert!(c.recording.markers && !c.recording.gpu, "{word}");
+        }
+        // Problem texts name no backend's defaults.
+        let (_, p) = cfg(&[(vars::TRACE, "telemetry")]);
+        assert!(p[0].to_string().contains("using gpu,api,markers"), "{p:?}");
+        let (_, p) = cfg(&[(vars::SUFFIX, "a b")]);
+        assert!(
+            p[0].to_string().ends_with("using the backend's default"),
+            "{p:?}"
         );
     }
 

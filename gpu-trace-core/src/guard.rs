@@ -37,6 +37,6 @@ pub fn catch<R>(what: &'static str, f: impl FnOnce() -> R) -> Option<R> {
 }
 
 /// Whether a panic has switched tracing off.
-pub fn broken() -> bool {
+pub(crate) fn broken() -> bool {
     BROKEN.load(Ordering::Relaxed)
 }

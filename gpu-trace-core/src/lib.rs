@@ -1,17 +1,4 @@
-//! Backend-neutral GPU event model and its mapping to Perfetto.
-//!
-//! Backends (`injection-cuda`, `injection-hip`) translate vendor records into
-//! the [`model`] and hand them to a [`Recorder`]. The `Tracer` owns the
-//! Perfetto side: data sources `gpu.renderstages.<suffix>` and
-//! `gpu.counters.<suffix>`, track events for API calls and markers, the
-//! standalone file session, and an emitter thread that turns recorded events
-//! into packets off the application's threads. [`reader`] (the
-//! `gpu-trace-reader` crate) decodes the resulting `.pftrace` files into a
-//! GPU-centric view of events, slices and counters.
-//!
-//! The Perfetto side needs the `perfetto` feature (on by default), which
-//! links the C++ SDK; without it this crate is the model, config, output
-//! naming and the reader, for tools that only read traces.
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 // Without `perfetto`, the collector's drain side has no caller.
 #![cfg_attr(not(feature = "perfetto"), allow(dead_code))]
@@ -26,7 +13,7 @@ pub mod backend;
 #[doc(hidden)]
 pub mod bench;
 pub mod clock;
-pub mod collector;
+mod collector;
 pub mod config;
 pub mod correlate;
 #[cfg(feature = "perfetto")]
@@ -38,7 +25,7 @@ pub mod model;
 pub mod names;
 pub mod output;
 pub mod registry;
-pub mod sharded;
+mod sharded;
 #[cfg(feature = "perfetto")]
 mod sink;
 #[doc(hidden)]
@@ -49,22 +36,14 @@ mod tracer;
 mod wire_check;
 
 pub use gpu_trace_reader as reader;
-pub use gpu_trace_reader::{pb, wire};
 
 #[cfg(feature = "perfetto")]
 pub use backend::{BackendInfo, Categories};
-pub use collector::{Batch, Limits, Recorder};
+pub use collector::{Batch, Limits, Recorder, STALL_LIMIT};
 pub use config::Config;
-#[cfg(feature = "perfetto")]
-pub use emit::{
-    SECONDARY_EVENT_ID_BIT, Totals, primary_event_id, range_track_uuid, secondary_event_id,
-    thread_track_uuid,
-};
 pub use output::RECORD_LOG_VAR;
 #[cfg(feature = "perfetto")]
-pub use sink::{
-    CounterRequest, RegisterError, SessionError, data_source_names, parse_counter_config,
-};
+pub use sink::{RegisterError, SessionError};
 #[cfg(feature = "perfetto")]
 pub use tracer::{
     Backend, CaptureSwitch, GpuClock, Notes, Sources, StartError, Tracer, TracerOptions,

@@ -27,28 +27,6 @@ pub struct KernelId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CounterId(pub u32);
 
-/// GPU vendor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Vendor {
-    /// NVIDIA.
-    Nvidia,
-    /// AMD.
-    Amd,
-    /// Anything else.
-    Other,
-}
-
-impl Vendor {
-    /// Vendor name as `GpuInfo.vendor` spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Vendor::Nvidia => "NVIDIA",
-            Vendor::Amd => "AMD",
-            Vendor::Other => "unknown",
-        }
-    }
-}
-
 /// Three-dimensional launch size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Dim3 {
@@ -75,14 +53,19 @@ impl Dim3 {
 }
 
 /// A GPU as users see it (`nvidia-smi` / `rocm-smi` index).
+///
+/// New fields will come (clocks, links, ...): make one with
+/// [`Device::new`] and set the fields the backend knows.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Device {
     /// Index as the vendor's management tool shows it; the trace's `gpu_id`.
     pub id: u32,
     /// Marketing name, e.g. "NVIDIA H200".
     pub name: String,
-    /// Vendor.
-    pub vendor: Option<Vendor>,
+    /// Vendor as `GpuInfo.vendor` spells it ("NVIDIA", "AMD"), if known:
+    /// the backend names it, so that core keeps no list of vendors.
+    pub vendor: Option<String>,
     /// 16-byte UUID, if known.
     pub uuid: Option<[u8; 16]>,
     /// PCI bus id, `dddd:bb:dd.f`.
@@ -97,6 +80,17 @@ pub struct Device {
     pub total_memory: Option<u64>,
     /// Anything else worth showing (driver version, clocks, ...).
     pub extra: Vec<(String, String)>,
+}
+
+impl Device {
+    /// Device `id` called `name`, nothing else known yet.
+    pub fn new(id: u32, name: impl Into<String>) -> Self {
+        Self {
+            id,
+            name: name.into(),
+            ..Self::default()
+        }
+    }
 }
 
 /// A value attached to a kernel or launch as a Perfetto compute arg.
@@ -161,6 +155,7 @@ pub struct KernelExec {
 /// Direction of a memory copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub enum CopyKind {
     HtoD,
     DtoH,
@@ -217,6 +212,7 @@ impl CopyKind {
 /// Kind of memory on either side of a copy or under a memset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub enum MemoryKind {
     Unknown,
     Pageable,
@@ -263,6 +259,7 @@ impl MemoryKind {
 
 /// What a memory operation did.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum MemoryOpKind {
     /// A copy.
     Copy {
@@ -340,6 +337,7 @@ pub struct TextRef {
 
 /// An NVTX or roctx annotation.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum Marker {
     /// Push of a thread-local nested range.
     Push {
@@ -390,6 +388,7 @@ pub struct MarkerEvent {
 /// Unit of a counter value: numerator over denominator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub enum Unit {
     None,
     Bit,
@@ -414,6 +413,7 @@ pub enum Unit {
 
 /// What a counter belongs to, for grouping in the UI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CounterGroup {
     /// Per-kernel compute metrics (joined with kernels by the UI).
     Compute,
@@ -466,6 +466,7 @@ pub struct CounterSample {
 
 /// Everything a backend records, as the emitter receives it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Event {
     /// A kernel execution.
     Kernel(KernelExec),
@@ -497,6 +498,7 @@ impl Event {
 
 /// What was dropped, for the drop counts written into the trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DropKind {
     /// Events that did not fit the recording thread's buffer.
     ThreadBuffer,

@@ -11,7 +11,7 @@ const SHARDS: usize = 16;
 
 /// A map split into independently locked shards. Values are copied out.
 #[derive(Debug)]
-pub struct Sharded<K, V> {
+pub(crate) struct Sharded<K, V> {
     shards: [Mutex<FxHashMap<K, V>>; SHARDS],
 }
 
@@ -23,7 +23,7 @@ impl<K: Hash + Eq + Copy, V: Copy> Default for Sharded<K, V> {
 
 impl<K: Hash + Eq + Copy, V: Copy> Sharded<K, V> {
     /// An empty map.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             shards: std::array::from_fn(|_| Mutex::new(FxHashMap::default())),
         }
@@ -36,7 +36,7 @@ impl<K: Hash + Eq + Copy, V: Copy> Sharded<K, V> {
     }
 
     /// Sets `k` to `v`.
-    pub fn set(&self, k: K, v: V) {
+    pub(crate) fn set(&self, k: K, v: V) {
         self.shard(&k)
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -44,7 +44,7 @@ impl<K: Hash + Eq + Copy, V: Copy> Sharded<K, V> {
     }
 
     /// The value of `k`.
-    pub fn get(&self, k: &K) -> Option<V> {
+    pub(crate) fn get(&self, k: &K) -> Option<V> {
         self.shard(k)
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -53,7 +53,7 @@ impl<K: Hash + Eq + Copy, V: Copy> Sharded<K, V> {
     }
 
     /// Removes `k`.
-    pub fn remove(&self, k: &K) {
+    pub(crate) fn remove(&self, k: &K) {
         self.shard(k)
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -61,7 +61,7 @@ impl<K: Hash + Eq + Copy, V: Copy> Sharded<K, V> {
     }
 
     /// Removes every entry for which `f` says so.
-    pub fn remove_if(&self, mut f: impl FnMut(&K, &V) -> bool) {
+    pub(crate) fn remove_if(&self, mut f: impl FnMut(&K, &V) -> bool) {
         for s in &self.shards {
             s.lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -70,7 +70,7 @@ impl<K: Hash + Eq + Copy, V: Copy> Sharded<K, V> {
     }
 
     /// Calls `f` on every entry (one shard locked at a time).
-    pub fn collect(&self, mut f: impl FnMut(&K, &V)) {
+    pub(crate) fn collect(&self, mut f: impl FnMut(&K, &V)) {
         for s in &self.shards {
             for (k, v) in s.lock().unwrap_or_else(|e| e.into_inner()).iter() {
                 f(k, v);

@@ -36,7 +36,7 @@ pub(crate) const SHMEM_KB: u32 = 8 * 1024;
 pub(crate) static ROUTE: ArcSwapOption<Inner> = ArcSwapOption::const_empty();
 
 /// Data-source names for `suffix`.
-pub fn data_source_names(suffix: &str) -> (String, String) {
+pub(crate) fn data_source_names(suffix: &str) -> (String, String) {
     (
         format!("gpu.renderstages.{suffix}"),
         format!("gpu.counters.{suffix}"),
@@ -196,7 +196,7 @@ fn with_route(f: impl FnOnce(&Inner)) {
 
 /// What a counters session asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CounterRequest {
+pub(crate) struct CounterRequest {
     /// `GpuCounterConfig.counter_names`; empty means the tool's defaults.
     pub names: Vec<String>,
     /// Whether per-kernel (instrumented) sampling was asked for.
@@ -204,9 +204,9 @@ pub struct CounterRequest {
 }
 
 /// Reads `GpuCounterConfig` out of a `DataSourceConfig`.
-pub fn parse_counter_config(cfg: &[u8]) -> CounterRequest {
-    use crate::pb::Fields;
-    use crate::wire::config as c;
+pub(crate) fn parse_counter_config(cfg: &[u8]) -> CounterRequest {
+    use gpu_trace_reader::pb::Fields;
+    use gpu_trace_reader::wire::config as c;
     let mut req = CounterRequest::default();
     for f in Fields::new(cfg).map_while(Result::ok) {
         if f.0 != c::DSC_GPU_COUNTER_CONFIG {
@@ -419,17 +419,17 @@ impl Out {
     /// its very last packet, so only the last packet of a read's last piece
     /// is looked at (each piece holds whole `Trace.packet` fields).
     fn scan(&mut self, data: &[u8]) {
-        use crate::pb::Fields;
+        use gpu_trace_reader::pb::Fields;
         let Some(p) = Fields::new(data)
             .map_while(Result::ok)
-            .filter(|(n, _)| *n == crate::wire::TRACE_PACKET)
+            .filter(|(n, _)| *n == gpu_trace_reader::wire::TRACE_PACKET)
             .last()
             .and_then(|(_, v)| v.as_bytes())
         else {
             return;
         };
         for (f, v) in Fields::new(p).map_while(Result::ok) {
-            if f == crate::wire::packet::TRACE_STATS
+            if f == gpu_trace_reader::wire::packet::TRACE_STATS
                 && let Some(b) = v.as_bytes()
                 && let Ok(l) = crate::reader::trace_stats(b)
             {
@@ -698,9 +698,9 @@ pub(crate) fn file_trace_config(
     categories: &[&str],
     counters: bool,
 ) -> Vec<u8> {
-    use crate::wire::config as c;
+    use gpu_trace_reader::wire::config as c;
     let (rs, ctr) = data_source_names(suffix);
-    let mut w = crate::pb::Writer::new();
+    let mut w = gpu_trace_reader::pb::Writer::new();
     w.nested(c::BUFFERS, |b| {
         // A ring: should the reader ever fall behind, the oldest unread
         // chunks go (counted in the service's statistics) and recording

@@ -712,7 +712,7 @@ impl Drop for Traced {
 /// (2: descriptor 1 with name 1, producer id 2), sessions (3), started
 /// sessions (4).
 fn decode_service_state(data: &[u8]) -> ServiceState {
-    use crate::pb::Fields;
+    use gpu_trace_reader::pb::Fields;
     let mut s = ServiceState::default();
     for (n, v) in Fields::new(data).flatten() {
         match n {
@@ -851,7 +851,7 @@ mod tests {
 
     #[test]
     fn service_state_is_decoded() {
-        use crate::pb::Writer;
+        use gpu_trace_reader::pb::Writer;
         let mut w = Writer::new();
         w.nested(1, |p| {
             p.varint(1, 3).string(2, "app").varint(5, 4242);

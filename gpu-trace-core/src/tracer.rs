@@ -730,7 +730,7 @@ impl Tracer {
         }
     }
 
-    /// Totals written so far (for tests and the exit summary).
+    /// Events dropped so far, by kind.
     pub fn recorder_drops(&self) -> Vec<(DropKind, u64)> {
         self.inner.recorder.drop_counts().to_vec()
     }

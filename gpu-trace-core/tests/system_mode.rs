@@ -147,18 +147,15 @@ struct Workload {
 impl Workload {
     fn new(tracer: &Tracer) -> Self {
         for id in 0..2 {
-            tracer.add_device(Device {
-                id,
-                name: "NVIDIA H200".into(),
-                vendor: Some(Vendor::Nvidia),
-                uuid: Some([id as u8; 16]),
-                pci_bdf: Some(format!("0000:0{id}:00.0")),
-                architecture: "Hopper".into(),
-                arch_id: "sm_90".into(),
-                sm_count: 132,
-                total_memory: Some(141 << 30),
-                extra: vec![],
-            });
+            let mut gpu = Device::new(id, "NVIDIA H200");
+            gpu.vendor = Some("NVIDIA".into());
+            gpu.uuid = Some([id as u8; 16]);
+            gpu.pci_bdf = Some(format!("0000:0{id}:00.0"));
+            gpu.architecture = "Hopper".into();
+            gpu.arch_id = "sm_90".into();
+            gpu.sm_count = 132;
+            gpu.total_memory = Some(141 << 30);
+            tracer.add_device(gpu);
         }
         let names = tracer.names().clone();
         let kernels = tracer.kernels().clone();

@@ -6,6 +6,7 @@
 //! thread's buffer. Names are interned once per callback id; which GPU work
 //! a synchronisation waited for comes from core's [`Correlator`].
 
+use crate::sharded::Sharded;
 use arc_swap::ArcSwap;
 use cupti::Stream;
 use cupti::callback::{ApiCallback, Site};
@@ -17,7 +18,6 @@ use gpu_trace_core::clock::boottime_ns;
 use gpu_trace_core::correlate::{Correlator, StreamKey, Wait};
 use gpu_trace_core::model::{ApiCall, Marker, NameId};
 use gpu_trace_core::names::Names;
-use gpu_trace_core::sharded::Sharded;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::cell::Cell;

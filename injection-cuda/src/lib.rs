@@ -25,6 +25,7 @@ mod counters;
 mod ffi;
 pub mod occupancy;
 mod records;
+mod sharded;
 mod tool;
 
 use std::sync::OnceLock;

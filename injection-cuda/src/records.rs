@@ -15,7 +15,7 @@ use cupti::driver::Driver;
 use gpu_trace_core::Recorder;
 use gpu_trace_core::model::{
     ArgValue, CopyKind, Device, Dim3, DropKind, KernelDesc, KernelExec, KernelId, MemoryKind,
-    MemoryOp, MemoryOpKind, NameId, Vendor,
+    MemoryOp, MemoryOpKind, NameId,
 };
 use gpu_trace_core::names::{Kernels, Names};
 use rustc_hash::FxHashMap;
@@ -180,12 +180,8 @@ impl RecordState {
 
     fn describe(&self, ordinal: u32) -> (DeviceEntry, Device) {
         use cupti_sys::CUdevice_attribute_enum as A;
-        let mut desc = Device {
-            id: ordinal,
-            name: format!("CUDA device {ordinal}"),
-            vendor: Some(Vendor::Nvidia),
-            ..Device::default()
-        };
+        let mut desc = Device::new(ordinal, format!("CUDA device {ordinal}"));
+        desc.vendor = Some("NVIDIA".into());
         let mut limits = DeviceLimits::default();
         if let Some(drv) = self.driver()
             && let Ok(dev) = drv.device(ordinal as i32)

@@ -18,7 +18,7 @@ const ACTIVITY_BUFFERS: ActivityConfig = ActivityConfig {
     buffer_size: 1 << 20,
     initial_buffers: 4,
     max_buffers: 48,
-    request_wait: gpu_trace_core::collector::STALL_LIMIT,
+    request_wait: gpu_trace_core::STALL_LIMIT,
 };
 use crate::config::{ApiLayer, CaptureRange, CudaConfig};
 use crate::counters::Counting;

@@ -9,7 +9,7 @@
 use gpu_trace_core::Recorder;
 use gpu_trace_core::model::{
     ArgValue, CopyKind, Device, Dim3, DropKind, KernelDesc, KernelExec, KernelId, MemoryKind,
-    MemoryOp, MemoryOpKind, NameId, Vendor,
+    MemoryOp, MemoryOpKind, NameId,
 };
 use gpu_trace_core::names::{KernelNames, Kernels, Names};
 use rocprofiler::{
@@ -405,22 +405,20 @@ pub(crate) fn describe(a: &Agent) -> Option<Device> {
             format!("{:04x}:{:04x}", a.vendor_id, a.device_id),
         ));
     }
-    Some(Device {
-        id,
-        name: if a.product_name.is_empty() {
-            format!("AMD {}", a.name)
-        } else {
-            a.product_name.clone()
-        },
-        vendor: Some(Vendor::Amd),
-        uuid: None,
-        pci_bdf: pci_bdf(a.domain, a.location_id),
-        architecture: family(&a.name).to_owned(),
-        arch_id: a.name.clone(),
-        sm_count: a.cu_count,
-        total_memory: (a.local_mem_size > 0).then_some(a.local_mem_size),
-        extra,
-    })
+    let name = if a.product_name.is_empty() {
+        format!("AMD {}", a.name)
+    } else {
+        a.product_name.clone()
+    };
+    let mut d = Device::new(id, name);
+    d.vendor = Some("AMD".into());
+    d.pci_bdf = pci_bdf(a.domain, a.location_id);
+    d.architecture = family(&a.name).to_owned();
+    d.arch_id = a.name.clone();
+    d.sm_count = a.cu_count;
+    d.total_memory = (a.local_mem_size > 0).then_some(a.local_mem_size);
+    d.extra = extra;
+    Some(d)
 }
 
 /// KFD's `location_id` is the PCI bus/device/function as `bus << 8 | device << 3 | function`.

@@ -1,0 +1,288 @@
+//! GPU counters: per-kernel and periodic samples, and the per-GPU counter
+//! descriptors they intern.
+
+use super::{ClockSpec, CtrSeq, Encoder, PacketSink};
+use crate::collector::Batch;
+use crate::model::{CounterGroup, CounterSpec, Event, Unit};
+use gpu_trace_reader::pb::Writer;
+use gpu_trace_reader::wire;
+
+impl Encoder {
+    /// Writes the counter samples of `batches` to one counter sequence.
+    ///
+    /// Per-kernel values are written at the kernel's start and return to
+    /// zero at its end, so that each value covers exactly its kernel.
+    pub(crate) fn write_counters(
+        &mut self,
+        seq: &mut CtrSeq,
+        batches: &[Batch],
+        sink: &mut dyn PacketSink,
+    ) {
+        let mut specs: Option<Vec<CounterSpec>> = None;
+        for b in batches {
+            for e in &b.events {
+                match e {
+                    Event::KernelCounters(c) => {
+                        for (ts, zero) in [(c.start, false), (c.end, true)] {
+                            let point = CounterPoint {
+                                device: c.device,
+                                ts,
+                                values: &c.values,
+                                zero,
+                            };
+                            self.write_counter_point(seq, &point, &mut specs, sink);
+                        }
+                    }
+                    Event::Counters(c) => {
+                        let point = CounterPoint {
+                            device: c.device,
+                            ts: c.ts,
+                            values: &c.values,
+                            zero: false,
+                        };
+                        self.write_counter_point(seq, &point, &mut specs, sink);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn write_counter_point(
+        &mut self,
+        seq: &mut CtrSeq,
+        point: &CounterPoint<'_>,
+        specs: &mut Option<Vec<CounterSpec>>,
+        sink: &mut dyn PacketSink,
+    ) {
+        // A GPU's descriptor lists the counters that GPU has reported:
+        // listing every registered counter would draw empty tracks for the
+        // counters another GPU offers and this one does not.
+        let offered = self.device_counters.entry(point.device).or_default();
+        for (id, _) in point.values {
+            if !offered.1.contains(&id.0) {
+                offered.1.push(id.0);
+                offered.0 += 1;
+            }
+        }
+        let version = offered.0;
+        let iid = self.counter_descriptor_iid(point.device, version);
+        let first = !seq.started;
+        seq.started = true;
+        let describe = seq.described.get(&point.device) != Some(&version);
+        if describe {
+            seq.described.insert(point.device, version);
+        }
+        let p = &mut self.pkt;
+        p.clear();
+        p.varint(wire::packet::TIMESTAMP, point.ts);
+        if let ClockSpec::Custom(id) = self.clock {
+            p.varint(wire::packet::TIMESTAMP_CLOCK_ID, id as u64);
+        }
+        p.varint(
+            wire::packet::SEQUENCE_FLAGS,
+            if first {
+                wire::packet::SEQ_INCREMENTAL_STATE_CLEARED
+            } else {
+                wire::packet::SEQ_NEEDS_INCREMENTAL_STATE
+            },
+        );
+        if first || describe {
+            let specs = specs.get_or_insert_with(|| self.counters.snapshot());
+            let ids = &self.device_counters[&point.device].1;
+            p.nested(wire::packet::INTERNED_DATA, |i| {
+                i.nested(wire::interned::GPU_COUNTER_DESCRIPTORS, |d| {
+                    d.varint(wire::counters::IDESC_IID, iid)
+                        .varint(wire::counters::IDESC_GPU_ID, point.device as u64);
+                    d.nested(wire::counters::IDESC_DESCRIPTOR, |cd| {
+                        write_counter_descriptor(cd, specs, ids)
+                    });
+                });
+            });
+        }
+        p.nested(wire::packet::GPU_COUNTER_EVENT, |ev| {
+            ev.varint(wire::counters::DESCRIPTOR_IID, iid);
+            for (id, v) in point.values {
+                ev.nested(wire::counters::COUNTERS, |c| {
+                    c.varint(wire::counters::COUNTER_ID, id.0 as u64).double(
+                        wire::counters::DOUBLE_VALUE,
+                        if point.zero { 0.0 } else { *v },
+                    );
+                });
+            }
+        });
+        sink.packet(p.as_bytes());
+    }
+
+    fn counter_descriptor_iid(&self, device: u32, version: u32) -> u64 {
+        ((version as u64) << 16) | (device as u64 + 1)
+    }
+}
+
+struct CounterPoint<'a> {
+    device: u32,
+    ts: u64,
+    values: &'a [(crate::model::CounterId, f64)],
+    zero: bool,
+}
+
+fn unit_code(u: Unit) -> u64 {
+    match u {
+        Unit::None => 0,
+        Unit::Bit => 1,
+        Unit::Byte => 7,
+        Unit::Kilobyte => 8,
+        Unit::Megabyte => 9,
+        Unit::Gigabyte => 10,
+        Unit::Hertz => 13,
+        Unit::Megahertz => 15,
+        Unit::Nanosecond => 19,
+        Unit::Microsecond => 20,
+        Unit::Millisecond => 21,
+        Unit::Second => 22,
+        Unit::Milliwatt => 28,
+        Unit::Watt => 29,
+        Unit::Joule => 31,
+        Unit::Volt => 32,
+        Unit::Celsius => 34,
+        Unit::Percent => 37,
+        Unit::Instruction => 40,
+    }
+}
+
+/// Describes the counters `ids` (`CounterId`s: index into `specs` + 1).
+fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec], ids: &[u32]) {
+    for (i, s) in specs.iter().enumerate() {
+        if !ids.contains(&(i as u32 + 1)) {
+            continue;
+        }
+        cd.nested(wire::counters::DESC_SPECS, |sp| {
+            sp.varint(wire::counters::SPEC_COUNTER_ID, i as u64 + 1)
+                .string(wire::counters::SPEC_NAME, &s.name);
+            if !s.description.is_empty() {
+                sp.string(wire::counters::SPEC_DESCRIPTION, &s.description);
+            }
+            if s.unit != Unit::None {
+                sp.varint(wire::counters::SPEC_NUM_UNITS, unit_code(s.unit));
+            }
+            if let Some(per) = s.per {
+                sp.varint(wire::counters::SPEC_DEN_UNITS, unit_code(per));
+            }
+            sp.varint(
+                wire::counters::SPEC_GROUPS,
+                match s.group {
+                    CounterGroup::Compute => wire::counters::GROUP_COMPUTE,
+                    CounterGroup::Memory => wire::counters::GROUP_MEMORY,
+                    CounterGroup::System => wire::counters::GROUP_SYSTEM,
+                },
+            )
+            .varint(
+                wire::counters::SPEC_VALUE_DIRECTION,
+                wire::counters::FORWARDS_LOOKING,
+            );
+        });
+    }
+    cd.bool(wire::counters::DESC_SUPPORTS_INSTRUMENTED, true)
+        .bool(wire::counters::DESC_SUPPORTS_NAMES, true);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{Fixture, Packets, all, at, u};
+    use super::*;
+    use crate::model::{CounterId, KernelCounters};
+    use wire::counters as C;
+
+    #[test]
+    fn per_kernel_values_cover_their_kernel_and_are_described_once() {
+        let mut f = Fixture::new(ClockSpec::Boottime);
+        let spec = |name: &str| CounterSpec {
+            name: name.into(),
+            description: String::new(),
+            unit: Unit::Percent,
+            per: None,
+            group: CounterGroup::Compute,
+        };
+        let a = f.counters.register(spec("sm__throughput"));
+        let _unused = f.counters.register(spec("dram__bytes"));
+        assert_eq!(a, CounterId(1));
+        let kc = |start| {
+            Event::KernelCounters(KernelCounters {
+                device: 1,
+                correlation_id: 3,
+                start,
+                end: start + 50,
+                values: vec![(a, 87.5)].into(),
+            })
+        };
+        let b = [Batch {
+            thread: 1,
+            events: vec![kc(100), kc(200)],
+            text: vec![],
+        }];
+        let mut seq = CtrSeq::default();
+        let mut sink = Packets::default();
+        f.enc.write_counters(&mut seq, &b, &mut sink);
+        let p = &sink.0;
+        assert_eq!(p.len(), 4, "a value at each start, a zero at each end");
+        let ts: Vec<_> = p
+            .iter()
+            .map(|p| u(p, &[wire::packet::TIMESTAMP]).unwrap())
+            .collect();
+        assert_eq!(ts, [100, 150, 200, 250]);
+        let values: Vec<_> = p
+            .iter()
+            .map(|p| {
+                at(
+                    p,
+                    &[
+                        wire::packet::GPU_COUNTER_EVENT,
+                        C::COUNTERS,
+                        C::DOUBLE_VALUE,
+                    ],
+                )
+                .and_then(|v| v.as_f64())
+                .unwrap()
+            })
+            .collect();
+        assert_eq!(values, [87.5, 0.0, 87.5, 0.0]);
+        // Only the first packet describes GPU 1's counters, and only the
+        // counter it reported.
+        let described: Vec<_> = p
+            .iter()
+            .map(|p| at(p, &[wire::packet::INTERNED_DATA]).is_some())
+            .collect();
+        assert_eq!(described, [true, false, false, false]);
+        let desc = at(
+            &p[0],
+            &[
+                wire::packet::INTERNED_DATA,
+                wire::interned::GPU_COUNTER_DESCRIPTORS,
+            ],
+        )
+        .and_then(|v| v.as_bytes())
+        .unwrap();
+        assert_eq!(u(desc, &[C::IDESC_GPU_ID]), Some(1));
+        let specs = all(
+            at(desc, &[C::IDESC_DESCRIPTOR])
+                .unwrap()
+                .as_bytes()
+                .unwrap(),
+            C::DESC_SPECS,
+        );
+        assert_eq!(specs.len(), 1);
+        assert_eq!(
+            u(specs[0].as_bytes().unwrap(), &[C::SPEC_COUNTER_ID]),
+            Some(1)
+        );
+        assert_eq!(
+            u(specs[0].as_bytes().unwrap(), &[C::SPEC_NUM_UNITS]),
+            Some(unit_code(Unit::Percent))
+        );
+        let iid = u(desc, &[C::IDESC_IID]);
+        assert!(
+            p.iter()
+                .all(|p| u(p, &[wire::packet::GPU_COUNTER_EVENT, C::DESCRIPTOR_IID]) == iid)
+        );
+    }
+}
