@@ -6,7 +6,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use gpu_trace_benches::recorded_trace;
-use gpu_trace_core::reader::Trace;
+use gpu_trace_core::reader::{GpuEvent, Slice, Trace, Visitor};
 use std::path::Path;
 
 const LAUNCHES: u64 = 1_000_000;
@@ -27,7 +27,35 @@ fn read(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(bytes));
     g.sample_size(10);
     g.bench_function("open", |b| b.iter(|| Trace::open(&path).expect("decodes")));
+    // The streaming path `gpu-trace stats` reads through.
+    g.bench_function("visit", |b| {
+        b.iter(|| {
+            let mut n = Count::default();
+            Trace::visit(&path, &mut n).expect("decodes");
+            assert_eq!(n.kernels, LAUNCHES);
+            n
+        })
+    });
     g.finish();
+}
+
+/// Counts what a visit hands over, touching each event as a summary would.
+#[derive(Default)]
+struct Count {
+    kernels: u64,
+    dur: u64,
+    slices: u64,
+}
+
+impl Visitor for Count {
+    fn gpu_event(&mut self, e: &GpuEvent) {
+        self.kernels += (e.stage == gpu_trace_core::reader::Stage::Kernel) as u64;
+        self.dur += e.dur;
+    }
+    fn slice(&mut self, s: &Slice, _: u32) {
+        self.slices += 1;
+        self.dur += s.dur;
+    }
 }
 
 criterion_group!(benches, read);

@@ -200,8 +200,8 @@ fn record(a: RecordArgs) -> ExitCode {
     for t in &traces {
         eprintln!("gpu-trace: wrote {}", t.display());
         if !a.no_stats {
-            match gpu_trace_reader::Trace::open_showing_progress(t, "gpu-trace:") {
-                Ok(tr) => eprint!("{}", stats::render(&stats::summarize(&tr))),
+            match stats::summarize_file(t, "gpu-trace:") {
+                Ok((s, _)) => eprint!("{}", stats::render(&s)),
                 Err(e) => eprintln!("gpu-trace: cannot summarise {}: {e}", t.display()),
             }
         }
@@ -229,9 +229,8 @@ fn record(a: RecordArgs) -> ExitCode {
 fn stats_cmd(a: StatsArgs) -> ExitCode {
     let mut ok = true;
     for p in &a.traces {
-        match gpu_trace_reader::Trace::open_showing_progress(p, "gpu-trace:") {
-            Ok(t) => {
-                let s = stats::summarize(&t);
+        match stats::summarize_file(p, "gpu-trace:") {
+            Ok((s, t)) => {
                 if a.json {
                     println!("{}", stats::to_json(&s));
                 } else {

@@ -1,8 +1,15 @@
 //! `gpu-trace stats`: nsys-stats-like summaries of a trace.
 
-use gpu_trace_reader::{Stage, Trace};
+use gpu_trace_reader::{
+    CounterValue, GpuEvent, KernelInfo, ReadError, Slice, Stage, Str, Trace, Visitor,
+};
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Arc;
 
 /// Duration statistics of one group (a kernel name, an API function ...).
 #[derive(Debug, Clone, PartialEq)]
@@ -27,38 +34,341 @@ pub(crate) struct Row {
     pub(crate) bytes: Option<u64>,
 }
 
-fn rows<'a>(items: impl Iterator<Item = (&'a str, u64, Option<u64>)>) -> Vec<Row> {
-    let mut groups: BTreeMap<&str, (Vec<u64>, Option<u64>)> = BTreeMap::new();
-    for (name, dur, bytes) in items {
-        let g = groups.entry(name).or_default();
-        g.0.push(dur);
-        if let Some(b) = bytes {
-            *g.1.get_or_insert(0) += b;
+/// One group's statistics.
+fn row(name: String, mut d: Vec<u64>, bytes: Option<u64>) -> Row {
+    d.sort_unstable();
+    let n = d.len() as f64;
+    let total: u64 = d.iter().sum();
+    let avg = total as f64 / n;
+    let var = d.iter().map(|&x| (x as f64 - avg).powi(2)).sum::<f64>() / n;
+    Row {
+        name,
+        count: d.len() as u64,
+        total,
+        avg,
+        median: d[d.len() / 2],
+        min: d[0],
+        max: d[d.len() - 1],
+        stddev: var.sqrt(),
+        bytes,
+    }
+}
+
+/// What a group's key is found by: kept alive, so that its address (the
+/// key) is not reused.
+#[allow(dead_code)] // held, never read
+enum Holder {
+    Kernel(Arc<KernelInfo>),
+    Name(Str),
+}
+
+/// Durations and bytes by group name. Each event finds its group by the
+/// address of its interned name (or kernel), without hashing the text.
+#[derive(Default)]
+struct Groups {
+    by_key: FxHashMap<usize, usize>,
+    keep: Vec<Holder>,
+    by_name: FxHashMap<String, usize>,
+    groups: Vec<(String, Vec<u64>, Option<u64>)>,
+}
+
+impl Groups {
+    fn named(&mut self, name: &str) -> usize {
+        match self.by_name.get(name) {
+            Some(&i) => i,
+            None => {
+                self.groups.push((name.to_owned(), Vec::new(), None));
+                self.by_name.insert(name.to_owned(), self.groups.len() - 1);
+                self.groups.len() - 1
+            }
         }
     }
-    let mut out: Vec<Row> = groups
-        .into_iter()
-        .map(|(name, (mut d, bytes))| {
-            d.sort_unstable();
-            let n = d.len() as f64;
-            let total: u64 = d.iter().sum();
-            let avg = total as f64 / n;
-            let var = d.iter().map(|&x| (x as f64 - avg).powi(2)).sum::<f64>() / n;
-            Row {
-                name: name.to_owned(),
-                count: d.len() as u64,
-                total,
-                avg,
-                median: d[d.len() / 2],
-                min: d[0],
-                max: d[d.len() - 1],
-                stddev: var.sqrt(),
-                bytes,
+
+    fn add_to(&mut self, i: usize, dur: u64, bytes: Option<u64>) {
+        let g = &mut self.groups[i];
+        g.1.push(dur);
+        if let Some(b) = bytes {
+            *g.2.get_or_insert(0) += b;
+        }
+    }
+
+    #[cfg(test)]
+    fn add(&mut self, name: &str, dur: u64, bytes: Option<u64>) {
+        let i = self.named(name);
+        self.add_to(i, dur, bytes);
+    }
+
+    fn add_str(&mut self, name: &Str, dur: u64, bytes: Option<u64>) {
+        let key = name.as_str().as_ptr() as usize;
+        let i = match self.by_key.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.named(name);
+                self.keep.push(Holder::Name(name.clone()));
+                self.by_key.insert(key, i);
+                i
             }
-        })
-        .collect();
-    out.sort_by(|a, b| b.total.cmp(&a.total).then(a.name.cmp(&b.name)));
-    out
+        };
+        self.add_to(i, dur, bytes);
+    }
+
+    fn add_kernel(&mut self, k: &Arc<KernelInfo>, dur: u64) {
+        let key = Arc::as_ptr(k) as usize;
+        let i = match self.by_key.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.named(&k.demangled);
+                self.keep.push(Holder::Kernel(k.clone()));
+                self.by_key.insert(key, i);
+                i
+            }
+        };
+        self.add_to(i, dur, None);
+    }
+
+    /// The rows, by total time (most first), then name.
+    fn rows(self) -> Vec<Row> {
+        let mut out: Vec<Row> = self
+            .groups
+            .into_iter()
+            .map(|(name, d, bytes)| row(name, d, bytes))
+            .collect();
+        out.sort_by(|a, b| b.total.cmp(&a.total).then(a.name.cmp(&b.name)));
+        out
+    }
+}
+
+#[cfg(test)]
+fn rows<'a>(items: impl Iterator<Item = (&'a str, u64, Option<u64>)>) -> Vec<Row> {
+    let mut g = Groups::default();
+    for (name, dur, bytes) in items {
+        g.add(name, dur, bytes);
+    }
+    g.rows()
+}
+
+/// Hashes GPU event ids, which differ in their middle bits
+/// (`correlation << 22 | pid`), with splitmix64's finaliser: every bit of
+/// the id reaches the bits the table indexes and tags by.
+#[derive(Default, Clone, Copy)]
+struct IdHash;
+
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        let mut x = self.0;
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 ^= v;
+    }
+}
+
+/// A slice whose submissions are not all among the GPU events read so far.
+struct Waiting {
+    ts: u64,
+    depth: u32,
+    begin: u32,
+    name: Str,
+    /// Submissions not seen yet.
+    missing: u32,
+}
+
+/// Accumulates a summary from the events of a trace as they stream by.
+#[derive(Default)]
+struct Acc {
+    kernels: Groups,
+    memory: Groups,
+    api: Groups,
+    ranges: Groups,
+    /// Non-zero values of each counter, in trace order.
+    counters: BTreeMap<String, Vec<f64>>,
+    /// Every GPU event id, in trace order.
+    ids: Vec<u64>,
+    /// Submission ids not seen (yet) among the GPU events, with the
+    /// slices waiting for them (indices into `waiting`). GPU work mostly
+    /// follows its launch closely, so this stays small.
+    awaited: HashMap<u64, (u32, Vec<u32>), IdHash>,
+    /// GPU event ids no slice has claimed yet: the other order.
+    unclaimed: HashSet<u64, IdHash>,
+    /// Slices with submissions not seen (yet); `None` once all are.
+    waiting: Vec<Option<Waiting>>,
+    /// Free slots of `waiting`.
+    free: Vec<u32>,
+    /// The submissions of one slice not seen yet (reused).
+    missing: Vec<u64>,
+    /// Whether a track's events were out of time order.
+    unordered: bool,
+}
+
+impl Visitor for Acc {
+    fn gpu_event(&mut self, e: &GpuEvent) {
+        self.ids.push(e.event_id);
+        match self.awaited.remove(&e.event_id) {
+            Some((first, more)) => {
+                for w in std::iter::once(first).chain(more) {
+                    self.seen(w);
+                }
+            }
+            None => {
+                self.unclaimed.insert(e.event_id);
+            }
+        }
+        match e.stage {
+            Stage::Kernel => match &e.kernel {
+                Some(k) if !k.demangled.is_empty() => self.kernels.add_kernel(k, e.dur),
+                _ => self.kernels.add_str(&e.name, e.dur, None),
+            },
+            Stage::Memcpy | Stage::Memset => {
+                self.memory
+                    .add_str(&e.name, e.dur, Some(e.bytes().unwrap_or(0)))
+            }
+            Stage::Other(_) => {}
+        }
+    }
+
+    fn slice(&mut self, s: &Slice, begin: u32) {
+        match s.gpu_api {
+            Some(_) => self.api.add_str(&s.name, s.dur, None),
+            None => self.ranges.add_str(&s.name, s.dur, None),
+        }
+        // Work seen before its slice and claimed by another is found at
+        // the end, in `ids`.
+        let mut missing = std::mem::take(&mut self.missing);
+        missing.clear();
+        missing.extend(s.submissions.iter().filter(|id| !self.unclaimed.remove(id)));
+        if missing.is_empty() {
+            self.missing = missing;
+            return;
+        }
+        let w = Waiting {
+            ts: s.ts,
+            depth: s.depth,
+            begin,
+            name: s.name.clone(),
+            missing: missing.len() as u32,
+        };
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.waiting[i as usize] = Some(w);
+                i
+            }
+            None => {
+                self.waiting.push(Some(w));
+                self.waiting.len() as u32 - 1
+            }
+        };
+        for &id in &missing {
+            match self.awaited.entry(id) {
+                Entry::Occupied(mut o) => o.get_mut().1.push(slot),
+                Entry::Vacant(v) => {
+                    v.insert((slot, Vec::new()));
+                }
+            }
+        }
+        self.missing = missing;
+    }
+
+    fn counter(&mut self, c: &CounterValue) {
+        // Per-kernel counters return to zero at the kernel's end; summarise
+        // the values, not the zeros in between.
+        if c.value == 0.0 {
+            return;
+        }
+        match self.counters.get_mut(c.name.as_str()) {
+            Some(v) => v.push(c.value),
+            None => {
+                self.counters.insert(c.name.to_string(), vec![c.value]);
+            }
+        }
+    }
+
+    fn unordered_track(&mut self, _: u64) {
+        self.unordered = true;
+    }
+}
+
+impl Acc {
+    /// One submission of slice `w` is among the GPU events.
+    fn seen(&mut self, w: u32) {
+        if let Some(x) = &mut self.waiting[w as usize] {
+            x.missing -= 1;
+            if x.missing == 0 {
+                self.waiting[w as usize] = None;
+                self.free.push(w);
+            }
+        }
+    }
+
+    /// The summary, with what `t` holds besides the events.
+    fn finish(mut self, t: &Trace) -> Summary {
+        self.ids.sort_unstable();
+        for (id, (first, more)) in std::mem::take(&mut self.awaited) {
+            if self.ids.binary_search(&id).is_ok() {
+                for w in std::iter::once(first).chain(more) {
+                    self.seen(w);
+                }
+            }
+        }
+        let mut dangling: Vec<Waiting> = self.waiting.into_iter().flatten().collect();
+        dangling.sort_by_key(|w| (w.ts, w.depth, w.begin));
+        Summary {
+            kernels: self.kernels.rows(),
+            memory: self.memory.rows(),
+            api: self.api.rows(),
+            ranges: self.ranges.rows(),
+            counters: self
+                .counters
+                .into_iter()
+                .map(|(n, v)| {
+                    let mean = v.iter().sum::<f64>() / v.len() as f64;
+                    let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
+                    let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    (n, v.len() as u64, mean, min, max)
+                })
+                .collect(),
+            losses: t.drop_counts().map(|ours| {
+                // The service's last statistics are final; the tool's copy
+                // of them in its summary may be a moment older.
+                let mut all: Vec<(String, u64)> = ours
+                    .into_iter()
+                    .filter(|(k, n)| *n > 0 && (t.losses.is_none() || !k.starts_with("perfetto_")))
+                    .collect();
+                if let Some(l) = t.losses {
+                    all.extend(
+                        l.counts()
+                            .into_iter()
+                            .map(|(k, n)| (format!("perfetto_{k}"), n)),
+                    );
+                }
+                all
+            }),
+            dangling: dangling
+                .into_iter()
+                .map(|w| (w.name.to_string(), w.ts))
+                .collect(),
+            devices: t
+                .devices
+                .iter()
+                .map(|d| format!("GPU {}: {} ({})", d.gpu_id, d.name, d.model))
+                .collect(),
+        }
+    }
 }
 
 /// All summaries of one trace.
@@ -86,88 +396,34 @@ pub(crate) struct Summary {
     pub(crate) dangling: Vec<(String, u64)>,
 }
 
-/// Summarises `t`.
+/// Summarises a decoded trace.
 pub(crate) fn summarize(t: &Trace) -> Summary {
-    let kernels = rows(
-        t.gpu_events
-            .iter()
-            .filter(|e| e.stage == Stage::Kernel)
-            .map(|e| {
-                let name = e
-                    .kernel
-                    .as_ref()
-                    .map(|k| k.demangled.as_str())
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or(&e.name);
-                (name, e.dur, None)
-            }),
-    );
-    let memory = rows(
-        t.memory_ops()
-            .map(|e| (e.name.as_str(), e.dur, Some(e.bytes().unwrap_or(0)))),
-    );
-    let api = rows(
-        t.slices
-            .iter()
-            .filter(|s| s.gpu_api.is_some())
-            .map(|s| (s.name.as_str(), s.dur, None)),
-    );
-    let ranges = rows(
-        t.slices
-            .iter()
-            .filter(|s| s.gpu_api.is_none())
-            .map(|s| (s.name.as_str(), s.dur, None)),
-    );
-    let mut counters: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    // Per-kernel counters return to zero at the kernel's end; summarise the
-    // values, not the zeros in between.
-    for c in t.counters.iter().filter(|c| c.value != 0.0) {
-        counters.entry(&c.name).or_default().push(c.value);
+    let mut acc = Acc::default();
+    for e in &t.gpu_events {
+        acc.gpu_event(e);
     }
-    Summary {
-        kernels,
-        memory,
-        api,
-        ranges,
-        counters: counters
-            .into_iter()
-            .map(|(n, v)| {
-                let mean = v.iter().sum::<f64>() / v.len() as f64;
-                let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
-                let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                (n.to_owned(), v.len() as u64, mean, min, max)
-            })
-            .collect(),
-        losses: t.drop_counts().map(|ours| {
-            // The service's last statistics are final; the tool's copy of
-            // them in its summary may be a moment older.
-            let mut all: Vec<(String, u64)> = ours
-                .into_iter()
-                .filter(|(k, n)| *n > 0 && (t.losses.is_none() || !k.starts_with("perfetto_")))
-                .collect();
-            if let Some(l) = t.losses {
-                all.extend(
-                    l.counts()
-                        .into_iter()
-                        .map(|(k, n)| (format!("perfetto_{k}"), n)),
-                );
-            }
-            all
-        }),
-        dangling: {
-            let ids = t.gpu_events_by_id();
-            t.slices
-                .iter()
-                .filter(|s| s.submissions.iter().any(|id| !ids.contains_key(id)))
-                .map(|s| (s.name.to_string(), s.ts))
-                .collect()
-        },
-        devices: t
-            .devices
-            .iter()
-            .map(|d| format!("GPU {}: {} ({})", d.gpu_id, d.name, d.model))
-            .collect(),
+    for (i, s) in t.slices.iter().enumerate() {
+        acc.slice(s, i as u32);
     }
+    for c in &t.counters {
+        acc.counter(c);
+    }
+    acc.finish(t)
+}
+
+/// Summarises the trace at `p` as it is read, drawing a progress bar
+/// labelled `prefix`: memory holds the durations of the groups, not the
+/// decoded trace. Also returns the trace without its events (problems,
+/// logs ...). A trace whose track events are out of time order is decoded
+/// whole instead, so that its slices pair as [`Trace::open`] pairs them.
+pub(crate) fn summarize_file(p: &Path, prefix: &str) -> Result<(Summary, Trace), ReadError> {
+    let mut acc = Acc::default();
+    let t = Trace::visit_showing_progress(p, prefix, &mut acc)?;
+    if acc.unordered {
+        let t = Trace::open_showing_progress(p, prefix)?;
+        return Ok((summarize(&t), t));
+    }
+    Ok((acc.finish(&t), t))
 }
 
 fn table(out: &mut String, title: &str, rows: &[Row], with_bytes: bool) {

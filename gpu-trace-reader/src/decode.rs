@@ -2,12 +2,13 @@
 //! the way trace_processor resolves them.
 
 use crate::model::{
-    ArgVal, Args, Context, CounterUnits, CounterValue, DeviceInfo, GpuEvent, KernelInfo, LogLine,
-    Stage, Str, Thread, TrackInfo,
+    ArgVal, Args, Context, CounterUnits, CounterValue, DeviceInfo, GpuEvent, Instant, KernelInfo,
+    LogLine, Slice, Stage, Str, Thread, TrackInfo,
 };
 use crate::pb::{DecodeError, Fields, Value};
 use crate::stats::trace_stats;
 use crate::trace::Trace;
+use crate::visit::Visitor;
 use crate::wire;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -110,9 +111,46 @@ pub(crate) struct RawTe {
     pub(crate) args: Args,
 }
 
+/// A slice begun on a track, while [`Trace::visit`] streams.
+struct OpenSlice {
+    slice: Slice,
+    /// Its begin's position among the track events.
+    order: u32,
+}
+
+/// One track's state while streaming.
+#[derive(Default)]
+struct TrackState {
+    open: Vec<OpenSlice>,
+    /// The latest timestamp seen on the track.
+    last: u64,
+    /// Whether its events came out of time order (the visitor was told).
+    unordered: bool,
+}
+
+/// What [`Trace::visit`] keeps instead of the events it hands over.
+struct Stream<'v> {
+    v: &'v mut dyn Visitor,
+    /// The GPU event being decoded, reused.
+    gpu: GpuEvent,
+    /// The values of the counter event being decoded, reused.
+    counters: Vec<CounterValue>,
+    tracks: FxHashMap<u64, TrackState>,
+    /// Track events so far (begins, ends and instants).
+    order: u32,
+    /// Problems of pairing, with the time and order they sort by.
+    pair_problems: Vec<(u64, u32, String)>,
+    /// Custom clocks used before any snapshot of them, deduplicated as
+    /// `finish` deduplicates its messages.
+    unclocked_gpu: Vec<u32>,
+    unclocked_counters: Vec<u32>,
+}
+
 /// What the packets decode into, apart from the sequences' state.
-struct Out {
+struct Out<'v> {
     t: Trace,
+    /// Set when the events go to a visitor instead of into `t`.
+    stream: Option<Stream<'v>>,
     /// Track events, for sorting and pairing.
     te: Vec<Option<RawTe>>,
     te_keys: Vec<TeKey>,
@@ -123,9 +161,9 @@ struct Out {
 }
 
 /// Decodes packets one at a time.
-pub(crate) struct Decoder {
+pub(crate) struct Decoder<'v> {
     seqs: FxHashMap<u32, Seq>,
-    out: Out,
+    out: Out<'v>,
 }
 
 /// Payload fields this reader decodes.
@@ -144,20 +182,85 @@ fn is_payload(n: u32) -> bool {
     )
 }
 
-impl Decoder {
-    pub(crate) fn new() -> Self {
+fn blank_event(empty: &Str, seq_id: u32) -> GpuEvent {
+    GpuEvent {
+        event_id: 0,
+        ts: 0,
+        dur: 0,
+        gpu_id: None,
+        stage: Stage::Other(empty.clone()),
+        name: empty.clone(),
+        queue: empty.clone(),
+        queue_description: empty.clone(),
+        context: None,
+        kernel: None,
+        grid: None,
+        block: None,
+        args: Vec::new(),
+        sequence: seq_id,
+    }
+}
+
+/// The BOOTTIME of `value` on custom clock `clock`, from the snapshots
+/// (sorted), if the clock has any.
+fn resolve(snapshots: &FxHashMap<u32, Vec<ClockPoint>>, clock: u32, value: u64) -> Option<u64> {
+    match snapshots.get(&clock) {
+        Some(list) if !list.is_empty() => {
+            let i = list.partition_point(|c| c.value <= value);
+            let c = list[i.saturating_sub(1)];
+            Some((c.boot as i128 + (value as i128 - c.value as i128)) as u64)
+        }
+        _ => None,
+    }
+}
+
+fn push_dedup(list: &mut Vec<u32>, clock: u32) {
+    if list.last() != Some(&clock) {
+        list.push(clock);
+    }
+}
+
+impl<'v> Decoder<'v> {
+    /// A decoder that collects everything into its [`Trace`], or, with a
+    /// visitor, hands GPU events, slices, instants and counter values to
+    /// it as they complete.
+    pub(crate) fn new(visitor: Option<&'v mut dyn Visitor>) -> Self {
+        let empty = Str::from("");
         Self {
             seqs: FxHashMap::default(),
             out: Out {
                 t: Trace::default(),
+                stream: visitor.map(|v| Stream {
+                    v,
+                    gpu: blank_event(&empty, 0),
+                    counters: Vec::new(),
+                    tracks: FxHashMap::default(),
+                    order: 0,
+                    pair_problems: Vec::new(),
+                    unclocked_gpu: Vec::new(),
+                    unclocked_counters: Vec::new(),
+                }),
                 te: Vec::new(),
                 te_keys: Vec::new(),
                 gpu_pending: Vec::new(),
                 counter_pending: Vec::new(),
                 snapshots: FxHashMap::default(),
-                empty: Str::from(""),
+                empty,
             },
         }
+    }
+
+    /// Makes room for the events of a trace of `bytes` bytes, so that the
+    /// vectors do not grow (and copy) many times. Rough sizes of
+    /// gpu-trace's packets: a GPU event about 60 bytes, a track event 40.
+    pub(crate) fn reserve_for(&mut self, bytes: u64) {
+        if self.out.stream.is_some() {
+            return;
+        }
+        let n = |per: u64| (bytes / per).min(1 << 28) as usize;
+        self.out.t.gpu_events.reserve(n(160));
+        self.out.te_keys.reserve(n(64));
+        self.out.te.reserve(n(128));
     }
 
     pub(crate) fn problem(&mut self, p: String) {
@@ -248,23 +351,16 @@ impl Decoder {
     /// Resolves custom clocks and pairs slices.
     pub(crate) fn finish(self) -> Trace {
         let mut out = self.out;
-        for list in out.snapshots.values_mut() {
-            list.sort();
+        if let Some(st) = out.stream.take() {
+            return finish_stream(out, st);
         }
         let mut problems = Vec::new();
         let snapshots = &out.snapshots;
         let mut resolve = |p: &Pending| -> u64 {
-            match snapshots.get(&p.clock) {
-                Some(list) if !list.is_empty() => {
-                    let i = list.partition_point(|c| c.value <= p.value);
-                    let c = list[i.saturating_sub(1)];
-                    (c.boot as i128 + (p.value as i128 - c.value as i128)) as u64
-                }
-                _ => {
-                    problems.push(format!("clock {} used without a ClockSnapshot", p.clock));
-                    p.value
-                }
-            }
+            resolve(snapshots, p.clock, p.value).unwrap_or_else(|| {
+                problems.push(format!("clock {} used without a ClockSnapshot", p.clock));
+                p.value
+            })
         };
         for p in &out.gpu_pending {
             out.t.gpu_events[p.index].ts = resolve(p);
@@ -279,7 +375,89 @@ impl Decoder {
     }
 }
 
-impl Out {
+/// The end of a [`Trace::visit`]: problems in the order [`Trace::open`]
+/// reports them, and the slices that never ended.
+fn finish_stream(mut out: Out<'_>, st: Stream<'_>) -> Trace {
+    let snapshots = &out.snapshots;
+    let mut problems: Vec<String> = st
+        .unclocked_gpu
+        .iter()
+        .chain(&st.unclocked_counters)
+        .filter(|&&c| resolve(snapshots, c, 0).is_none())
+        .map(|c| format!("clock {c} used without a ClockSnapshot"))
+        .collect();
+    problems.dedup();
+    out.t.problems.extend(problems);
+    let mut pair = st.pair_problems;
+    pair.sort_by_key(|(ts, order, _)| (*ts, *order));
+    out.t.problems.extend(pair.into_iter().map(|(_, _, p)| p));
+    let mut open: Vec<(u64, usize)> = st
+        .tracks
+        .iter()
+        .filter(|(_, s)| !s.open.is_empty())
+        .map(|(t, s)| (*t, s.open.len()))
+        .collect();
+    open.sort_unstable();
+    for (track, n) in open {
+        out.t
+            .problems
+            .push(format!("{n} unterminated slices on track {track:#x}"));
+    }
+    out.t
+}
+
+impl Stream<'_> {
+    /// Pairs a track event with the open slices of its track, in file
+    /// order.
+    fn track_event(&mut self, ty: u64, track: u64, ts: u64, e: RawTe) {
+        let order = self.order;
+        self.order += 1;
+        let t = self.tracks.entry(track).or_default();
+        if ts < t.last && !t.unordered {
+            t.unordered = true;
+            self.v.unordered_track(track);
+        }
+        t.last = t.last.max(ts);
+        match ty {
+            wire::track_event::TYPE_SLICE_BEGIN => {
+                let depth = t.open.len() as u32;
+                t.open.push(OpenSlice {
+                    slice: Slice {
+                        track,
+                        name: e.name,
+                        ts,
+                        dur: 0,
+                        depth,
+                        submissions: e.submissions,
+                        waits: e.waits,
+                        gpu_api: e.gpu_api,
+                        args: e.args,
+                    },
+                    order,
+                });
+            }
+            wire::track_event::TYPE_SLICE_END => match t.open.pop() {
+                Some(mut o) => {
+                    o.slice.dur = ts.saturating_sub(o.slice.ts);
+                    self.v.slice(&o.slice, o.order);
+                }
+                None => self.pair_problems.push((
+                    ts,
+                    order,
+                    format!("slice end without begin on track {track:#x}"),
+                )),
+            },
+            _ => self.v.instant(&Instant {
+                track,
+                name: e.name,
+                ts,
+                args: e.args,
+            }),
+        }
+    }
+}
+
+impl Out<'_> {
     fn payload(
         &mut self,
         seq: &mut Seq,
@@ -299,10 +477,15 @@ impl Out {
                 if let Some(boot) = boot {
                     for c in &clocks {
                         if c.id >= 128 {
-                            self.snapshots.entry(c.id).or_default().push(ClockPoint {
+                            // Kept sorted: a streaming read resolves
+                            // against the snapshots read so far.
+                            let list = self.snapshots.entry(c.id).or_default();
+                            let p = ClockPoint {
                                 value: c.value,
                                 boot,
-                            });
+                            };
+                            let at = list.partition_point(|x| *x <= p);
+                            list.insert(at, p);
                         } else if c.incremental {
                             seq.incremental.insert(
                                 c.id,
@@ -317,7 +500,22 @@ impl Out {
                 }
             }
             wire::packet::GPU_RENDER_STAGE_EVENT => {
-                let mut e = render_stage(seq, b, seq_id, &self.empty, &mut self.t.problems)?;
+                if let Some(st) = &mut self.stream {
+                    let e = &mut st.gpu;
+                    render_stage(seq, b, seq_id, &self.empty, &mut self.t.problems, e)?;
+                    e.ts = match stamp {
+                        Ts::Boot(v) => v,
+                        Ts::Custom { clock, value } => resolve(&self.snapshots, clock, value)
+                            .unwrap_or_else(|| {
+                                push_dedup(&mut st.unclocked_gpu, clock);
+                                value
+                            }),
+                    };
+                    st.v.gpu_event(e);
+                    return Ok(());
+                }
+                let mut e = blank_event(&self.empty, seq_id);
+                render_stage(seq, b, seq_id, &self.empty, &mut self.t.problems, &mut e)?;
                 match stamp {
                     Ts::Boot(v) => e.ts = v,
                     Ts::Custom { clock, value } => self.gpu_pending.push(Pending {
@@ -344,6 +542,10 @@ impl Out {
                 ) {
                     return Ok(());
                 }
+                if let Some(st) = &mut self.stream {
+                    st.track_event(ty, track, v, e);
+                    return Ok(());
+                }
                 self.te_keys.push(TeKey {
                     ts: v,
                     order: self.te_keys.len() as u32,
@@ -364,6 +566,22 @@ impl Out {
                     self.t
                         .problems
                         .push("counter event without timestamp".into());
+                }
+                if let Some(st) = &mut self.stream {
+                    st.counters.clear();
+                    counter_event(seq, b, &mut st.counters, &mut self.t.problems)?;
+                    for c in &mut st.counters {
+                        c.ts = match stamp {
+                            Ts::Boot(v) => v,
+                            Ts::Custom { clock, value } => resolve(&self.snapshots, clock, value)
+                                .unwrap_or_else(|| {
+                                    push_dedup(&mut st.unclocked_counters, clock);
+                                    value
+                                }),
+                        };
+                        st.v.counter(c);
+                    }
+                    return Ok(());
                 }
                 let first = self.t.counters.len();
                 counter_event(seq, b, &mut self.t.counters, &mut self.t.problems)?;
@@ -599,29 +817,34 @@ fn dim3(m: &[u8]) -> Result<[u32; 3], DecodeError> {
     Ok(d)
 }
 
+/// Decodes a `GpuRenderStageEvent` into `e`, which is reset first (its
+/// args keep their allocation).
 fn render_stage(
     seq: &Seq,
     b: &[u8],
     seq_id: u32,
     empty: &Str,
     problems: &mut Vec<String>,
-) -> Result<GpuEvent, DecodeError> {
-    let mut e = GpuEvent {
-        event_id: 0,
-        ts: 0,
-        dur: 0,
-        gpu_id: None,
-        stage: Stage::Other(empty.clone()),
-        name: empty.clone(),
-        queue: empty.clone(),
-        queue_description: empty.clone(),
-        context: None,
-        kernel: None,
-        grid: None,
-        block: None,
-        args: Vec::new(),
-        sequence: seq_id,
-    };
+    e: &mut GpuEvent,
+) -> Result<(), DecodeError> {
+    e.event_id = 0;
+    e.ts = 0;
+    e.dur = 0;
+    e.gpu_id = None;
+    if !matches!(&e.stage, Stage::Other(s) if s.is_empty()) {
+        e.stage = Stage::Other(empty.clone());
+    }
+    for s in [&mut e.name, &mut e.queue, &mut e.queue_description] {
+        if !s.is_empty() {
+            *s = empty.clone();
+        }
+    }
+    e.context = None;
+    e.kernel = None;
+    e.grid = None;
+    e.block = None;
+    e.args.clear();
+    e.sequence = seq_id;
     let mut has_id = false;
     let mut name_iid = None;
     for f in Fields::new(b) {
@@ -710,7 +933,7 @@ fn render_stage(
     if !has_id {
         problems.push("render stage without event_id".into());
     }
-    Ok(e)
+    Ok(())
 }
 
 fn annotation(seq: &Seq, m: &[u8]) -> Result<Option<(Str, ArgVal)>, DecodeError> {

@@ -127,7 +127,19 @@ impl<R: Read> Frames<R> {
     }
 }
 
+#[inline(always)]
 fn varint(b: &[u8], pos: &mut usize) -> Result<u64, &'static str> {
+    if let Some(&x) = b.get(*pos)
+        && x < 0x80
+    {
+        *pos += 1;
+        return Ok(x as u64);
+    }
+    varint_slow(b, pos)
+}
+
+#[inline(never)]
+fn varint_slow(b: &[u8], pos: &mut usize) -> Result<u64, &'static str> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let Some(&x) = b.get(*pos) else {

@@ -217,7 +217,20 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// Most varints in a trace (tags, small ids, lengths) are one byte.
+    #[inline(always)]
     fn read_varint(&mut self) -> Result<u64, DecodeError> {
+        if let Some(&b) = self.data.get(self.pos)
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Ok(b as u64);
+        }
+        self.read_varint_slow()
+    }
+
+    #[inline(never)]
+    fn read_varint_slow(&mut self) -> Result<u64, DecodeError> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let Some(&b) = self.data.get(self.pos) else {
@@ -232,6 +245,7 @@ impl<'a> Fields<'a> {
         Err(self.err("varint longer than 10 bytes"))
     }
 
+    #[inline(always)]
     fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         let end = self
             .pos
@@ -243,6 +257,7 @@ impl<'a> Fields<'a> {
         Ok(s)
     }
 
+    #[cold]
     fn err(&self, what: &'static str) -> DecodeError {
         DecodeError {
             offset: self.pos,
@@ -250,6 +265,7 @@ impl<'a> Fields<'a> {
         }
     }
 
+    #[inline(always)]
     fn next_field(&mut self) -> Result<(u32, Value<'a>), DecodeError> {
         let tag = self.read_varint()?;
         let field = (tag >> 3) as u32;
@@ -270,6 +286,7 @@ impl<'a> Fields<'a> {
 impl<'a> Iterator for Fields<'a> {
     type Item = Result<(u32, Value<'a>), DecodeError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed || self.pos >= self.data.len() {
             return None;

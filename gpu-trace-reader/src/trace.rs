@@ -8,6 +8,7 @@ use crate::model::{
 use crate::pb::DecodeError;
 use crate::progress::Bar;
 use crate::stats::ServiceLosses;
+use crate::visit::Visitor;
 use crate::wire;
 use rustc_hash::FxHashMap;
 use std::collections::HashMap;
@@ -81,17 +82,7 @@ impl Trace {
     /// As [`Trace::open`].
     pub fn open_showing_progress(path: impl AsRef<Path>, prefix: &str) -> Result<Trace, ReadError> {
         let p = path.as_ref();
-        let mut bar = None;
-        Self::open_with(p, |done, total| {
-            if let Some(b) = bar
-                .get_or_insert_with(|| {
-                    Bar::stderr(format!("{prefix} reading {}", p.display()), total)
-                })
-                .as_mut()
-            {
-                b.update(done);
-            }
-        })
+        Self::read_path(p, None, bar(p, prefix))
     }
 
     /// [`Trace::open`], calling `progress(bytes read, file size)` every few
@@ -101,16 +92,59 @@ impl Trace {
     /// As [`Trace::open`].
     pub fn open_with(
         path: impl AsRef<Path>,
-        mut progress: impl FnMut(u64, u64),
+        progress: impl FnMut(u64, u64),
+    ) -> Result<Trace, ReadError> {
+        Self::read_path(path.as_ref(), None, progress)
+    }
+
+    /// Reads a file, handing its GPU events, slices, instants and counter
+    /// values to `v` as they are decoded instead of keeping them: memory
+    /// holds the interned state, the open slices and one packet, however
+    /// large the file. The returned trace has everything else
+    /// ([`Trace::packets`], devices, logs, tracks, losses, data sources,
+    /// problems) and empty `gpu_events`, `slices`, `instants` and
+    /// `counters`. Problems are those [`Trace::open`] reports, in its order.
+    ///
+    /// # Errors
+    /// As [`Trace::open`].
+    pub fn visit(path: impl AsRef<Path>, v: &mut impl Visitor) -> Result<Trace, ReadError> {
+        Self::read_path(path.as_ref(), Some(v), |_, _| {})
+    }
+
+    /// [`Trace::visit`], with [`Trace::open_showing_progress`]'s progress
+    /// bar.
+    ///
+    /// # Errors
+    /// As [`Trace::open`].
+    pub fn visit_showing_progress(
+        path: impl AsRef<Path>,
+        prefix: &str,
+        v: &mut impl Visitor,
     ) -> Result<Trace, ReadError> {
         let p = path.as_ref();
+        Self::read_path(p, Some(v), bar(p, prefix))
+    }
+
+    /// [`Trace::visit`] of a trace held in memory.
+    ///
+    /// # Errors
+    /// As [`Trace::from_bytes`].
+    pub fn visit_bytes(data: &[u8], v: &mut impl Visitor) -> Result<Trace, ReadError> {
+        Self::read(data, 0, Some(v), |_| {})
+    }
+
+    fn read_path(
+        p: &Path,
+        v: Option<&mut dyn Visitor>,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<Trace, ReadError> {
         let io = |err| ReadError::Io {
             path: p.display().to_string(),
             err,
         };
         let file = std::fs::File::open(p).map_err(io)?;
         let total = file.metadata().map_err(io)?.len();
-        Self::read(file, |done| progress(done, total)).map_err(|e| match e {
+        Self::read(file, total, v, |done| progress(done, total)).map_err(|e| match e {
             ReadError::Io { err, .. } => io(err),
             e => e,
         })
@@ -123,7 +157,7 @@ impl Trace {
     /// (a killed writer) keeps the packets before the cut, and says so in
     /// [`Trace::problems`].
     pub fn from_bytes(data: &[u8]) -> Result<Trace, ReadError> {
-        Self::read(data, |_| {})
+        Self::read(data, data.len() as u64, None, |_| {})
     }
 
     /// Decodes a trace from `src`, read in chunks.
@@ -131,16 +165,24 @@ impl Trace {
     /// # Errors
     /// As [`Trace::from_bytes`], and when reading fails.
     pub fn from_reader(src: impl Read) -> Result<Trace, ReadError> {
-        Self::read(src, |_| {})
+        Self::read(src, 0, None, |_| {})
     }
 
-    fn read(src: impl Read, mut progress: impl FnMut(u64)) -> Result<Trace, ReadError> {
+    /// Decodes `src`, of `size` bytes if known (else 0), into a trace or,
+    /// with `v`, through `v`.
+    fn read(
+        src: impl Read,
+        size: u64,
+        v: Option<&mut dyn Visitor>,
+        mut progress: impl FnMut(u64),
+    ) -> Result<Trace, ReadError> {
         let io = |err| ReadError::Io {
             path: "input".into(),
             err,
         };
         let mut frames = Frames::new(src);
-        let mut d = Decoder::new();
+        let mut d = Decoder::new(v);
+        d.reserve_for(size);
         let mut first = true;
         let mut next_report = PROGRESS_EVERY;
         while let Some(f) = frames.next().map_err(io)? {
@@ -286,5 +328,19 @@ impl Trace {
                 })
                 .collect(),
         )
+    }
+}
+
+/// A progress callback drawing a bar for reading `p` on stderr (see
+/// [`crate::progress`]).
+fn bar<'a>(p: &'a Path, prefix: &'a str) -> impl FnMut(u64, u64) + 'a {
+    let mut bar = None;
+    move |done, total| {
+        if let Some(b) = bar
+            .get_or_insert_with(|| Bar::stderr(format!("{prefix} reading {}", p.display()), total))
+            .as_mut()
+        {
+            b.update(done);
+        }
     }
 }

@@ -75,3 +75,97 @@ fn a_trace_cut_mid_packet_keeps_what_came_before() {
     );
     assert!(Trace::from_bytes(&[0xff]).is_err(), "not a trace at all");
 }
+
+/// Collects what [`Trace::visit`] hands over, in [`Trace::open`]'s order.
+#[derive(Default)]
+struct Collect {
+    gpu: Vec<gpu_trace_reader::GpuEvent>,
+    slices: Vec<(gpu_trace_reader::Slice, u32)>,
+    instants: Vec<gpu_trace_reader::Instant>,
+    counters: Vec<gpu_trace_reader::CounterValue>,
+    unordered: Vec<u64>,
+}
+
+impl gpu_trace_reader::Visitor for Collect {
+    fn gpu_event(&mut self, e: &gpu_trace_reader::GpuEvent) {
+        self.gpu.push(e.clone());
+    }
+    fn slice(&mut self, s: &gpu_trace_reader::Slice, begin: u32) {
+        self.slices.push((s.clone(), begin));
+    }
+    fn instant(&mut self, i: &gpu_trace_reader::Instant) {
+        self.instants.push(i.clone());
+    }
+    fn counter(&mut self, c: &gpu_trace_reader::CounterValue) {
+        self.counters.push(c.clone());
+    }
+    fn unordered_track(&mut self, track: u64) {
+        self.unordered.push(track);
+    }
+}
+
+/// Visits `data` and checks that it agrees with `Trace::from_bytes`.
+fn visit_agrees_with_open(data: &[u8]) -> Trace {
+    let whole = Trace::from_bytes(data).unwrap();
+    let mut c = Collect::default();
+    let rest = Trace::visit_bytes(data, &mut c).unwrap();
+    assert!(c.unordered.is_empty());
+    c.slices.sort_by_key(|(s, begin)| (s.ts, s.depth, *begin));
+    let slices: Vec<_> = c.slices.into_iter().map(|(s, _)| s).collect();
+    c.instants.sort_by_key(|i| i.ts);
+    assert_eq!(c.gpu, whole.gpu_events);
+    assert_eq!(slices, whole.slices);
+    assert_eq!(c.instants, whole.instants);
+    assert_eq!(c.counters, whole.counters);
+    assert_eq!(rest.problems, whole.problems);
+    assert_eq!(rest.packets, whole.packets);
+    assert_eq!(rest.logs, whole.logs);
+    assert_eq!(rest.devices, whole.devices);
+    assert_eq!(rest.tracks, whole.tracks);
+    assert_eq!(rest.losses, whole.losses);
+    assert!(rest.gpu_events.is_empty() && rest.slices.is_empty());
+    whole
+}
+
+#[test]
+fn visiting_hands_over_what_open_collects() {
+    let data = std::fs::read(TRACE).unwrap();
+    let t = visit_agrees_with_open(&data);
+    assert_eq!(t.slices.len(), 1125);
+    // Cut short: the slices still open at the cut are reported the same.
+    visit_agrees_with_open(&data[..data.len() * 2 / 3]);
+}
+
+#[test]
+fn visiting_pairs_nested_unended_and_unbegun_slices_as_open_does() {
+    use gpu_trace_reader::{pb::Writer, wire};
+    let mut w = Writer::new();
+    let mut te = |ts: u64, ty: u64, track: u64, name: &str| {
+        let mut p = Writer::new();
+        p.varint(wire::packet::SEQUENCE_ID, 1)
+            .varint(wire::packet::TIMESTAMP, ts)
+            .nested(wire::packet::TRACK_EVENT, |t| {
+                t.varint(wire::track_event::TYPE, ty)
+                    .varint(wire::track_event::TRACK_UUID, track);
+                if !name.is_empty() {
+                    t.string(wire::track_event::NAME, name);
+                }
+            });
+        w.bytes(wire::TRACE_PACKET, p.as_bytes());
+    };
+    use wire::track_event::{TYPE_INSTANT as I, TYPE_SLICE_BEGIN as B, TYPE_SLICE_END as E};
+    te(5, E, 2, "");
+    te(10, B, 1, "outer");
+    te(10, B, 2, "other");
+    te(20, B, 1, "inner");
+    te(20, I, 1, "mark");
+    te(30, E, 1, "");
+    te(40, E, 1, "");
+    te(40, E, 2, "");
+    te(45, E, 3, "");
+    te(50, B, 3, "open");
+    te(60, B, 1, "open too");
+    let t = visit_agrees_with_open(w.as_bytes());
+    assert_eq!(t.slices.len(), 3);
+    assert_eq!(t.problems.len(), 4, "{:?}", t.problems);
+}

@@ -1,0 +1,43 @@
+//! Streaming reads: the events of a trace handed to a [`Visitor`] as they
+//! are decoded, so that memory holds the sequences' interned state and the
+//! open slices, not the trace.
+
+use crate::model::{CounterValue, GpuEvent, Instant, Slice};
+
+/// Receives the events of a trace read by [`crate::Trace::visit`].
+///
+/// Every method has an empty default. The references are valid for the
+/// call only (the reader reuses them); clone what is kept.
+pub trait Visitor {
+    /// A GPU event, in file order. A timestamp on a custom clock is
+    /// resolved against the clock snapshots read so far.
+    fn gpu_event(&mut self, e: &GpuEvent) {
+        let _ = e;
+    }
+
+    /// A slice, when its end is read. Each track's begins and ends are
+    /// paired in file order, which is their time order in the traces
+    /// gpu-trace writes (see [`Visitor::unordered_track`]). `begin` is the
+    /// position of its begin among the trace's track events: sorting by
+    /// `(ts, depth, begin)` gives the order of [`crate::Trace::slices`].
+    fn slice(&mut self, s: &Slice, begin: u32) {
+        let _ = (s, begin);
+    }
+
+    /// An instant, in file order.
+    fn instant(&mut self, i: &Instant) {
+        let _ = i;
+    }
+
+    /// A counter value, in file order.
+    fn counter(&mut self, c: &CounterValue) {
+        let _ = c;
+    }
+
+    /// Called once for a track whose events are not in time order in the
+    /// file: from there on its slices may pair differently from
+    /// [`crate::Trace::open`], which sorts them first.
+    fn unordered_track(&mut self, track: u64) {
+        let _ = track;
+    }
+}
