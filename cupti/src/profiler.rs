@@ -264,7 +264,18 @@ impl MetricCatalog {
             sys::CUpti_MetricType::CUPTI_METRIC_TYPE_THROUGHPUT,
         ] {
             for name in self.base_names(kind)? {
-                out.push(self.properties(&name)?);
+                // A name CUPTI lists but cannot describe is still a metric.
+                out.push(self.properties(&name).unwrap_or(MetricInfo {
+                    name,
+                    description: String::new(),
+                    hw_unit: String::new(),
+                    dim_unit: String::new(),
+                    kind: match kind {
+                        sys::CUpti_MetricType::CUPTI_METRIC_TYPE_COUNTER => MetricKind::Counter,
+                        sys::CUpti_MetricType::CUPTI_METRIC_TYPE_RATIO => MetricKind::Ratio,
+                        _ => MetricKind::Throughput,
+                    },
+                }));
             }
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));

@@ -28,13 +28,19 @@ use cupti::profiler::{
 use gpu_trace_core::Notes;
 use gpu_trace_core::Recorder;
 use gpu_trace_core::filter::KernelFilter;
-use gpu_trace_core::model::{CounterGroup, CounterId, CounterSpec, DropKind, KernelCounters, Unit};
+use gpu_trace_core::model::{
+    CounterGroup, CounterId, CounterSpec, DropKind, KernelCounters, KernelExec, Unit,
+};
 use gpu_trace_core::registry::Counters;
 use rustc_hash::FxHashMap;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Once, RwLock};
 use std::time::Duration;
+
+fn boottime_ns() -> u64 {
+    gpu_trace_core::clock::boottime_ns()
+}
 
 /// Collected when a counters session names none: what a performance
 /// engineer looks at first (ncu's "speed of light", memory and occupancy
@@ -58,8 +64,8 @@ const MAX_RANGES: usize = 1;
 const GATE_LIMIT: Duration = Duration::from_secs(30);
 
 thread_local! {
-    // The correlation id of the launch this thread is profiling.
-    static PROFILING: Cell<Option<u32>> = const { Cell::new(None) };
+    // The launch this thread is profiling: correlation id, entry time.
+    static PROFILING: Cell<Option<(u32, u64)>> = const { Cell::new(None) };
 }
 
 /// Whether this thread is inside a profiled launch (its exit must reach
@@ -72,6 +78,17 @@ pub(crate) fn profiling() -> bool {
 struct DeviceMetrics {
     config: MetricConfig,
     ids: Vec<CounterId>,
+    /// Index of `gpu__time_duration.sum` among the accepted metrics.
+    duration: Option<usize>,
+}
+
+/// Time spent profiling, ns, and the kernels profiled.
+#[derive(Default)]
+struct Cost {
+    setup: std::sync::atomic::AtomicU64,
+    launch: std::sync::atomic::AtomicU64,
+    collect: std::sync::atomic::AtomicU64,
+    kernels: std::sync::atomic::AtomicU64,
 }
 
 /// The lazily built profiler state.
@@ -86,92 +103,151 @@ struct State {
     contexts: FxHashMap<u64, Option<(RangeProfiler<'static>, &'static DeviceMetrics)>>,
 }
 
-/// A profiled launch's counters waiting for its kernel record, or the
-/// record waiting for the counters.
-enum Pending {
-    Waiting,
-    Values(Box<[(CounterId, f64)]>),
-    Kernel { device: u32, start: u64, end: u64 },
+/// A profiled launch, from its entry until its counters and its kernel
+/// record have both been written.
+struct Entry {
+    /// Launch entry and exit (the kernel and its replays ran in between).
+    enter: u64,
+    exit: Option<u64>,
+    /// The counters, once evaluated (`None` with `exit` set: none came).
+    values: Option<Box<[(CounterId, f64)]>>,
+    /// The kernel's duration as the profiler measured it, ns.
+    duration: Option<u64>,
+    /// The kernel record, once delivered.
+    kernel: Option<KernelExec>,
 }
 
-/// Where counters and kernel records meet.
+/// Where a profiled launch's counters meet its kernel record.
+///
+/// Kernel replay leaves the replayed kernel's activity record without
+/// timestamps. Such a kernel is placed where it ran: it ends at its
+/// launch's exit and lasts what the profiler measured (or the whole
+/// launch when `gpu__time_duration` was not collected), and says so in
+/// its log line once per process.
 pub(crate) struct Join {
     recorder: Recorder,
-    pending: Mutex<FxHashMap<u64, Pending>>,
+    notes: Notes,
+    pending: Mutex<FxHashMap<u64, Entry>>,
     /// Entries in `pending`: the records thread looks only when some are.
     count: AtomicUsize,
+    placed_said: Once,
 }
 
 impl Join {
-    pub(crate) fn new(recorder: Recorder) -> Self {
+    pub(crate) fn new(recorder: Recorder, notes: Notes) -> Self {
         Self {
             recorder,
+            notes,
             pending: Mutex::new(FxHashMap::default()),
             count: AtomicUsize::new(0),
+            placed_said: Once::new(),
         }
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, FxHashMap<u64, Pending>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, FxHashMap<u64, Entry>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn expect(&self, corr: u64) {
-        if self.map().insert(corr, Pending::Waiting).is_none() {
+    fn expect(&self, corr: u64, enter: u64) {
+        let e = Entry {
+            enter,
+            exit: None,
+            values: None,
+            duration: None,
+            kernel: None,
+        };
+        if self.map().insert(corr, e).is_none() {
             self.count.fetch_add(1, Ordering::AcqRel);
         }
     }
 
-    fn cancel(&self, corr: u64) {
-        if self.map().remove(&corr).is_some() {
-            self.count.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-
-    fn values(&self, corr: u64, values: Box<[(CounterId, f64)]>) {
+    /// The launch returned: `values` are its counters (`None`: none came;
+    /// `launched` false: no kernel ran, nothing will be delivered).
+    fn exited(
+        &self,
+        corr: u64,
+        exit: u64,
+        values: Option<Box<[(CounterId, f64)]>>,
+        duration: Option<u64>,
+        launched: bool,
+    ) {
         let mut m = self.map();
-        match m.remove(&corr) {
-            Some(Pending::Kernel { device, start, end }) => {
-                drop(m);
-                self.count.fetch_sub(1, Ordering::AcqRel);
-                self.emit(corr, device, start, end, values);
-            }
-            Some(_) => {
-                m.insert(corr, Pending::Values(values));
-            }
-            None => {}
-        }
-    }
-
-    /// A kernel record (CUPTI's delivery thread): cheap when nothing waits.
-    pub(crate) fn kernel(&self, corr: u64, device: u32, start: u64, end: u64) {
-        if self.count.load(Ordering::Acquire) == 0 {
+        let Some(e) = m.get_mut(&corr) else { return };
+        if !launched {
+            m.remove(&corr);
+            drop(m);
+            self.count.fetch_sub(1, Ordering::AcqRel);
             return;
         }
-        let mut m = self.map();
-        match m.remove(&corr) {
-            Some(Pending::Values(values)) => {
-                drop(m);
-                self.count.fetch_sub(1, Ordering::AcqRel);
-                self.emit(corr, device, start, end, values);
+        e.exit = Some(exit);
+        e.values = values;
+        e.duration = duration;
+        if e.kernel.is_some() {
+            let e = m.remove(&corr);
+            drop(m);
+            self.count.fetch_sub(1, Ordering::AcqRel);
+            if let Some(e) = e {
+                self.finish(corr, e);
             }
-            Some(Pending::Waiting) => {
-                m.insert(corr, Pending::Kernel { device, start, end });
-            }
-            Some(k @ Pending::Kernel { .. }) => {
-                m.insert(corr, k);
-            }
-            None => {}
         }
     }
 
-    fn emit(&self, corr: u64, device: u32, start: u64, end: u64, values: Box<[(CounterId, f64)]>) {
-        self.recorder.kernel_counters(KernelCounters {
-            device,
-            correlation_id: corr,
-            start,
-            end,
-            values,
-        });
+    /// Whether a launch is being profiled or waits for its record (CUPTI's
+    /// delivery thread asks for every kernel: cheap when none is).
+    pub(crate) fn is_pending(&self, corr: u64) -> bool {
+        self.count.load(Ordering::Acquire) != 0 && self.map().contains_key(&corr)
+    }
+
+    /// A kernel record (CUPTI's delivery thread). Returns it back when it
+    /// is not a profiled launch's (the caller records it as usual).
+    pub(crate) fn kernel(&self, k: KernelExec) -> Option<KernelExec> {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return Some(k);
+        }
+        let corr = k.correlation_id;
+        let mut m = self.map();
+        let Some(e) = m.get_mut(&corr) else {
+            return Some(k);
+        };
+        if e.kernel.is_some() {
+            return Some(k);
+        }
+        e.kernel = Some(k);
+        if e.exit.is_some() {
+            let e = m.remove(&corr);
+            drop(m);
+            self.count.fetch_sub(1, Ordering::AcqRel);
+            if let Some(e) = e {
+                self.finish(corr, e);
+            }
+        }
+        None
+    }
+
+    fn finish(&self, corr: u64, e: Entry) {
+        let Some(mut k) = e.kernel else { return };
+        if k.start == 0 || k.end < k.start {
+            let exit = e.exit.unwrap_or(e.enter);
+            let took = e.duration.unwrap_or(exit.saturating_sub(e.enter));
+            k.end = exit;
+            k.start = exit.saturating_sub(took).max(e.enter).min(exit);
+            self.placed_said.call_once(|| {
+                let line = "profiled kernels have no GPU timestamps under kernel replay: each is drawn ending at its launch's return, lasting what the profiler measured";
+                gpu_trace_core::verbose!("{line}");
+                self.notes.info(line);
+            });
+        }
+        let (device, start, end) = (k.device, k.start, k.end);
+        self.recorder.kernel(k);
+        if let Some(values) = e.values {
+            self.recorder.kernel_counters(KernelCounters {
+                device,
+                correlation_id: corr,
+                start,
+                end,
+                values,
+            });
+        }
     }
 }
 
@@ -194,6 +270,8 @@ pub(crate) struct Counting {
     /// Launch names the filter decided on (mangled name → matches).
     names: RwLock<FxHashMap<Box<str>, bool>>,
     graphs_said: Once,
+    driver: std::sync::OnceLock<Option<cupti::driver::Driver>>,
+    cost: Cost,
 }
 
 impl Counting {
@@ -207,8 +285,8 @@ impl Counting {
         Self {
             cupti,
             registry,
+            join: Arc::new(Join::new(recorder.clone(), notes.clone())),
             notes,
-            join: Arc::new(Join::new(recorder.clone())),
             recorder,
             filter,
             on: AtomicBool::new(false),
@@ -218,6 +296,8 @@ impl Counting {
             free: Condvar::new(),
             names: RwLock::new(FxHashMap::default()),
             graphs_said: Once::new(),
+            driver: std::sync::OnceLock::new(),
+            cost: Cost::default(),
         }
     }
 
@@ -254,10 +334,12 @@ impl Counting {
             {
                 self.begin(cb);
             }
-            (CallKind::KernelLaunch, Site::Exit)
-                if PROFILING.with(Cell::get) == Some(cb.correlation_id()) =>
-            {
-                self.end(cb);
+            (CallKind::KernelLaunch, Site::Exit) => {
+                if let Some((corr, enter)) = PROFILING.with(Cell::get)
+                    && corr == cb.correlation_id()
+                {
+                    self.end(cb, enter);
+                }
             }
             (CallKind::GraphLaunch, Site::Enter) if self.is_on() => {
                 self.graphs_said.call_once(|| {
@@ -298,6 +380,14 @@ impl Counting {
 
     fn begin(&self, cb: &ApiCallback<'_>) {
         let Some(ctx) = cb.context() else { return };
+        // Work captured into a graph does not run now: nothing to measure,
+        // and profiling calls must not reach a capturing stream.
+        if let Some(stream) = cb.stream()
+            && self.capturing(stream)
+        {
+            return;
+        }
+        let t0 = boottime_ns();
         // One profiled launch at a time in the process.
         {
             let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
@@ -337,15 +427,32 @@ impl Counting {
             }
         };
         if started {
-            self.join.expect(u64::from(corr));
-            PROFILING.with(|p| p.set(Some(corr)));
+            let enter = boottime_ns();
+            self.cost.setup.fetch_add(enter - t0, Ordering::Relaxed);
+            self.join.expect(u64::from(corr), enter);
+            PROFILING.with(|p| p.set(Some((corr, enter))));
         } else {
             self.release();
         }
     }
 
-    fn end(&self, cb: &ApiCallback<'_>) {
+    fn capturing(&self, stream: cupti::Stream<'_>) -> bool {
+        let Some(drv) = self
+            .driver
+            .get_or_init(|| cupti::driver::Driver::from_process().ok())
+            .as_ref()
+        else {
+            return false;
+        };
+        crate::api::internal(|| drv.stream_is_capturing(stream)).unwrap_or(false)
+    }
+
+    fn end(&self, cb: &ApiCallback<'_>, enter: u64) {
         PROFILING.with(|p| p.set(None));
+        let exit = boottime_ns();
+        self.cost
+            .launch
+            .fetch_add(exit.saturating_sub(enter), Ordering::Relaxed);
         let corr = u64::from(cb.correlation_id());
         let handle = cb.context_handle();
         let launched = cb.return_value().unwrap_or(0) == 0;
@@ -365,12 +472,20 @@ impl Counting {
                     })();
                     match r {
                         Ok(ranges) => Ok(ranges.into_iter().next().map(|range| {
-                            dm.ids
+                            let duration = dm
+                                .duration
+                                .and_then(|i| range.values.get(i))
+                                .map(|(_, v)| *v)
+                                .filter(|v| v.is_finite() && *v >= 0.0)
+                                .map(|v| v as u64);
+                            let values = dm
+                                .ids
                                 .iter()
                                 .zip(range.values)
                                 .filter(|(_, (_, v))| v.is_finite())
                                 .map(|(id, (_, v))| (*id, v))
-                                .collect::<Box<[_]>>()
+                                .collect::<Box<[_]>>();
+                            (values, duration)
                         })),
                         Err(e) => Err(e),
                     }
@@ -387,15 +502,38 @@ impl Counting {
             out
         };
         self.release();
+        let done = boottime_ns();
+        self.cost.collect.fetch_add(done - exit, Ordering::Relaxed);
+        self.cost.kernels.fetch_add(1, Ordering::Relaxed);
         match values {
-            Ok(Some(v)) if launched && !v.is_empty() => self.join.values(corr, v),
+            Ok(Some((v, duration))) if launched && !v.is_empty() => {
+                self.join.exited(corr, exit, Some(v), duration, true)
+            }
             _ => {
-                self.join.cancel(corr);
+                self.join.exited(corr, exit, None, None, launched);
                 if launched {
                     self.recorder.dropped(DropKind::Counters, 1);
                 }
             }
         }
+    }
+
+    /// What profiling cost, said at exit (verbose) and written into the
+    /// trace.
+    pub(crate) fn report(&self) {
+        let n = self.cost.kernels.load(Ordering::Relaxed);
+        if n == 0 {
+            return;
+        }
+        let ms = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e6;
+        let line = format!(
+            "counters: {n} kernel(s) profiled; per kernel {:.2} ms setup, {:.2} ms in the launch (replay passes), {:.2} ms collecting",
+            ms(&self.cost.setup) / n as f64,
+            ms(&self.cost.launch) / n as f64,
+            ms(&self.cost.collect) / n as f64
+        );
+        gpu_trace_core::verbose!("{line}");
+        self.notes.info(line);
     }
 
     fn release(&self) {
@@ -542,7 +680,14 @@ impl Counting {
             config.accepted().count(),
             config.num_passes()
         );
-        Some(Box::leak(Box::new(DeviceMetrics { config, ids })))
+        let duration = config
+            .accepted()
+            .position(|m| m == "gpu__time_duration.sum");
+        Some(Box::leak(Box::new(DeviceMetrics {
+            config,
+            ids,
+            duration,
+        })))
     }
 
     /// One line for a metric that is not available, in the trace too.
@@ -557,6 +702,11 @@ impl Counting {
             )
         } else {
             format!("; nearest: {}", near.join(", "))
+        };
+        let why = if why.contains("INVALID_PARAMETER") || why.contains("INVALID_METRIC_NAME") {
+            "no such metric".to_owned()
+        } else {
+            why.to_owned()
         };
         let line = format!(
             "metric {name:?} is not available on {chip} ({why}){hint}; the other metrics are collected"

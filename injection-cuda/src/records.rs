@@ -250,7 +250,13 @@ impl RecordState {
     }
 
     fn kernel(&self, k: &KernelRecord<'_>) {
-        if !self.valid(k.start(), k.end()) {
+        // A profiled kernel's record has no timestamps (kernel replay):
+        // the counters' join places it.
+        let profiled = self
+            .join
+            .get()
+            .is_some_and(|j| j.is_pending(k.correlation_id() as u64));
+        if !profiled && !self.valid(k.start(), k.end()) {
             return;
         }
         let dev = self.device(k.device_id());
@@ -278,7 +284,7 @@ impl RecordState {
         let [gx, gy, gz] = k.grid().map(|v| v.max(0) as u32);
         let [bx, by, bz] = k.block().map(|v| v.max(0) as u32);
         let grid = Dim3::new(gx, gy, gz);
-        self.recorder.kernel(KernelExec {
+        let exec = KernelExec {
             device: dev.gpu_id,
             context: k.context_id(),
             stream: k.stream_id() as u64,
@@ -292,9 +298,13 @@ impl RecordState {
             // them from the grid and the class's occupancy instead.
             waves_per_sm: None,
             graph_node: k.graph_node_id(),
-        });
-        if let Some(j) = self.join.get() {
-            j.kernel(k.correlation_id() as u64, dev.gpu_id, k.start(), k.end());
+        };
+        let exec = match self.join.get() {
+            Some(j) if profiled => j.kernel(exec),
+            _ => Some(exec),
+        };
+        if let Some(exec) = exec {
+            self.recorder.kernel(exec);
         }
     }
 

@@ -486,6 +486,9 @@ impl Tool {
                 crate::config::vars::CAPTURE_RANGE
             );
         }
+        if let Some(c) = self.shared.counting.get() {
+            c.report();
+        }
         self.tracer.shutdown(Duration::from_secs(10));
         if let Some(a) = activity::Activity::get() {
             let s = a.stats();

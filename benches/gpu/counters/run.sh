@@ -29,7 +29,7 @@ say() { echo "== $*"; }
 gt() { "$bin/gpu-trace" record --no-stats "$@"; }
 
 say "check: default metrics, gpu-trace vs ncu --clock-control none"
-gt -t gpu,counters -o "$o/check.pftrace" -- "$K" check >"$o/check.txt" 2>&1; echo "rc=$?"; grep -v '^\[' "$o/check.txt"
+gt -v -t gpu,counters -o "$o/check.pftrace" -- "$K" check >"$o/check.txt" 2>&1; echo "rc=$?"; grep -v '^\[' "$o/check.txt" | grep -E "counters|metric|EXPECT|incomplete|replay|profiled|wrote"
 q "$o/check.pftrace" >"$o/check_ours.csv"; wc -l <"$o/check_ours.csv"
 "$ncu" --clock-control none --metrics "$M" --csv --print-units base "$K" check >"$o/check_ncu.csv" 2>"$o/check_ncu.err"; echo "ncu rc=$?"
 python3 "$here/compare.py" "$o/check_ours.csv" "$o/check_ncu.csv" | tee "$o/check_table.md" | tail -14
@@ -53,27 +53,36 @@ gt -m "sm__cycles_elapsed.avg,not_a_metric,dram__bytes_readd.sum,smsp__inst_exec
 grep -a -o "metric \"[^;]*" "$o/bad.pftrace" | head -5
 q "$o/bad.pftrace" | cut -d, -f3 | sort | uniq -c
 
-say "cost per profiled kernel: 200 tiny kernels"
-t0=$(date +%s.%N); "$K" many 200 >/dev/null; t1=$(date +%s.%N)
-gt -t gpu,counters -o "$o/many.pftrace" -- "$K" many 200 >"$o/many.txt" 2>&1; t2=$(date +%s.%N)
-"$ncu" --clock-control none --metrics "$M" "$K" many 200 >"$o/many_ncu.txt" 2>&1; t3=$(date +%s.%N)
-gt -t gpu -o "$o/many_gpu.pftrace" -- "$K" many 200 >/dev/null 2>&1; t4=$(date +%s.%N)
-python3 - "$t0" "$t1" "$t2" "$t3" "$t4" <<'PY'
+cost() {  # label, N, metrics
+    local label="$1" n="$2" m="$3"
+    t0=$(date +%s.%N); "$K" many "$n" >/dev/null; t1=$(date +%s.%N)
+    gt -v -t gpu,counters -m "$m" -o "$o/many_$label.pftrace" -- "$K" many "$n" >"$o/many_$label.txt" 2>&1; t2=$(date +%s.%N)
+    "$ncu" --clock-control none --metrics "$m" "$K" many "$n" >"$o/many_${label}_ncu.txt" 2>&1; t3=$(date +%s.%N)
+    gt -t gpu -o "$o/many_gpu.pftrace" -- "$K" many "$n" >/dev/null 2>&1; t4=$(date +%s.%N)
+    grep -E "replay pass|profiled" "$o/many_$label.txt" | grep -v '^\[' | head -3
+    python3 - "$label" "$n" "$t0" "$t1" "$t2" "$t3" "$t4" <<'PY'
 import sys
-t0, t1, t2, t3, t4 = map(float, sys.argv[1:])
+label, n = sys.argv[1], int(sys.argv[2])
+t0, t1, t2, t3, t4 = map(float, sys.argv[3:])
 base, ours, ncu, gpu = t1 - t0, t2 - t1, t3 - t2, t4 - t3
-print(f"wall s: untraced {base:.2f}, gpu-trace -t gpu {gpu:.2f}, gpu-trace counters {ours:.2f}, ncu {ncu:.2f}")
-print(f"per profiled kernel ms: gpu-trace {(ours - gpu) / 200 * 1e3:.2f}, ncu {(ncu - base) / 200 * 1e3:.2f}, ratio ncu/gpu-trace {(ncu - base) / max(ours - gpu, 1e-9):.1f}")
+print(f"{label}: wall s untraced {base:.2f}, gpu-trace -t gpu {gpu:.2f}, gpu-trace counters {ours:.2f}, ncu {ncu:.2f}")
+print(f"{label}: per profiled kernel ms: gpu-trace {(ours - gpu) / n * 1e3:.2f}, ncu {(ncu - base) / n * 1e3:.2f}, ratio ncu/gpu-trace {(ncu - base) / max(ours - gpu, 1e-9):.1f}")
 PY
-q "$o/many.pftrace" | cut -d, -f3 | sort | uniq -c | head -3
+    q "$o/many_$label.pftrace" | cut -d, -f3 | sort | uniq -c | head -4
+}
+say "cost per profiled kernel: 100 tiny kernels, default metrics"
+cost default 100 "$M"
+say "cost per profiled kernel: 100 tiny kernels, 3 metrics"
+cost three 100 "sm__cycles_elapsed.avg,smsp__inst_executed.sum,dram__bytes_read.sum"
 
-say "threads: 4 x 50 tiny kernels"
-gt -t gpu,counters -o "$o/threads.pftrace" -- "$K" threads 4 50 >"$o/threads.txt" 2>&1; echo "rc=$?"; grep -v '^\[' "$o/threads.txt"
+say "threads: 4 x 25 tiny kernels"
+gt -t gpu,counters -o "$o/threads.pftrace" -- "$K" threads 4 25 >"$o/threads.txt" 2>&1; echo "rc=$?"; grep -v '^\[' "$o/threads.txt"
 q "$o/threads.pftrace" | cut -d, -f3 | sort | uniq -c | head -3
 
 say "graph"
 gt -t gpu,counters -o "$o/graph.pftrace" -- "$K" graph >"$o/graph.txt" 2>&1; echo "rc=$?"; grep -v '^\[' "$o/graph.txt"
 q "$o/graph.pftrace" | cut -d, -f3 | sort | uniq -c | head -3
+"$bin/gpu-trace" stats "$o/graph.pftrace" 2>&1 | head -12
 
 say "filter: 1 of 1000"
 gt -t gpu,counters --kernel-skip 500 --kernel-count 1 -o "$o/filter.pftrace" -- "$K" many 1000 >"$o/filter.txt" 2>&1; echo "rc=$?"
