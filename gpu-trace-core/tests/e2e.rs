@@ -140,30 +140,27 @@ fn workload(tracer: &Tracer, gpu_offset: u64) {
     let occ = names.intern("sm__maximum_warps_per_active_cycle_pct");
     let mk = |mangled: &str| {
         let n = kernels.names(&names, mangled);
-        kernels.register(KernelDesc {
-            mangled: n.mangled,
-            demangled: n.demangled,
-            display: n.display,
-            arch: names.intern("sm_90"),
-            args: vec![(regs, ArgValue::Uint(32)), (occ, ArgValue::Double(100.0))],
-        })
+        let mut desc = KernelDesc::new(n.mangled, n.demangled, n.display, names.intern("sm_90"));
+        desc.args = vec![(regs, ArgValue::Uint(32)), (occ, ArgValue::Double(100.0))];
+        kernels.register(desc)
     };
     let k_add = mk("_Z6vecAddPfS_S_i");
     let k_fill = mk("_ZN2at6native18elementwise_kernelILi128ELi4EEEvi");
-    let sm_tp = tracer.register_counter(CounterSpec {
-        name: "sm__throughput.avg.pct_of_peak_sustained_elapsed".into(),
-        description: "SM throughput".into(),
-        unit: Unit::Percent,
-        per: None,
-        group: CounterGroup::Compute,
-    });
-    let dram = tracer.register_counter(CounterSpec {
-        name: "dram__bytes_read.sum.per_second".into(),
-        description: "DRAM read bandwidth".into(),
-        unit: Unit::Byte,
-        per: Some(Unit::Second),
-        group: CounterGroup::Memory,
-    });
+    let mut spec = CounterSpec::new(
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        Unit::Percent,
+        CounterGroup::Compute,
+    );
+    spec.description = "SM throughput".into();
+    let sm_tp = tracer.register_counter(spec);
+    let mut spec = CounterSpec::new(
+        "dram__bytes_read.sum.per_second",
+        Unit::Byte,
+        CounterGroup::Memory,
+    );
+    spec.description = "DRAM read bandwidth".into();
+    spec.per = Some(Unit::Second);
+    let dram = tracer.register_counter(spec);
     let launch = names.intern("cudaLaunchKernel");
     let memcpy = names.intern("cudaMemcpyAsync");
     let memset = names.intern("cudaMemsetAsync");
@@ -190,85 +187,68 @@ fn workload(tracer: &Tracer, gpu_offset: u64) {
                     clock += 50_000;
                     let (name, start) = (if i % 10 == 5 { memcpy } else { launch }, clock);
                     let end = start + 2_000;
-                    rec.api(ApiCall {
-                        name: if i % 10 == 7 { memset } else { name },
-                        thread: tid,
+                    let mut call = ApiCall::new(
+                        if i % 10 == 7 { memset } else { name },
+                        tid,
                         start,
                         end,
-                        correlation_id: corr,
-                        submits: true,
-                        waits: smallvec![],
-                        status: 0,
-                    });
+                        corr,
+                    );
+                    call.submits = true;
+                    rec.api(call);
                     let (gs, ge) = (end + 5_000 - gpu_offset, end + 9_000 - gpu_offset);
                     match i % 10 {
-                        5 => rec.memory(MemoryOp {
-                            graph_node: 0,
-                            device,
-                            context: device + 1,
-                            stream,
-                            correlation_id: corr,
-                            start: gs,
-                            end: ge,
-                            bytes: 4096,
-                            kind: MemoryOpKind::Copy {
-                                kind: CopyKind::HtoD,
-                                src: MemoryKind::Pinned,
-                                dst: MemoryKind::Device,
-                                peer: None,
-                            },
-                        }),
-                        7 => rec.memory(MemoryOp {
-                            graph_node: 0,
-                            device,
-                            context: device + 1,
-                            stream,
-                            correlation_id: corr,
-                            start: gs,
-                            end: ge,
-                            bytes: 1000,
-                            kind: MemoryOpKind::Set {
-                                value: 0,
-                                memory: MemoryKind::Device,
-                            },
-                        }),
+                        5 | 7 => {
+                            let (bytes, kind) = if i % 10 == 5 {
+                                let kind = MemoryOpKind::Copy {
+                                    kind: CopyKind::HtoD,
+                                    src: MemoryKind::Pinned,
+                                    dst: MemoryKind::Device,
+                                    peer: None,
+                                };
+                                (4096, kind)
+                            } else {
+                                let kind = MemoryOpKind::Set {
+                                    value: 0,
+                                    memory: MemoryKind::Device,
+                                };
+                                (1000, kind)
+                            };
+                            let mut op = MemoryOp::new(device, corr, gs, ge, bytes, kind);
+                            op.context = device + 1;
+                            op.stream = stream;
+                            rec.memory(op);
+                        }
                         _ => {
-                            rec.kernel(KernelExec {
+                            let mut exec = KernelExec::new(
                                 device,
-                                context: device + 1,
-                                stream,
-                                correlation_id: corr,
-                                start: gs,
-                                end: ge,
-                                kernel: if i % 2 == 0 { k_add } else { k_fill },
-                                grid: Dim3::new(1024, 1, 1),
-                                block: Dim3::new(256, 1, 1),
-                                waves_per_sm: Some(1.94),
-                                graph_node: 0,
-                            });
+                                corr,
+                                gs,
+                                ge,
+                                if i % 2 == 0 { k_add } else { k_fill },
+                            );
+                            exec.context = device + 1;
+                            exec.stream = stream;
+                            exec.grid = Dim3::new(1024, 1, 1);
+                            exec.block = Dim3::new(256, 1, 1);
+                            exec.waves_per_sm = Some(1.94);
+                            rec.kernel(exec);
                             if i % 50 == 0 {
-                                rec.kernel_counters(KernelCounters {
+                                rec.kernel_counters(KernelCounters::new(
                                     device,
-                                    correlation_id: corr,
-                                    start: gs,
-                                    end: ge,
-                                    values: vec![(sm_tp, 55.5), (dram, 1.5e12)].into(),
-                                });
+                                    corr,
+                                    gs,
+                                    ge,
+                                    vec![(sm_tp, 55.5), (dram, 1.5e12)].into(),
+                                ));
                             }
                         }
                     }
                     if i % 25 == 24 {
                         let s0 = clock + 10_000;
-                        rec.api(ApiCall {
-                            name: sync,
-                            thread: tid,
-                            start: s0,
-                            end: s0 + 20_000,
-                            correlation_id: 900_000 + corr,
-                            submits: false,
-                            waits: smallvec![corr],
-                            status: 0,
-                        });
+                        let mut call = ApiCall::new(sync, tid, s0, s0 + 20_000, 900_000 + corr);
+                        call.waits = smallvec![corr];
+                        rec.api(call);
                     }
                 }
                 rec.marker(tid, clock + 100_000, "", |_| Marker::Pop { domain: None });
@@ -279,31 +259,18 @@ fn workload(tracer: &Tracer, gpu_offset: u64) {
     let tid = gpu_trace_core::clock::thread_id();
     let start = now();
     let corr = 777_777;
-    rec.api(ApiCall {
-        name: graph,
-        thread: tid,
-        start,
-        end: start + 3_000,
-        correlation_id: corr,
-        submits: true,
-        waits: smallvec![],
-        status: 0,
-    });
+    let mut call = ApiCall::new(graph, tid, start, start + 3_000, corr);
+    call.submits = true;
+    rec.api(call);
     for n in 0..GRAPH_NODES {
         let gs = start + 10_000 + n * 5_000 - gpu_offset;
-        rec.kernel(KernelExec {
-            device: 0,
-            context: 1,
-            stream: 99,
-            correlation_id: corr,
-            start: gs,
-            end: gs + 4_000,
-            kernel: k_add,
-            grid: Dim3::new(8, 8, 1),
-            block: Dim3::new(32, 8, 1),
-            waves_per_sm: None,
-            graph_node: 1000 + n,
-        });
+        let mut exec = KernelExec::new(0, corr, gs, gs + 4_000, k_add);
+        exec.context = 1;
+        exec.stream = 99;
+        exec.grid = Dim3::new(8, 8, 1);
+        exec.block = Dim3::new(32, 8, 1);
+        exec.graph_node = 1000 + n;
+        rec.kernel(exec);
     }
     // A range that starts on one thread and ends on another, and a mark.
     let domain = names.intern("MyLib");
@@ -334,16 +301,7 @@ fn overflow(tracer: &Tracer) {
     let names = tracer.names();
     let n = names.intern("cudaLaunchKernel");
     for i in 0..200_000u64 {
-        rec.api(ApiCall {
-            name: n,
-            thread: 1,
-            start: i,
-            end: i + 1,
-            correlation_id: 0,
-            submits: false,
-            waits: smallvec![],
-            status: 0,
-        });
+        rec.api(ApiCall::new(n, 1, i, i + 1, 0));
     }
 }
 
@@ -359,13 +317,12 @@ fn flood(tracer: &Tracer, paced: bool) {
     let names = tracer.names().clone();
     let kernels = tracer.kernels().clone();
     let n = kernels.names(&names, "_Z5floodv");
-    let k = kernels.register(KernelDesc {
-        mangled: n.mangled,
-        demangled: n.demangled,
-        display: n.display,
-        arch: names.intern("sm_90"),
-        args: vec![],
-    });
+    let k = kernels.register(KernelDesc::new(
+        n.mangled,
+        n.demangled,
+        n.display,
+        names.intern("sm_90"),
+    ));
     let launch = names.intern("cuLaunchKernel");
     let rec = tracer.recorder().clone();
     // Larger runs by hand: FLOOD_PER_THREAD=N FLOOD_THREADS=T.
@@ -390,29 +347,15 @@ fn flood(tracer: &Tracer, paced: bool) {
                     }
                     let corr = 1 + t * 1_000_000 + i;
                     clock += 3_000;
-                    rec.api(ApiCall {
-                        name: launch,
-                        thread: tid,
-                        start: clock,
-                        end: clock + 1_000,
-                        correlation_id: corr,
-                        submits: true,
-                        waits: smallvec![],
-                        status: 0,
-                    });
-                    rec.kernel(KernelExec {
-                        device: 0,
-                        context: 1,
-                        stream: 7 + t,
-                        correlation_id: corr,
-                        start: clock + 2_000,
-                        end: clock + 2_500,
-                        kernel: k,
-                        grid: Dim3::new(1, 1, 1),
-                        block: Dim3::new(32, 1, 1),
-                        waves_per_sm: None,
-                        graph_node: 0,
-                    });
+                    let mut call = ApiCall::new(launch, tid, clock, clock + 1_000, corr);
+                    call.submits = true;
+                    rec.api(call);
+                    let mut exec = KernelExec::new(0, corr, clock + 2_000, clock + 2_500, k);
+                    exec.context = 1;
+                    exec.stream = 7 + t;
+                    exec.grid = Dim3::new(1, 1, 1);
+                    exec.block = Dim3::new(32, 1, 1);
+                    rec.kernel(exec);
                 }
             });
         }

@@ -165,13 +165,8 @@ impl Join {
     }
 
     fn emit(&self, corr: u64, device: u32, start: u64, end: u64, values: Box<[(CounterId, f64)]>) {
-        self.recorder.kernel_counters(KernelCounters {
-            device,
-            correlation_id: corr,
-            start,
-            end,
-            values,
-        });
+        self.recorder
+            .kernel_counters(KernelCounters::new(device, corr, start, end, values));
     }
 }
 
@@ -603,16 +598,13 @@ pub(crate) fn spec(name: &str, info: Option<&MetricInfo>) -> CounterSpec {
         Some(MetricKind::Ratio) => " (ratio)",
         _ => "",
     };
-    CounterSpec {
-        name: name.to_owned(),
-        description: match info {
-            Some(i) if !i.description.is_empty() => format!("{}{kind}", i.description),
-            _ => name.to_owned(),
-        },
-        unit,
-        per,
-        group: CounterGroup::Compute,
-    }
+    let mut spec = CounterSpec::new(name, unit, CounterGroup::Compute);
+    spec.description = match info {
+        Some(i) if !i.description.is_empty() => format!("{}{kind}", i.description),
+        _ => name.to_owned(),
+    };
+    spec.per = per;
+    spec
 }
 
 fn units(name: &str, dim: &str) -> (Unit, Option<Unit>) {
