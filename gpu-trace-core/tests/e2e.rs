@@ -18,6 +18,9 @@ use std::time::Duration;
 const CHILD: &str = "GPU_TRACE_TEST_CHILD";
 /// Set: the child's recording waits for capture ranges.
 const CAPTURE_RANGES: &str = "GPU_TRACE_TEST_CAPTURE_RANGES";
+/// Set: the child's `Limits::stall` in milliseconds, instead of the default
+/// `STALL_LIMIT`.
+const STALL_MS: &str = "GPU_TRACE_TEST_STALL_MS";
 
 // ---------------------------------------------------------------- child side
 
@@ -46,7 +49,12 @@ fn child() {
         backend: gpu_trace_core::testing::BACKEND,
         config,
         clock,
-        limits: Limits::default(),
+        limits: Limits {
+            stall: std::env::var(STALL_MS).map_or(gpu_trace_core::STALL_LIMIT, |ms| {
+                Duration::from_millis(ms.parse().expect("GPU_TRACE_TEST_STALL_MS in ms"))
+            }),
+            ..Limits::default()
+        },
         capture_ranges: std::env::var_os(CAPTURE_RANGES).is_some(),
     }) {
         Ok(t) => t,
@@ -92,7 +100,10 @@ fn child() {
         "system" => {}
         "overflow" => overflow(&tracer),
         "flood" => flood(&tracer, true),
-        "loss" => flood(&tracer, false),
+        "loss" => {
+            flood(&tracer, false);
+            println!("STALLED_NS={}", tracer.recorder().stalled().as_nanos());
+        }
         "capture" => capture(&tracer),
         other => panic!("unknown scenario {other}"),
     }
@@ -431,6 +442,7 @@ fn run_child(scenario: &str, dir: &Path, envs: &[(&str, &str)]) -> Output {
         cmd.env_remove(v);
     }
     cmd.env_remove(CAPTURE_RANGES);
+    cmd.env_remove(STALL_MS);
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -1512,15 +1524,30 @@ fn a_forced_loss_is_counted_in_the_trace_and_said_once() {
 fn a_full_queue_makes_threads_wait_instead_of_dropping() {
     let dir = tmpdir("wait");
     // The same unpaced burst as the forced loss, into a small queue: by
-    // default a thread that finds it full waits for the writer.
+    // default a thread that finds it full waits for the writer. How long
+    // one event may wait (`Limits::stall`, 500 ms by default) is raised to
+    // two minutes: on a loaded machine the writer can be starved of CPU
+    // for longer than 500 ms, and the threads would then drop by design.
+    // What this test proves is the waiting, not that limit.
     let out = run_child(
         "loss",
         &dir,
         &[
             ("INJECTION_TRACE", "gpu,api"),
             ("INJECTION_QUEUE_SIZE", "1M"),
+            (STALL_MS, "120000"),
         ],
     );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stalled: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("STALLED_NS="))
+        .unwrap_or_else(|| panic!("no STALLED_NS line in {stdout}"))
+        .parse()
+        .unwrap();
+    // The queue did fill (an application thread may fill an eighth of
+    // 1 MiB): the threads waited rather than the writer keeping up.
+    assert!(stalled > 0, "no thread waited: the test proved nothing");
     let t = Trace::open(output_of(&out)).unwrap();
     let total = FLOOD_THREADS * FLOOD_PER_THREAD;
     assert_eq!(t.kernels().count() as u64, total);
