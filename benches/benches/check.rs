@@ -45,13 +45,9 @@ fn full_size_trace() -> (std::path::PathBuf, std::path::PathBuf, String) {
         ),
     ];
     let kn = tracer.kernels().names(&names, "_Z5emptyv");
-    let k = tracer.kernels().register(KernelDesc {
-        mangled: kn.mangled,
-        demangled: kn.demangled,
-        display: kn.display,
-        arch: names.intern("sm_90"),
-        args: args.iter().map(|(n, v)| (names.intern(n), *v)).collect(),
-    });
+    let mut desc = KernelDesc::new(kn.mangled, kn.demangled, kn.display, names.intern("sm_90"));
+    desc.args = args.iter().map(|(n, v)| (names.intern(n), *v)).collect();
+    let k = tracer.kernels().register(desc);
     let api = names.intern("cudaLaunchKernel_v7000");
     const { assert!(LAUNCHES.is_multiple_of(THREADS)) };
     let per = vec![LAUNCHES / THREADS; THREADS as usize];
@@ -69,19 +65,12 @@ fn full_size_trace() -> (std::path::PathBuf, std::path::PathBuf, String) {
                     rec.api(launch(api, tid, corr, t));
                     // A full queue makes the recorder wait for the emitter
                     // (INJECTION_QUEUE_FULL=wait, the default): nothing is lost.
-                    rec.kernel(KernelExec {
-                        device: 0,
-                        context: 1,
-                        stream: 10 + i as u64,
-                        correlation_id: corr,
-                        start: t + 5_000,
-                        end: t + 8_000,
-                        kernel: k,
-                        grid: Dim3::new(1, 1, 1),
-                        block: Dim3::new(32, 1, 1),
-                        waves_per_sm: None,
-                        graph_node: 0,
-                    });
+                    let mut exec = KernelExec::new(0, corr, t + 5_000, t + 8_000, k);
+                    exec.context = 1;
+                    exec.stream = 10 + i as u64;
+                    exec.grid = Dim3::new(1, 1, 1);
+                    exec.block = Dim3::new(32, 1, 1);
+                    rec.kernel(exec);
                 }
             });
         }

@@ -238,22 +238,16 @@ fn counters(c: &mut Criterion) {
         "gpu__time_duration.sum",
     ]
     .iter()
-    .map(|n| {
-        tracer.register_counter(CounterSpec {
-            name: (*n).to_owned(),
-            description: String::new(),
-            unit: Unit::None,
-            per: None,
-            group: CounterGroup::Compute,
-        })
-    })
+    .map(|n| tracer.register_counter(CounterSpec::new(*n, Unit::None, CounterGroup::Compute)))
     .collect();
-    let sample = |i: u64| KernelCounters {
-        device: 0,
-        correlation_id: i + 1,
-        start: i * 5000,
-        end: i * 5000 + 2000,
-        values: specs.iter().map(|&id| (id, i as f64)).collect(),
+    let sample = |i: u64| {
+        KernelCounters::new(
+            0,
+            i + 1,
+            i * 5000,
+            i * 5000 + 2000,
+            specs.iter().map(|&id| (id, i as f64)).collect(),
+        )
     };
     const N: u64 = 1024;
     let mut g = c.benchmark_group("counters");

@@ -5,7 +5,6 @@ use gpu_trace_core::model::{
     ApiCall, ArgValue, Device, Dim3, KernelDesc, KernelExec, KernelId, NameId,
 };
 use gpu_trace_core::{Config, GpuClock, Limits, Tracer, TracerOptions};
-use smallvec::smallvec;
 use std::path::PathBuf;
 
 /// A tracer in standalone mode writing into the temp directory, recording
@@ -49,49 +48,32 @@ pub fn kernels(tracer: &Tracer, n: usize) -> Vec<KernelId> {
                 names,
                 &format!("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEELi{i}EEEviT0_"),
             );
-            tracer.kernels().register(KernelDesc {
-                mangled: kn.mangled,
-                demangled: kn.demangled,
-                display: kn.display,
-                arch: names.intern("sm_90"),
-                args: vec![(regs, ArgValue::Uint(32))],
-            })
+            let mut desc =
+                KernelDesc::new(kn.mangled, kn.demangled, kn.display, names.intern("sm_90"));
+            desc.args = vec![(regs, ArgValue::Uint(32))];
+            tracer.kernels().register(desc)
         })
         .collect()
 }
 
 /// A kernel execution record.
 pub fn kernel(kernel: KernelId, corr: u64, t: u64) -> KernelExec {
-    KernelExec {
-        device: 0,
-        context: 1,
-        stream: 7,
-        correlation_id: corr,
-        start: t,
-        end: t + 2_500,
-        kernel,
-        grid: Dim3::new(1024, 1, 1),
-        block: Dim3::new(256, 1, 1),
-        // As both backends write it: the CUDA backend leaves waves out (13
-        // bytes a kernel, derivable from the grid and the class's
-        // occupancy), and HIP has no occupancy to derive them from.
-        waves_per_sm: None,
-        graph_node: 0,
-    }
+    let mut k = KernelExec::new(0, corr, t, t + 2_500, kernel);
+    k.context = 1;
+    k.stream = 7;
+    k.grid = Dim3::new(1024, 1, 1);
+    k.block = Dim3::new(256, 1, 1);
+    // Waves stay `None`, as both backends write them: the CUDA backend
+    // leaves them out (13 bytes a kernel, derivable from the grid and the
+    // class's occupancy), and HIP has no occupancy to derive them from.
+    k
 }
 
 /// A launch API call.
 pub fn launch(name: NameId, thread: u32, corr: u64, t: u64) -> ApiCall {
-    ApiCall {
-        name,
-        thread,
-        start: t,
-        end: t + 3_000,
-        correlation_id: corr,
-        submits: true,
-        waits: smallvec![],
-        status: 0,
-    }
+    let mut call = ApiCall::new(name, thread, t, t + 3_000, corr);
+    call.submits = true;
+    call
 }
 
 /// A trace recorded through the real in-process path: `launches` kernel
@@ -123,22 +105,22 @@ pub fn recorded_trace(dir: &std::path::Path, launches: u64) -> PathBuf {
                 corr += 1;
                 let t = t0 + corr * 5_000;
                 rec.api(launch(copy_name, thread, corr, t));
-                rec.memory(MemoryOp {
-                    device: 0,
-                    context: 1,
-                    stream: 7,
-                    correlation_id: corr,
-                    start: t + 2_000,
-                    end: t + 4_000,
-                    bytes: 1 << 20,
-                    kind: MemoryOpKind::Copy {
+                let mut op = MemoryOp::new(
+                    0,
+                    corr,
+                    t + 2_000,
+                    t + 4_000,
+                    1 << 20,
+                    MemoryOpKind::Copy {
                         kind: CopyKind::HtoD,
                         src: MemoryKind::Pinned,
                         dst: MemoryKind::Device,
                         peer: None,
                     },
-                    graph_node: 0,
-                });
+                );
+                op.context = 1;
+                op.stream = 7;
+                rec.memory(op);
             }
         }
         tracer.flush(std::time::Duration::from_secs(30));

@@ -96,7 +96,8 @@ pub fn fake_library() -> Result<PathBuf, String> {
 }
 
 /// Runs `spec` in a child process: the current test executable re-run with only the
-/// [`child_entry!`] test selected. The child's environment names the fake as CUPTI
+/// [`child_entry!`] test selected (`--ignored --exact`: it is ignored in a normal run). The
+/// child's environment names the fake as CUPTI
 /// (`GPU_TRACE_CUPTI_PATH`) and the tool as the CUDA and NVTX injections.
 pub fn run_isolated(spec: &RunSpec) -> Result<Outcome, String> {
     static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -117,8 +118,9 @@ pub fn run_isolated(spec: &RunSpec) -> Result<Outcome, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(exe);
     cmd.args([
-        CHILD_TEST,
+        "--ignored",
         "--exact",
+        CHILD_TEST,
         "--nocapture",
         "--test-threads=1",
         "-q",
@@ -153,13 +155,13 @@ pub fn run_isolated(spec: &RunSpec) -> Result<Outcome, String> {
     })
 }
 
-/// The body of the [`child_entry!`] test: does nothing unless [`CHILD_ENV`] is set, in which
-/// case it loads the fake RTLD_NOW|RTLD_GLOBAL (as an application linked against libcuda has
+/// The body of the [`child_entry!`] test, run only in the child that [`run_isolated`] starts:
+/// panics unless [`CHILD_ENV`] is set (a hand-run `--ignored` would otherwise pass without
+/// doing anything). It loads the fake RTLD_NOW|RTLD_GLOBAL (as an application linked against libcuda has
 /// it) and runs the spec's program. The report is written by the fake's exit handler.
 pub fn serve_child() {
-    let Some(spec_path) = std::env::var_os(CHILD_ENV) else {
-        return;
-    };
+    let spec_path = std::env::var_os(CHILD_ENV)
+        .expect("run by cupti_sim::host::run_isolated, which sets CUPTI_SIM_SPEC");
     let result = (|| -> Result<(), String> {
         use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
         type Entry = unsafe extern "C" fn(*const c_char) -> c_int;
@@ -187,11 +189,13 @@ pub fn serve_child() {
 }
 
 /// Defines the test that [`host::run_isolated`](crate::host::run_isolated) re-runs in a child
-/// process. Invoke once, at the root of an integration-test file.
+/// process. Invoke once, at the root of an integration-test file. The test is `#[ignore]`d, so a
+/// normal run does not count it as a pass; the child selects it with `--ignored --exact`.
 #[macro_export]
 macro_rules! child_entry {
     () => {
         #[test]
+        #[ignore = "the traced program of this file's cupti-sim tests; runs only in their child processes"]
         fn cupti_sim_child() {
             $crate::host::serve_child();
         }

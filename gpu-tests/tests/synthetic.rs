@@ -125,16 +125,17 @@ impl App {
 
     fn kernel(&self, mangled: &str, args: &[(&str, ArgValue)]) -> KernelId {
         let n = self.kernels.names(&self.names, mangled);
-        self.kernels.register(KernelDesc {
-            mangled: n.mangled,
-            demangled: n.demangled,
-            display: n.display,
-            arch: self.names.intern("sm_90"),
-            args: args
-                .iter()
-                .map(|(k, v)| (self.names.intern(k), *v))
-                .collect(),
-        })
+        let mut desc = KernelDesc::new(
+            n.mangled,
+            n.demangled,
+            n.display,
+            self.names.intern("sm_90"),
+        );
+        desc.args = args
+            .iter()
+            .map(|(k, v)| (self.names.intern(k), *v))
+            .collect();
+        self.kernels.register(desc)
     }
 
     fn next_corr(&self) -> u64 {
@@ -144,33 +145,21 @@ impl App {
     fn api(&self, th: &mut Thread, name: &str, submits: bool, waits: SmallVec<[u64; 2]>) -> u64 {
         let corr = self.next_corr();
         let start = th.tick();
-        self.rec.api(ApiCall {
-            name: self.names.intern(name),
-            thread: th.tid,
-            start,
-            end: start + 2_000,
-            correlation_id: corr,
-            submits,
-            waits,
-            status: 0,
-        });
+        let mut call = ApiCall::new(self.names.intern(name), th.tid, start, start + 2_000, corr);
+        call.submits = submits;
+        call.waits = waits;
+        self.rec.api(call);
         corr
     }
 
     fn exec(&self, corr: u64, start: u64, l: Launch) {
-        self.rec.kernel(KernelExec {
-            device: 0,
-            context: l.context,
-            stream: l.stream,
-            correlation_id: corr,
-            start,
-            end: start + l.dur,
-            kernel: l.kernel,
-            grid: Dim3::new(1, 1, 1),
-            block: Dim3::new(l.block, 1, 1),
-            waves_per_sm: None,
-            graph_node: l.graph_node,
-        });
+        let mut k = KernelExec::new(0, corr, start, start + l.dur, l.kernel);
+        k.context = l.context;
+        k.stream = l.stream;
+        k.grid = Dim3::new(1, 1, 1);
+        k.block = Dim3::new(l.block, 1, 1);
+        k.graph_node = l.graph_node;
+        self.rec.kernel(k);
     }
 
     /// An API call that launched `l`; returns its correlation id.
@@ -182,17 +171,10 @@ impl App {
 
     /// A copy or memset of correlation `corr` (graph nodes share theirs).
     fn mem(&self, corr: u64, start: u64, bytes: u64, kind: MemoryOpKind) {
-        self.rec.memory(MemoryOp {
-            graph_node: 0,
-            device: 0,
-            context: 1,
-            stream: 7,
-            correlation_id: corr,
-            start,
-            end: start + 1_000,
-            bytes,
-            kind,
-        });
+        let mut op = MemoryOp::new(0, corr, start, start + 1_000, bytes, kind);
+        op.context = 1;
+        op.stream = 7;
+        self.rec.memory(op);
     }
 }
 
@@ -519,8 +501,12 @@ fn script(kernels: &[&str], threads: Vec<Vec<Op>>) -> Scenario {
 /// trace with the `EXPECT` line derived from the script as the run's output. Fails the test
 /// if the run misbehaves (records never handed back, protocol violations, a hang).
 fn sim_run(case: &str, tag: &str, s: &Scenario, env: &[(&str, &str)]) -> Run {
+    // Tests run in parallel and several run the same scenario: each run
+    // gets its own folder.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!(
-        "gpu-tests-synthetic-{}-sim-{tag}",
+        "gpu-tests-synthetic-{}-sim-{tag}-{n}",
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&dir);

@@ -332,11 +332,8 @@ impl Recorder {
                 len: text.len() as u32,
             };
             b.text.extend_from_slice(text.as_bytes());
-            b.events.push(Event::Marker(MarkerEvent {
-                thread,
-                ts,
-                marker: make(r),
-            }));
+            b.events
+                .push(Event::Marker(MarkerEvent::new(thread, ts, make(r))));
             true
         });
     }
@@ -671,19 +668,11 @@ impl Recorder {
 mod tests {
     use super::*;
     use crate::model::{Dim3, KernelId, NameId};
-    use smallvec::smallvec;
 
     fn api(i: u64) -> ApiCall {
-        ApiCall {
-            name: NameId(1),
-            thread: 1,
-            start: i,
-            end: i + 1,
-            correlation_id: i,
-            submits: true,
-            waits: smallvec![],
-            status: 0,
-        }
+        let mut call = ApiCall::new(NameId(1), 1, i, i + 1, i);
+        call.submits = true;
+        call
     }
 
     #[test]
@@ -729,19 +718,12 @@ mod tests {
             stall: Duration::ZERO,
         });
         for i in 0..15 {
-            r.kernel(KernelExec {
-                device: 0,
-                context: 1,
-                stream: 7,
-                correlation_id: i,
-                start: i,
-                end: i + 1,
-                kernel: KernelId(1),
-                grid: Dim3::new(1, 1, 1),
-                block: Dim3::new(1, 1, 1),
-                waves_per_sm: None,
-                graph_node: 0,
-            });
+            let mut exec = KernelExec::new(0, i, i, i + 1, KernelId(1));
+            exec.context = 1;
+            exec.stream = 7;
+            exec.grid = Dim3::new(1, 1, 1);
+            exec.block = Dim3::new(1, 1, 1);
+            r.kernel(exec);
         }
         let drops = r.drop_counts();
         assert_eq!(drops[DropKind::ThreadBuffer as usize].1, 5);

@@ -110,7 +110,11 @@ pub enum ArgValue {
 /// within its launch-configuration class: the function, its resources, and
 /// the occupancy those give for one block size. Interned once, referenced by
 /// [`KernelId`] from every [`KernelExec`].
+///
+/// New fields will come: make one with [`KernelDesc::new`] and set the
+/// rest (`args`) after.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct KernelDesc {
     /// Mangled (linkage) name.
     pub mangled: NameId,
@@ -125,8 +129,26 @@ pub struct KernelDesc {
     pub args: Vec<(NameId, ArgValue)>,
 }
 
+impl KernelDesc {
+    /// The function's names and instruction set, with no args yet.
+    #[inline]
+    pub fn new(mangled: NameId, demangled: NameId, display: NameId, arch: NameId) -> Self {
+        Self {
+            mangled,
+            demangled,
+            display,
+            arch,
+            args: Vec::new(),
+        }
+    }
+}
+
 /// One kernel execution on the GPU.
+///
+/// New fields will come: make one with [`KernelExec::new`] and set the
+/// fields the backend knows.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct KernelExec {
     /// `gpu_id` of the device.
     pub device: u32,
@@ -150,6 +172,34 @@ pub struct KernelExec {
     pub waves_per_sm: Option<f32>,
     /// CUDA graph node id, when launched from a graph; 0 otherwise.
     pub graph_node: u64,
+}
+
+impl KernelExec {
+    /// Kernel `kernel` on `device`, launched by the call `correlation_id`,
+    /// from `start` to `end`. The rest starts as zero / unknown: context
+    /// and stream 0, grid and block 0×0×0, no waves, no graph node.
+    #[inline]
+    pub fn new(
+        device: u32,
+        correlation_id: u64,
+        start: Timestamp,
+        end: Timestamp,
+        kernel: KernelId,
+    ) -> Self {
+        Self {
+            device,
+            context: 0,
+            stream: 0,
+            correlation_id,
+            start,
+            end,
+            kernel,
+            grid: Dim3::new(0, 0, 0),
+            block: Dim3::new(0, 0, 0),
+            waves_per_sm: None,
+            graph_node: 0,
+        }
+    }
 }
 
 /// Direction of a memory copy.
@@ -282,7 +332,11 @@ pub enum MemoryOpKind {
 }
 
 /// One copy or memset on the GPU.
+///
+/// New fields will come: make one with [`MemoryOp::new`] and set the
+/// fields the backend knows.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct MemoryOp {
     /// `gpu_id` of the device that ran it.
     pub device: u32,
@@ -304,8 +358,39 @@ pub struct MemoryOp {
     pub graph_node: u64,
 }
 
+impl MemoryOp {
+    /// `bytes` copied or set (`kind`) on `device` by the call
+    /// `correlation_id`, from `start` to `end`; context, stream and graph
+    /// node 0.
+    #[inline]
+    pub fn new(
+        device: u32,
+        correlation_id: u64,
+        start: Timestamp,
+        end: Timestamp,
+        bytes: u64,
+        kind: MemoryOpKind,
+    ) -> Self {
+        Self {
+            device,
+            context: 0,
+            stream: 0,
+            correlation_id,
+            start,
+            end,
+            bytes,
+            kind,
+            graph_node: 0,
+        }
+    }
+}
+
 /// A runtime or driver API call on a CPU thread.
+///
+/// New fields will come: make one with [`ApiCall::new`] and set the
+/// fields the backend knows.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ApiCall {
     /// Function name, e.g. "cudaLaunchKernel".
     pub name: NameId,
@@ -324,6 +409,31 @@ pub struct ApiCall {
     pub waits: SmallVec<[u64; 2]>,
     /// Non-zero return code of a failed call.
     pub status: i32,
+}
+
+impl ApiCall {
+    /// The call `name` on `thread` from `start` to `end`, with its
+    /// `correlation_id`: submits nothing, waits for nothing, succeeded
+    /// (status 0). Allocates nothing (`waits` is inline until it spills).
+    #[inline]
+    pub fn new(
+        name: NameId,
+        thread: u32,
+        start: Timestamp,
+        end: Timestamp,
+        correlation_id: u64,
+    ) -> Self {
+        Self {
+            name,
+            thread,
+            start,
+            end,
+            correlation_id,
+            submits: false,
+            waits: SmallVec::new(),
+            status: 0,
+        }
+    }
 }
 
 /// A byte range in the recording thread's text arena.
@@ -375,7 +485,10 @@ pub enum Marker {
 }
 
 /// A marker with its thread and time.
+///
+/// New fields may come: make one with [`MarkerEvent::new`].
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct MarkerEvent {
     /// OS thread id.
     pub thread: u32,
@@ -383,6 +496,14 @@ pub struct MarkerEvent {
     pub ts: Timestamp,
     /// What.
     pub marker: Marker,
+}
+
+impl MarkerEvent {
+    /// `marker` on `thread` at `ts`.
+    #[inline]
+    pub fn new(thread: u32, ts: Timestamp, marker: Marker) -> Self {
+        Self { thread, ts, marker }
+    }
 }
 
 /// Unit of a counter value: numerator over denominator.
@@ -424,7 +545,11 @@ pub enum CounterGroup {
 }
 
 /// A counter's description.
+///
+/// New fields will come: make one with [`CounterSpec::new`] and set the
+/// rest (`description`, `per`) after.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CounterSpec {
     /// Metric name, e.g. "sm__throughput.avg.pct_of_peak_sustained_elapsed".
     pub name: String,
@@ -438,8 +563,26 @@ pub struct CounterSpec {
     pub group: CounterGroup,
 }
 
+impl CounterSpec {
+    /// Counter `name` in `unit`, shown in `group`; no description, no
+    /// denominator.
+    #[inline]
+    pub fn new(name: impl Into<String>, unit: Unit, group: CounterGroup) -> Self {
+        Self {
+            name: name.into(),
+            description: String::new(),
+            unit,
+            per: None,
+            group,
+        }
+    }
+}
+
 /// Values of per-kernel counters for one kernel execution.
+///
+/// New fields may come: make one with [`KernelCounters::new`].
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct KernelCounters {
     /// `gpu_id`.
     pub device: u32,
@@ -453,8 +596,32 @@ pub struct KernelCounters {
     pub values: Box<[(CounterId, f64)]>,
 }
 
+impl KernelCounters {
+    /// `values` measured on `device` for the kernel `correlation_id`, which
+    /// ran from `start` to `end`.
+    #[inline]
+    pub fn new(
+        device: u32,
+        correlation_id: u64,
+        start: Timestamp,
+        end: Timestamp,
+        values: Box<[(CounterId, f64)]>,
+    ) -> Self {
+        Self {
+            device,
+            correlation_id,
+            start,
+            end,
+            values,
+        }
+    }
+}
+
 /// Periodic device counters (telemetry).
+///
+/// New fields may come: make one with [`CounterSample::new`].
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CounterSample {
     /// `gpu_id`.
     pub device: u32,
@@ -462,6 +629,14 @@ pub struct CounterSample {
     pub ts: Timestamp,
     /// Values.
     pub values: Box<[(CounterId, f64)]>,
+}
+
+impl CounterSample {
+    /// `values` read from `device` at `ts`.
+    #[inline]
+    pub fn new(device: u32, ts: Timestamp, values: Box<[(CounterId, f64)]>) -> Self {
+        Self { device, ts, values }
+    }
 }
 
 /// Everything a backend records, as the emitter receives it.

@@ -397,11 +397,15 @@ impl Tracer {
         }
         let cats = opts.backend.categories;
         let reg = sink::register(&suffix, cats, backends)?;
-        // The backend's limits, unless INJECTION_QUEUE_SIZE asked for others.
+        // The backend's limits, unless INJECTION_QUEUE_SIZE asked for other
+        // sizes; how long a thread may wait stays the backend's.
         let limits = if config.queue_kb == crate::config::DEFAULT_QUEUE_KB {
             opts.limits
         } else {
-            Limits::for_queue_kb(config.queue_kb)
+            Limits {
+                stall: opts.limits.stall,
+                ..Limits::for_queue_kb(config.queue_kb)
+            }
         };
         // A batch is written whole between two pacing checks: keep it to an
         // eighth of the buffer.

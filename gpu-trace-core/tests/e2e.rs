@@ -18,6 +18,9 @@ use std::time::Duration;
 const CHILD: &str = "GPU_TRACE_TEST_CHILD";
 /// Set: the child's recording waits for capture ranges.
 const CAPTURE_RANGES: &str = "GPU_TRACE_TEST_CAPTURE_RANGES";
+/// Set: the child's `Limits::stall` in milliseconds, instead of the default
+/// `STALL_LIMIT`.
+const STALL_MS: &str = "GPU_TRACE_TEST_STALL_MS";
 
 // ---------------------------------------------------------------- child side
 
@@ -46,7 +49,12 @@ fn child() {
         backend: gpu_trace_core::testing::BACKEND,
         config,
         clock,
-        limits: Limits::default(),
+        limits: Limits {
+            stall: std::env::var(STALL_MS).map_or(gpu_trace_core::STALL_LIMIT, |ms| {
+                Duration::from_millis(ms.parse().expect("GPU_TRACE_TEST_STALL_MS in ms"))
+            }),
+            ..Limits::default()
+        },
         capture_ranges: std::env::var_os(CAPTURE_RANGES).is_some(),
     }) {
         Ok(t) => t,
@@ -92,7 +100,10 @@ fn child() {
         "system" => {}
         "overflow" => overflow(&tracer),
         "flood" => flood(&tracer, true),
-        "loss" => flood(&tracer, false),
+        "loss" => {
+            flood(&tracer, false);
+            println!("STALLED_NS={}", tracer.recorder().stalled().as_nanos());
+        }
         "capture" => capture(&tracer),
         other => panic!("unknown scenario {other}"),
     }
@@ -140,30 +151,27 @@ fn workload(tracer: &Tracer, gpu_offset: u64) {
     let occ = names.intern("sm__maximum_warps_per_active_cycle_pct");
     let mk = |mangled: &str| {
         let n = kernels.names(&names, mangled);
-        kernels.register(KernelDesc {
-            mangled: n.mangled,
-            demangled: n.demangled,
-            display: n.display,
-            arch: names.intern("sm_90"),
-            args: vec![(regs, ArgValue::Uint(32)), (occ, ArgValue::Double(100.0))],
-        })
+        let mut desc = KernelDesc::new(n.mangled, n.demangled, n.display, names.intern("sm_90"));
+        desc.args = vec![(regs, ArgValue::Uint(32)), (occ, ArgValue::Double(100.0))];
+        kernels.register(desc)
     };
     let k_add = mk("_Z6vecAddPfS_S_i");
     let k_fill = mk("_ZN2at6native18elementwise_kernelILi128ELi4EEEvi");
-    let sm_tp = tracer.register_counter(CounterSpec {
-        name: "sm__throughput.avg.pct_of_peak_sustained_elapsed".into(),
-        description: "SM throughput".into(),
-        unit: Unit::Percent,
-        per: None,
-        group: CounterGroup::Compute,
-    });
-    let dram = tracer.register_counter(CounterSpec {
-        name: "dram__bytes_read.sum.per_second".into(),
-        description: "DRAM read bandwidth".into(),
-        unit: Unit::Byte,
-        per: Some(Unit::Second),
-        group: CounterGroup::Memory,
-    });
+    let mut spec = CounterSpec::new(
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        Unit::Percent,
+        CounterGroup::Compute,
+    );
+    spec.description = "SM throughput".into();
+    let sm_tp = tracer.register_counter(spec);
+    let mut spec = CounterSpec::new(
+        "dram__bytes_read.sum.per_second",
+        Unit::Byte,
+        CounterGroup::Memory,
+    );
+    spec.description = "DRAM read bandwidth".into();
+    spec.per = Some(Unit::Second);
+    let dram = tracer.register_counter(spec);
     let launch = names.intern("cudaLaunchKernel");
     let memcpy = names.intern("cudaMemcpyAsync");
     let memset = names.intern("cudaMemsetAsync");
@@ -190,85 +198,68 @@ fn workload(tracer: &Tracer, gpu_offset: u64) {
                     clock += 50_000;
                     let (name, start) = (if i % 10 == 5 { memcpy } else { launch }, clock);
                     let end = start + 2_000;
-                    rec.api(ApiCall {
-                        name: if i % 10 == 7 { memset } else { name },
-                        thread: tid,
+                    let mut call = ApiCall::new(
+                        if i % 10 == 7 { memset } else { name },
+                        tid,
                         start,
                         end,
-                        correlation_id: corr,
-                        submits: true,
-                        waits: smallvec![],
-                        status: 0,
-                    });
+                        corr,
+                    );
+                    call.submits = true;
+                    rec.api(call);
                     let (gs, ge) = (end + 5_000 - gpu_offset, end + 9_000 - gpu_offset);
                     match i % 10 {
-                        5 => rec.memory(MemoryOp {
-                            graph_node: 0,
-                            device,
-                            context: device + 1,
-                            stream,
-                            correlation_id: corr,
-                            start: gs,
-                            end: ge,
-                            bytes: 4096,
-                            kind: MemoryOpKind::Copy {
-                                kind: CopyKind::HtoD,
-                                src: MemoryKind::Pinned,
-                                dst: MemoryKind::Device,
-                                peer: None,
-                            },
-                        }),
-                        7 => rec.memory(MemoryOp {
-                            graph_node: 0,
-                            device,
-                            context: device + 1,
-                            stream,
-                            correlation_id: corr,
-                            start: gs,
-                            end: ge,
-                            bytes: 1000,
-                            kind: MemoryOpKind::Set {
-                                value: 0,
-                                memory: MemoryKind::Device,
-                            },
-                        }),
+                        5 | 7 => {
+                            let (bytes, kind) = if i % 10 == 5 {
+                                let kind = MemoryOpKind::Copy {
+                                    kind: CopyKind::HtoD,
+                                    src: MemoryKind::Pinned,
+                                    dst: MemoryKind::Device,
+                                    peer: None,
+                                };
+                                (4096, kind)
+                            } else {
+                                let kind = MemoryOpKind::Set {
+                                    value: 0,
+                                    memory: MemoryKind::Device,
+                                };
+                                (1000, kind)
+                            };
+                            let mut op = MemoryOp::new(device, corr, gs, ge, bytes, kind);
+                            op.context = device + 1;
+                            op.stream = stream;
+                            rec.memory(op);
+                        }
                         _ => {
-                            rec.kernel(KernelExec {
+                            let mut exec = KernelExec::new(
                                 device,
-                                context: device + 1,
-                                stream,
-                                correlation_id: corr,
-                                start: gs,
-                                end: ge,
-                                kernel: if i % 2 == 0 { k_add } else { k_fill },
-                                grid: Dim3::new(1024, 1, 1),
-                                block: Dim3::new(256, 1, 1),
-                                waves_per_sm: Some(1.94),
-                                graph_node: 0,
-                            });
+                                corr,
+                                gs,
+                                ge,
+                                if i % 2 == 0 { k_add } else { k_fill },
+                            );
+                            exec.context = device + 1;
+                            exec.stream = stream;
+                            exec.grid = Dim3::new(1024, 1, 1);
+                            exec.block = Dim3::new(256, 1, 1);
+                            exec.waves_per_sm = Some(1.94);
+                            rec.kernel(exec);
                             if i % 50 == 0 {
-                                rec.kernel_counters(KernelCounters {
+                                rec.kernel_counters(KernelCounters::new(
                                     device,
-                                    correlation_id: corr,
-                                    start: gs,
-                                    end: ge,
-                                    values: vec![(sm_tp, 55.5), (dram, 1.5e12)].into(),
-                                });
+                                    corr,
+                                    gs,
+                                    ge,
+                                    vec![(sm_tp, 55.5), (dram, 1.5e12)].into(),
+                                ));
                             }
                         }
                     }
                     if i % 25 == 24 {
                         let s0 = clock + 10_000;
-                        rec.api(ApiCall {
-                            name: sync,
-                            thread: tid,
-                            start: s0,
-                            end: s0 + 20_000,
-                            correlation_id: 900_000 + corr,
-                            submits: false,
-                            waits: smallvec![corr],
-                            status: 0,
-                        });
+                        let mut call = ApiCall::new(sync, tid, s0, s0 + 20_000, 900_000 + corr);
+                        call.waits = smallvec![corr];
+                        rec.api(call);
                     }
                 }
                 rec.marker(tid, clock + 100_000, "", |_| Marker::Pop { domain: None });
@@ -279,31 +270,18 @@ fn workload(tracer: &Tracer, gpu_offset: u64) {
     let tid = gpu_trace_core::clock::thread_id();
     let start = now();
     let corr = 777_777;
-    rec.api(ApiCall {
-        name: graph,
-        thread: tid,
-        start,
-        end: start + 3_000,
-        correlation_id: corr,
-        submits: true,
-        waits: smallvec![],
-        status: 0,
-    });
+    let mut call = ApiCall::new(graph, tid, start, start + 3_000, corr);
+    call.submits = true;
+    rec.api(call);
     for n in 0..GRAPH_NODES {
         let gs = start + 10_000 + n * 5_000 - gpu_offset;
-        rec.kernel(KernelExec {
-            device: 0,
-            context: 1,
-            stream: 99,
-            correlation_id: corr,
-            start: gs,
-            end: gs + 4_000,
-            kernel: k_add,
-            grid: Dim3::new(8, 8, 1),
-            block: Dim3::new(32, 8, 1),
-            waves_per_sm: None,
-            graph_node: 1000 + n,
-        });
+        let mut exec = KernelExec::new(0, corr, gs, gs + 4_000, k_add);
+        exec.context = 1;
+        exec.stream = 99;
+        exec.grid = Dim3::new(8, 8, 1);
+        exec.block = Dim3::new(32, 8, 1);
+        exec.graph_node = 1000 + n;
+        rec.kernel(exec);
     }
     // A range that starts on one thread and ends on another, and a mark.
     let domain = names.intern("MyLib");
@@ -334,16 +312,7 @@ fn overflow(tracer: &Tracer) {
     let names = tracer.names();
     let n = names.intern("cudaLaunchKernel");
     for i in 0..200_000u64 {
-        rec.api(ApiCall {
-            name: n,
-            thread: 1,
-            start: i,
-            end: i + 1,
-            correlation_id: 0,
-            submits: false,
-            waits: smallvec![],
-            status: 0,
-        });
+        rec.api(ApiCall::new(n, 1, i, i + 1, 0));
     }
 }
 
@@ -359,13 +328,12 @@ fn flood(tracer: &Tracer, paced: bool) {
     let names = tracer.names().clone();
     let kernels = tracer.kernels().clone();
     let n = kernels.names(&names, "_Z5floodv");
-    let k = kernels.register(KernelDesc {
-        mangled: n.mangled,
-        demangled: n.demangled,
-        display: n.display,
-        arch: names.intern("sm_90"),
-        args: vec![],
-    });
+    let k = kernels.register(KernelDesc::new(
+        n.mangled,
+        n.demangled,
+        n.display,
+        names.intern("sm_90"),
+    ));
     let launch = names.intern("cuLaunchKernel");
     let rec = tracer.recorder().clone();
     // Larger runs by hand: FLOOD_PER_THREAD=N FLOOD_THREADS=T.
@@ -390,29 +358,15 @@ fn flood(tracer: &Tracer, paced: bool) {
                     }
                     let corr = 1 + t * 1_000_000 + i;
                     clock += 3_000;
-                    rec.api(ApiCall {
-                        name: launch,
-                        thread: tid,
-                        start: clock,
-                        end: clock + 1_000,
-                        correlation_id: corr,
-                        submits: true,
-                        waits: smallvec![],
-                        status: 0,
-                    });
-                    rec.kernel(KernelExec {
-                        device: 0,
-                        context: 1,
-                        stream: 7 + t,
-                        correlation_id: corr,
-                        start: clock + 2_000,
-                        end: clock + 2_500,
-                        kernel: k,
-                        grid: Dim3::new(1, 1, 1),
-                        block: Dim3::new(32, 1, 1),
-                        waves_per_sm: None,
-                        graph_node: 0,
-                    });
+                    let mut call = ApiCall::new(launch, tid, clock, clock + 1_000, corr);
+                    call.submits = true;
+                    rec.api(call);
+                    let mut exec = KernelExec::new(0, corr, clock + 2_000, clock + 2_500, k);
+                    exec.context = 1;
+                    exec.stream = 7 + t;
+                    exec.grid = Dim3::new(1, 1, 1);
+                    exec.block = Dim3::new(32, 1, 1);
+                    rec.kernel(exec);
                 }
             });
         }
@@ -488,6 +442,7 @@ fn run_child(scenario: &str, dir: &Path, envs: &[(&str, &str)]) -> Output {
         cmd.env_remove(v);
     }
     cmd.env_remove(CAPTURE_RANGES);
+    cmd.env_remove(STALL_MS);
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -1569,15 +1524,30 @@ fn a_forced_loss_is_counted_in_the_trace_and_said_once() {
 fn a_full_queue_makes_threads_wait_instead_of_dropping() {
     let dir = tmpdir("wait");
     // The same unpaced burst as the forced loss, into a small queue: by
-    // default a thread that finds it full waits for the writer.
+    // default a thread that finds it full waits for the writer. How long
+    // one event may wait (`Limits::stall`, 500 ms by default) is raised to
+    // two minutes: on a loaded machine the writer can be starved of CPU
+    // for longer than 500 ms, and the threads would then drop by design.
+    // What this test proves is the waiting, not that limit.
     let out = run_child(
         "loss",
         &dir,
         &[
             ("INJECTION_TRACE", "gpu,api"),
             ("INJECTION_QUEUE_SIZE", "1M"),
+            (STALL_MS, "120000"),
         ],
     );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stalled: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("STALLED_NS="))
+        .unwrap_or_else(|| panic!("no STALLED_NS line in {stdout}"))
+        .parse()
+        .unwrap();
+    // The queue did fill (an application thread may fill an eighth of
+    // 1 MiB): the threads waited rather than the writer keeping up.
+    assert!(stalled > 0, "no thread waited: the test proved nothing");
     let t = Trace::open(output_of(&out)).unwrap();
     let total = FLOOD_THREADS * FLOOD_PER_THREAD;
     assert_eq!(t.kernels().count() as u64, total);

@@ -160,31 +160,25 @@ impl Workload {
         let names = tracer.names().clone();
         let kernels = tracer.kernels().clone();
         let n = kernels.names(&names, "_Z10loopKernelPfi");
-        let kernel = kernels.register(KernelDesc {
-            mangled: n.mangled,
-            demangled: n.demangled,
-            display: n.display,
-            arch: names.intern("sm_90"),
-            args: vec![(
-                names.intern("launch__registers_per_thread"),
-                ArgValue::Uint(40),
-            )],
-        });
+        let mut desc = KernelDesc::new(n.mangled, n.demangled, n.display, names.intern("sm_90"));
+        desc.args = vec![(
+            names.intern("launch__registers_per_thread"),
+            ArgValue::Uint(40),
+        )];
+        let kernel = kernels.register(desc);
+        let counter = |name: &str, description: &str, unit, group| {
+            let mut spec = CounterSpec::new(name, unit, group);
+            spec.description = description.into();
+            tracer.register_counter(spec)
+        };
         let counters = [
-            tracer.register_counter(CounterSpec {
-                name: SM.into(),
-                description: "SM throughput".into(),
-                unit: Unit::Percent,
-                per: None,
-                group: CounterGroup::Compute,
-            }),
-            tracer.register_counter(CounterSpec {
-                name: "dram__bytes_read.sum".into(),
-                description: "DRAM bytes read".into(),
-                unit: Unit::Byte,
-                per: None,
-                group: CounterGroup::Memory,
-            }),
+            counter(SM, "SM throughput", Unit::Percent, CounterGroup::Compute),
+            counter(
+                "dram__bytes_read.sum",
+                "DRAM bytes read",
+                Unit::Byte,
+                CounterGroup::Memory,
+            ),
         ];
         Workload {
             rec: tracer.recorder().clone(),
@@ -202,58 +196,50 @@ impl Workload {
         let device = (t % 2) as u32;
         let copy = i % 10 == 5;
         if s.api {
-            self.rec.api(ApiCall {
-                name: if copy { self.memcpy } else { self.launch },
+            let mut call = ApiCall::new(
+                if copy { self.memcpy } else { self.launch },
                 thread,
-                start: clock,
-                end: clock + 2_000,
-                correlation_id: corr,
-                submits: true,
-                waits: smallvec![],
-                status: 0,
-            });
+                clock,
+                clock + 2_000,
+                corr,
+            );
+            call.submits = true;
+            self.rec.api(call);
         }
         let (gs, ge) = (clock + 5_000, clock + 9_000);
         if s.gpu && copy {
-            self.rec.memory(MemoryOp {
-                graph_node: 0,
+            let mut op = MemoryOp::new(
                 device,
-                context: device + 1,
-                stream: 10 + t,
-                correlation_id: corr,
-                start: gs,
-                end: ge,
-                bytes: 4096,
-                kind: MemoryOpKind::Copy {
+                corr,
+                gs,
+                ge,
+                4096,
+                MemoryOpKind::Copy {
                     kind: CopyKind::HtoD,
                     src: MemoryKind::Pinned,
                     dst: MemoryKind::Device,
                     peer: None,
                 },
-            });
+            );
+            op.context = device + 1;
+            op.stream = 10 + t;
+            self.rec.memory(op);
         } else if s.gpu {
-            self.rec.kernel(KernelExec {
-                device,
-                context: device + 1,
-                stream: 10 + t,
-                correlation_id: corr,
-                start: gs,
-                end: ge,
-                kernel: self.kernel,
-                grid: Dim3::new(512, 1, 1),
-                block: Dim3::new(128, 1, 1),
-                waves_per_sm: None,
-                graph_node: 0,
-            });
+            let mut exec = KernelExec::new(device, corr, gs, ge, self.kernel);
+            exec.context = device + 1;
+            exec.stream = 10 + t;
+            exec.grid = Dim3::new(512, 1, 1);
+            exec.block = Dim3::new(128, 1, 1);
+            self.rec.kernel(exec);
         }
         if s.gpu && s.counters.is_some() && i.is_multiple_of(20) {
-            self.rec.kernel_counters(KernelCounters {
+            self.rec.kernel_counters(KernelCounters::new(
                 device,
-                correlation_id: corr,
-                start: gs,
-                end: ge,
-                values: vec![(self.counters[0], 42.0), (self.counters[1], 8192.0)].into(),
-            });
+                corr,
+                gs,
+                ge,
+                vec![(self.counters[0], 42.0), (self.counters[1], 8192.0)].into(),
+            ));
         }
     }
 
@@ -279,16 +265,10 @@ impl Workload {
                     }
                     clock += 20_000;
                     if s.api {
-                        self.rec.api(ApiCall {
-                            name: self.sync,
-                            thread: tid,
-                            start: clock,
-                            end: clock + 10_000,
-                            correlation_id: 900_000 + t,
-                            submits: false,
-                            waits: smallvec![corr(LAUNCHES - 1)],
-                            status: 0,
-                        });
+                        let mut call =
+                            ApiCall::new(self.sync, tid, clock, clock + 10_000, 900_000 + t);
+                        call.waits = smallvec![corr(LAUNCHES - 1)];
+                        self.rec.api(call);
                     }
                     if s.markers {
                         self.rec

@@ -283,16 +283,11 @@ impl ApiState {
                 .unwrap_or_default(),
             _ => SmallVec::new(),
         };
-        self.recorder.api(ApiCall {
-            name: self.api_name(cb),
-            thread: tid(),
-            start,
-            end,
-            correlation_id: corr,
-            submits,
-            waits,
-            status: rv as i32,
-        });
+        let mut call = ApiCall::new(self.api_name(cb), tid(), start, end, corr);
+        call.submits = submits;
+        call.waits = waits;
+        call.status = rv as i32;
+        self.recorder.api(call);
     }
 
     /// A context is going away: its streams and events are no longer valid

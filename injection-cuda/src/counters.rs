@@ -240,13 +240,8 @@ impl Join {
         let (device, start, end) = (k.device, k.start, k.end);
         self.recorder.kernel(k);
         if let Some(values) = e.values {
-            self.recorder.kernel_counters(KernelCounters {
-                device,
-                correlation_id: corr,
-                start,
-                end,
-                values,
-            });
+            self.recorder
+                .kernel_counters(KernelCounters::new(device, corr, start, end, values));
         }
     }
 }
@@ -753,16 +748,13 @@ pub(crate) fn spec(name: &str, info: Option<&MetricInfo>) -> CounterSpec {
         Some(MetricKind::Ratio) => " (ratio)",
         _ => "",
     };
-    CounterSpec {
-        name: name.to_owned(),
-        description: match info {
-            Some(i) if !i.description.is_empty() => format!("{}{kind}", i.description),
-            _ => name.to_owned(),
-        },
-        unit,
-        per,
-        group: CounterGroup::Compute,
-    }
+    let mut spec = CounterSpec::new(name, unit, CounterGroup::Compute);
+    spec.description = match info {
+        Some(i) if !i.description.is_empty() => format!("{}{kind}", i.description),
+        _ => name.to_owned(),
+    };
+    spec.per = per;
+    spec
 }
 
 fn units(name: &str, dim: &str) -> (Unit, Option<Unit>) {

@@ -284,21 +284,20 @@ impl RecordState {
         let [gx, gy, gz] = k.grid().map(|v| v.max(0) as u32);
         let [bx, by, bz] = k.block().map(|v| v.max(0) as u32);
         let grid = Dim3::new(gx, gy, gz);
-        let exec = KernelExec {
-            device: dev.gpu_id,
-            context: k.context_id(),
-            stream: k.stream_id() as u64,
-            correlation_id: k.correlation_id() as u64,
-            start: k.start(),
-            end: k.end(),
-            kernel: class,
-            grid,
-            block: Dim3::new(bx, by, bz),
-            // Waves cost 13 bytes per kernel; `gpu-trace stats` can derive
-            // them from the grid and the class's occupancy instead.
-            waves_per_sm: None,
-            graph_node: k.graph_node_id(),
-        };
+        let mut exec = KernelExec::new(
+            dev.gpu_id,
+            k.correlation_id() as u64,
+            k.start(),
+            k.end(),
+            class,
+        );
+        exec.context = k.context_id();
+        exec.stream = k.stream_id() as u64;
+        exec.grid = grid;
+        exec.block = Dim3::new(bx, by, bz);
+        // Waves (left `None`) cost 13 bytes per kernel; `gpu-trace stats`
+        // can derive them from the grid and the class's occupancy instead.
+        exec.graph_node = k.graph_node_id();
         let exec = match self.join.get() {
             Some(j) if profiled => j.kernel(exec),
             _ => Some(exec),
@@ -347,13 +346,9 @@ impl RecordState {
                 (a.occupancy_warps, ArgValue::Double(occ.active_warps as f64)),
             ]);
         }
-        self.kernels.register(KernelDesc {
-            mangled: kn.mangled,
-            demangled: kn.demangled,
-            display: kn.display,
-            arch: dev.arch,
-            args,
-        })
+        let mut desc = KernelDesc::new(kn.mangled, kn.demangled, kn.display, dev.arch);
+        desc.args = args;
+        self.kernels.register(desc)
     }
 
     fn memcpy(&self, m: &MemcpyRecord<'_>) {
@@ -361,22 +356,23 @@ impl RecordState {
             return;
         }
         let dev = self.device(m.device_id());
-        self.recorder.memory(MemoryOp {
-            graph_node: m.graph_node_id(),
-            device: dev.gpu_id,
-            context: m.context_id(),
-            stream: m.stream_id() as u64,
-            correlation_id: m.correlation_id() as u64,
-            start: m.start(),
-            end: m.end(),
-            bytes: m.bytes(),
-            kind: MemoryOpKind::Copy {
+        let mut op = MemoryOp::new(
+            dev.gpu_id,
+            m.correlation_id() as u64,
+            m.start(),
+            m.end(),
+            m.bytes(),
+            MemoryOpKind::Copy {
                 kind: copy_kind(m.copy_kind()),
                 src: memory_kind(m.src_kind()),
                 dst: memory_kind(m.dst_kind()),
                 peer: None,
             },
-        });
+        );
+        op.context = m.context_id();
+        op.stream = m.stream_id() as u64;
+        op.graph_node = m.graph_node_id();
+        self.recorder.memory(op);
     }
 
     fn memcpy_peer(&self, m: &MemcpyPeerRecord<'_>) {
@@ -386,22 +382,23 @@ impl RecordState {
         let dev = self.device(m.device_id());
         let src = self.device(m.src_device_id()).gpu_id;
         let dst = self.device(m.dst_device_id()).gpu_id;
-        self.recorder.memory(MemoryOp {
-            graph_node: m.graph_node_id(),
-            device: dev.gpu_id,
-            context: m.context_id(),
-            stream: m.stream_id() as u64,
-            correlation_id: m.correlation_id() as u64,
-            start: m.start(),
-            end: m.end(),
-            bytes: m.bytes(),
-            kind: MemoryOpKind::Copy {
+        let mut op = MemoryOp::new(
+            dev.gpu_id,
+            m.correlation_id() as u64,
+            m.start(),
+            m.end(),
+            m.bytes(),
+            MemoryOpKind::Copy {
                 kind: CopyKind::PtoP,
                 src: MemoryKind::Device,
                 dst: MemoryKind::Device,
                 peer: Some((src, dst)),
             },
-        });
+        );
+        op.context = m.context_id();
+        op.stream = m.stream_id() as u64;
+        op.graph_node = m.graph_node_id();
+        self.recorder.memory(op);
     }
 
     fn memset(&self, m: &MemsetRecord<'_>) {
@@ -409,20 +406,21 @@ impl RecordState {
             return;
         }
         let dev = self.device(m.device_id());
-        self.recorder.memory(MemoryOp {
-            graph_node: m.graph_node_id(),
-            device: dev.gpu_id,
-            context: m.context_id(),
-            stream: m.stream_id() as u64,
-            correlation_id: m.correlation_id() as u64,
-            start: m.start(),
-            end: m.end(),
-            bytes: m.bytes(),
-            kind: MemoryOpKind::Set {
+        let mut op = MemoryOp::new(
+            dev.gpu_id,
+            m.correlation_id() as u64,
+            m.start(),
+            m.end(),
+            m.bytes(),
+            MemoryOpKind::Set {
                 value: m.value(),
                 memory: memory_kind(m.memory_kind()),
             },
-        });
+        );
+        op.context = m.context_id();
+        op.stream = m.stream_id() as u64;
+        op.graph_node = m.graph_node_id();
+        self.recorder.memory(op);
     }
 }
 

@@ -254,16 +254,11 @@ impl ApiState {
                 .unwrap_or_default(),
             _ => SmallVec::new(),
         };
-        self.recorder.api(ApiCall {
-            name: self.name(op),
-            thread: ev.thread_id() as u32,
-            start,
-            end,
-            correlation_id: corr,
-            submits,
-            waits,
-            status,
-        });
+        let mut call = ApiCall::new(self.name(op), ev.thread_id() as u32, start, end, corr);
+        call.submits = submits;
+        call.waits = waits;
+        call.status = status;
+        self.recorder.api(call);
     }
 }
 

@@ -223,13 +223,9 @@ impl Counting {
                     let Some((id, description)) = catalog.get(name) else {
                         continue;
                     };
-                    let core = self.register.register(CounterSpec {
-                        name: name.clone(),
-                        description: description.clone(),
-                        unit: Unit::None,
-                        per: None,
-                        group: CounterGroup::Compute,
-                    });
+                    let mut spec = CounterSpec::new(name.clone(), Unit::None, CounterGroup::Compute);
+                    spec.description = description.clone();
+                    let core = self.register.register(spec);
                     ids.insert(id.0, (core, Rule::for_name(name)));
                     list.push(*id);
                 }
@@ -318,13 +314,13 @@ impl Counting {
             .agent(d.agent_id.0)
             .and_then(|a| a.gpu_id)
             .unwrap_or(agent.gpu_id);
-        self.recorder.kernel_counters(KernelCounters {
+        self.recorder.kernel_counters(KernelCounters::new(
             device,
-            correlation_id: counts.correlation_id().internal,
+            counts.correlation_id().internal,
             start,
             end,
-            values: values.into(),
-        });
+            values.into(),
+        ));
     }
 }
 

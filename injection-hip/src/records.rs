@@ -255,19 +255,12 @@ impl GpuRecords {
             }
         };
         let grid = info.grid_in_workgroups();
-        self.recorder.kernel(KernelExec {
-            device: gpu,
-            context: gpu,
-            stream: self.stream(info.agent_id.0, info.queue_id.0),
-            correlation_id: k.correlation_id.internal,
-            start: k.start_ns,
-            end: k.end_ns,
-            kernel: class,
-            grid: Dim3::new(grid.x, grid.y, grid.z),
-            block: Dim3::new(wg.x, wg.y, wg.z),
-            waves_per_sm: None,
-            graph_node: 0,
-        });
+        let mut exec = KernelExec::new(gpu, k.correlation_id.internal, k.start_ns, k.end_ns, class);
+        exec.context = gpu;
+        exec.stream = self.stream(info.agent_id.0, info.queue_id.0);
+        exec.grid = Dim3::new(grid.x, grid.y, grid.z);
+        exec.block = Dim3::new(wg.x, wg.y, wg.z);
+        self.recorder.kernel(exec);
     }
 
     fn new_class(&self, key: &ClassKey, agent: u64) -> KernelId {
@@ -310,13 +303,9 @@ impl GpuRecords {
                 (n, arch)
             }
         };
-        self.kernels.register(KernelDesc {
-            mangled: names.mangled,
-            demangled: names.demangled,
-            display: names.display,
-            arch,
-            args,
-        })
+        let mut desc = KernelDesc::new(names.mangled, names.demangled, names.display, arch);
+        desc.args = args;
+        self.kernels.register(desc)
     }
 
     fn copy(&self, m: &MemoryCopy) {
@@ -349,22 +338,22 @@ impl GpuRecords {
             _ => src.or(dst),
         }
         .unwrap_or(0);
-        self.recorder.memory(MemoryOp {
-            graph_node: 0,
+        let mut op = MemoryOp::new(
             device,
-            context: device,
-            stream: COPY_STREAM,
-            correlation_id: m.correlation_id.internal,
-            start: m.start_ns,
-            end: m.end_ns,
-            bytes: m.bytes,
-            kind: MemoryOpKind::Copy {
+            m.correlation_id.internal,
+            m.start_ns,
+            m.end_ns,
+            m.bytes,
+            MemoryOpKind::Copy {
                 kind,
                 src: side(src),
                 dst: side(dst),
                 peer,
             },
-        });
+        );
+        op.context = device;
+        op.stream = COPY_STREAM;
+        self.recorder.memory(op);
     }
 }
 

@@ -196,24 +196,18 @@ mod tests {
     #[test]
     fn per_kernel_values_cover_their_kernel_and_are_described_once() {
         let mut f = Fixture::new(ClockSpec::Boottime);
-        let spec = |name: &str| CounterSpec {
-            name: name.into(),
-            description: String::new(),
-            unit: Unit::Percent,
-            per: None,
-            group: CounterGroup::Compute,
-        };
+        let spec = |name: &str| CounterSpec::new(name, Unit::Percent, CounterGroup::Compute);
         let a = f.counters.register(spec("sm__throughput"));
         let _unused = f.counters.register(spec("dram__bytes"));
         assert_eq!(a, CounterId(1));
         let kc = |start| {
-            Event::KernelCounters(KernelCounters {
-                device: 1,
-                correlation_id: 3,
+            Event::KernelCounters(KernelCounters::new(
+                1,
+                3,
                 start,
-                end: start + 50,
-                values: vec![(a, 87.5)].into(),
-            })
+                start + 50,
+                vec![(a, 87.5)].into(),
+            ))
         };
         let b = [Batch {
             thread: 1,

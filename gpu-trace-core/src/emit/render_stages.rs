@@ -399,19 +399,13 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(i, &start)| {
-                    Event::Kernel(KernelExec {
-                        device: 0,
-                        context: 1,
-                        stream: 7,
-                        correlation_id: 1 + i as u64 + start,
-                        start,
-                        end: start + 10,
-                        kernel,
-                        grid: Dim3::new(1, 1, 1),
-                        block: Dim3::new(1, 1, 1),
-                        waves_per_sm: None,
-                        graph_node: 0,
-                    })
+                    let mut exec =
+                        KernelExec::new(0, 1 + i as u64 + start, start, start + 10, kernel);
+                    exec.context = 1;
+                    exec.stream = 7;
+                    exec.grid = Dim3::new(1, 1, 1);
+                    exec.block = Dim3::new(1, 1, 1);
+                    Event::Kernel(exec)
                 })
                 .collect(),
             text: Vec::new(),
@@ -450,13 +444,12 @@ mod tests {
         let names = Arc::new(crate::names::Names::default());
         let kernels = Arc::new(crate::names::Kernels::default());
         let n = kernels.names(&names, "_Z1kv");
-        let k = kernels.register(crate::model::KernelDesc {
-            mangled: n.mangled,
-            demangled: n.demangled,
-            display: n.display,
-            arch: names.intern("sm_90"),
-            args: vec![],
-        });
+        let k = kernels.register(crate::model::KernelDesc::new(
+            n.mangled,
+            n.demangled,
+            n.display,
+            names.intern("sm_90"),
+        ));
         let mut enc = Encoder::new(
             42,
             crate::testing::BACKEND,
@@ -510,30 +503,29 @@ mod tests {
         use wire::rse as R;
         let mut f = Fixture::new(ClockSpec::Boottime);
         let n = f.kernels.names(&f.names, "_Z6vecAddPfS_S_i");
-        let k = f.kernels.register(crate::model::KernelDesc {
-            mangled: n.mangled,
-            demangled: n.demangled,
-            display: n.display,
-            arch: f.names.intern("sm_90"),
-            args: vec![],
-        });
+        let k = f.kernels.register(crate::model::KernelDesc::new(
+            n.mangled,
+            n.demangled,
+            n.display,
+            f.names.intern("sm_90"),
+        ));
         let mut b = kernel_batch(&[1_000, 2_000], k);
-        b.events.push(Event::Memory(MemoryOp {
-            device: 0,
-            context: 1,
-            stream: 7,
-            correlation_id: 99,
-            start: 3_000,
-            end: 3_400,
-            bytes: 4096,
-            kind: MemoryOpKind::Copy {
+        let mut op = MemoryOp::new(
+            0,
+            99,
+            3_000,
+            3_400,
+            4096,
+            MemoryOpKind::Copy {
                 kind: CopyKind::HtoD,
                 src: MemoryKind::Pinned,
                 dst: MemoryKind::Device,
                 peer: None,
             },
-            graph_node: 0,
-        }));
+        );
+        op.context = 1;
+        op.stream = 7;
+        b.events.push(Event::Memory(op));
         let b = [b];
         let ids = f.enc.prepare(&b);
         let mut seq = RsSeq::default();

@@ -423,16 +423,11 @@ mod tests {
         let name = f.names.intern("cudaLaunchKernel");
         let sync = f.names.intern("cudaStreamSynchronize");
         let call = |name, start, corr, submits, waits: &[u64], status| {
-            Event::Api(ApiCall {
-                name,
-                thread: 7,
-                start,
-                end: start + 100,
-                correlation_id: corr,
-                submits,
-                waits: waits.iter().copied().collect(),
-                status,
-            })
+            let mut call = ApiCall::new(name, 7, start, start + 100, corr);
+            call.submits = submits;
+            call.waits = waits.iter().copied().collect();
+            call.status = status;
+            Event::Api(call)
         };
         let b = [batch(
             7,
@@ -502,13 +497,7 @@ mod tests {
     fn markers_keep_their_text_and_drop_ends_that_began_before_tracing() {
         let mut f = super::super::test_support::Fixture::new(ClockSpec::Boottime);
         let text = TextRef { offset: 0, len: 4 };
-        let m = |ts, marker| {
-            Event::Marker(MarkerEvent {
-                thread: 9,
-                ts,
-                marker,
-            })
-        };
+        let m = |ts, marker| Event::Marker(MarkerEvent::new(9, ts, marker));
         let b = [batch(
             9,
             vec![
