@@ -817,8 +817,102 @@ fn dim3(m: &[u8]) -> Result<[u32; 3], DecodeError> {
     Ok(d)
 }
 
-/// Decodes a `GpuRenderStageEvent` into `e`, which is reset first (its
-/// args keep their allocation).
+/// Points `dst` at `src`'s text, unless it already does: most events share
+/// their queue, stage and name with the event before, so the reused event
+/// mostly keeps its strings without touching their reference counts.
+#[inline]
+fn set_str(dst: &mut Str, src: &Str) {
+    if !Str::ptr_eq(dst, src) {
+        *dst = src.clone();
+    }
+}
+
+/// A compute arg's name and value as they are on the wire, before they are
+/// stored.
+enum WireName<'s> {
+    Interned(&'s Str),
+    Owned(Str),
+}
+
+enum WireVal<'b> {
+    Int(i64),
+    Uint(u64),
+    Double(f64),
+    Str(&'b [u8]),
+}
+
+impl WireName<'_> {
+    fn as_str(&self) -> &Str {
+        match self {
+            WireName::Interned(s) => s,
+            WireName::Owned(s) => s,
+        }
+    }
+}
+
+/// Decodes a `ComputeKernelArg` without storing it.
+#[inline]
+fn wire_arg<'s, 'b>(
+    seq: &'s Seq,
+    m: &'b [u8],
+) -> Result<Option<(WireName<'s>, WireVal<'b>)>, DecodeError> {
+    let (mut name, mut val) = (None, None);
+    for f in Fields::new(m) {
+        let (n, v) = f?;
+        match n {
+            wire::arg::NAME_IID => {
+                let iid = v.as_u64().unwrap_or(0);
+                name = Some(match seq.arg_names.get(&iid) {
+                    Some(n) => WireName::Interned(n),
+                    None => WireName::Owned(format!("<unresolved arg name {iid}>").into()),
+                });
+            }
+            wire::arg::NAME => name = Some(WireName::Owned(text(&v))),
+            wire::arg::INT => val = v.as_u64().map(|x| WireVal::Int(x as i64)),
+            wire::arg::UINT => val = v.as_u64().map(WireVal::Uint),
+            wire::arg::DOUBLE => val = v.as_f64().map(WireVal::Double),
+            wire::arg::STRING => val = Some(WireVal::Str(v.as_bytes().unwrap_or_default())),
+            _ => {}
+        }
+    }
+    Ok(name.zip(val))
+}
+
+/// Stores arg `i` of `args` (overwriting what a reused event held there:
+/// a name that is the same is not cloned, a string keeps its allocation).
+fn store_arg(args: &mut Args, i: usize, name: WireName<'_>, val: WireVal<'_>) {
+    let fresh = |val: WireVal<'_>| match val {
+        WireVal::Int(x) => ArgVal::Int(x),
+        WireVal::Uint(x) => ArgVal::Uint(x),
+        WireVal::Double(x) => ArgVal::Double(x),
+        WireVal::Str(b) => ArgVal::Str(String::from_utf8_lossy(b).into_owned()),
+    };
+    let Some((n, v)) = args.get_mut(i) else {
+        let name = match name {
+            WireName::Interned(s) => s.clone(),
+            WireName::Owned(s) => s,
+        };
+        args.push((name, fresh(val)));
+        return;
+    };
+    match name {
+        WireName::Interned(s) => set_str(n, s),
+        WireName::Owned(s) => *n = s,
+    }
+    match (v, val) {
+        (ArgVal::Str(old), WireVal::Str(b)) => {
+            old.clear();
+            match std::str::from_utf8(b) {
+                Ok(t) => old.push_str(t),
+                Err(_) => old.push_str(&String::from_utf8_lossy(b)),
+            }
+        }
+        (v, val) => *v = fresh(val),
+    }
+}
+
+/// Decodes a `GpuRenderStageEvent` into `e`, overwriting all of it (a
+/// reused event keeps the allocations and strings it can).
 fn render_stage(
     seq: &Seq,
     b: &[u8],
@@ -831,22 +925,16 @@ fn render_stage(
     e.ts = 0;
     e.dur = 0;
     e.gpu_id = None;
-    if !matches!(&e.stage, Stage::Other(s) if s.is_empty()) {
-        e.stage = Stage::Other(empty.clone());
-    }
-    for s in [&mut e.name, &mut e.queue, &mut e.queue_description] {
-        if !s.is_empty() {
-            *s = empty.clone();
-        }
-    }
     e.context = None;
-    e.kernel = None;
     e.grid = None;
     e.block = None;
-    e.args.clear();
     e.sequence = seq_id;
     let mut has_id = false;
     let mut name_iid = None;
+    let mut queue: Option<&Spec> = None;
+    let mut stage: Option<&Spec> = None;
+    let mut kernel: Option<&Arc<KernelInfo>> = None;
+    let mut n_args = 0;
     for f in Fields::new(b) {
         let (n, v) = f?;
         match n {
@@ -859,21 +947,20 @@ fn render_stage(
             wire::rse::HW_QUEUE_IID => {
                 let iid = v.as_u64().unwrap_or(0);
                 match seq.specs.get(&iid) {
-                    Some(sp) => {
-                        e.queue = sp.name.clone();
-                        e.queue_description = sp.description.clone();
-                    }
+                    Some(sp) => queue = Some(sp),
                     None => problems.push(format!("hw_queue_iid {iid} not interned")),
                 }
             }
             wire::rse::STAGE_IID => {
                 let iid = v.as_u64().unwrap_or(0);
                 match seq.specs.get(&iid) {
+                    // The first stage with a name names the event (unless
+                    // it has a name of its own); the last sets its kind.
                     Some(sp) => {
-                        e.stage = sp.stage.clone();
-                        if e.name.is_empty() {
-                            e.name = sp.name.clone();
+                        if stage.is_none() || e.name.is_empty() {
+                            set_str(&mut e.name, &sp.name);
                         }
+                        stage = Some(sp);
                     }
                     None => problems.push(format!("stage_iid {iid} not interned")),
                 }
@@ -894,7 +981,7 @@ fn render_stage(
             wire::rse::KERNEL_IID => {
                 let iid = v.as_u64().unwrap_or(0);
                 match seq.kernels.get(&iid) {
-                    Some(k) => e.kernel = Some(k.clone()),
+                    Some(k) => kernel = Some(k),
                     None => problems.push(format!("kernel_iid {iid} not interned")),
                 }
             }
@@ -907,14 +994,15 @@ fn render_stage(
                         wire::rse::LAUNCH_GRID => e.grid = Some(dim3(m)?),
                         wire::rse::LAUNCH_WORKGROUP => e.block = Some(dim3(m)?),
                         wire::rse::LAUNCH_ARGS => {
-                            if let Some(a) = compute_arg(seq, m)? {
-                                if a.0.starts_with("<unresolved") {
-                                    problems.push(a.0.to_string());
+                            if let Some((name, val)) = wire_arg(seq, m)? {
+                                if name.as_str().starts_with("<unresolved") {
+                                    problems.push(name.as_str().to_string());
                                 }
-                                if e.args.is_empty() {
+                                if n_args == 0 && e.args.capacity() == 0 {
                                     e.args.reserve_exact(count_args(v.as_bytes()));
                                 }
-                                e.args.push(a);
+                                store_arg(&mut e.args, n_args, name, val);
+                                n_args += 1;
                             }
                         }
                         _ => {}
@@ -924,9 +1012,38 @@ fn render_stage(
             _ => {}
         }
     }
+    e.args.truncate(n_args);
+    match queue {
+        Some(sp) => {
+            set_str(&mut e.queue, &sp.name);
+            set_str(&mut e.queue_description, &sp.description);
+        }
+        None => {
+            set_str(&mut e.queue, empty);
+            set_str(&mut e.queue_description, empty);
+        }
+    }
+    match stage {
+        Some(sp) => match (&mut e.stage, &sp.stage) {
+            (Stage::Other(a), Stage::Other(b)) => set_str(a, b),
+            (a, b) if *a == *b => {}
+            (a, b) => *a = b.clone(),
+        },
+        None => {
+            set_str(&mut e.name, empty);
+            match &mut e.stage {
+                Stage::Other(a) => set_str(a, empty),
+                a => *a = Stage::Other(empty.clone()),
+            }
+        }
+    }
+    match (&mut e.kernel, kernel) {
+        (Some(a), Some(b)) if Arc::ptr_eq(a, b) => {}
+        (a, b) => *a = b.cloned(),
+    }
     if let Some(iid) = name_iid {
         match seq.event_names.get(&iid) {
-            Some(n) => e.name = n.clone(),
+            Some(n) => set_str(&mut e.name, n),
             None => problems.push(format!("name_iid {iid} not in event_names")),
         }
     }
