@@ -5,7 +5,7 @@
 //! `gpu-trace stats` reads through); `open` (the default) decodes it whole.
 
 use gpu_trace_benches::recorded_trace;
-use gpu_trace_core::reader::{GpuEvent, Slice, Stage, Trace, Visitor};
+use gpu_trace_core::reader::{GpuEvent, Parts, Slice, Stage, Trace, Visitor};
 use std::time::Instant;
 
 fn main() {
@@ -57,6 +57,12 @@ struct Count {
 }
 
 impl Visitor for Count {
+    /// As `gpu-trace stats`: no kernel launches.
+    fn parts(&self) -> Parts {
+        Parts {
+            kernel_launch: false,
+        }
+    }
     fn gpu_event(&mut self, e: &GpuEvent) {
         self.kernels += (e.stage == Stage::Kernel) as u64;
         self.dur += e.dur;

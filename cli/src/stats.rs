@@ -1,7 +1,7 @@
 //! `gpu-trace stats`: nsys-stats-like summaries of a trace.
 
 use gpu_trace_reader::{
-    CounterValue, GpuEvent, KernelInfo, ReadError, Slice, Stage, Str, Trace, Visitor,
+    CounterValue, GpuEvent, KernelInfo, Parts, ReadError, Slice, Stage, Str, Trace, Visitor,
 };
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -274,6 +274,14 @@ struct Acc {
 }
 
 impl Visitor for Acc {
+    /// Kernels are summarised by name: their grid, block and args are
+    /// left undecoded.
+    fn parts(&self) -> Parts {
+        Parts {
+            kernel_launch: false,
+        }
+    }
+
     fn gpu_event(&mut self, e: &GpuEvent) {
         self.ids.insert(e.event_id);
         if !self.awaited.is_empty()

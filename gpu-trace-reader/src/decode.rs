@@ -8,7 +8,7 @@ use crate::model::{
 use crate::pb::{DecodeError, Fields, Value};
 use crate::stats::trace_stats;
 use crate::trace::Trace;
-use crate::visit::Visitor;
+use crate::visit::{Parts, Visitor};
 use crate::wire;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -118,6 +118,9 @@ struct OpenSlice {
     order: u32,
 }
 
+/// How many handed-over slices a stream keeps for reuse.
+const SPARE_SLICES: usize = 64;
+
 /// One track's state while streaming.
 #[derive(Default)]
 struct TrackState {
@@ -131,10 +134,16 @@ struct TrackState {
 /// What [`Trace::visit`] keeps instead of the events it hands over.
 struct Stream<'v> {
     v: &'v mut dyn Visitor,
+    /// What `v` reads.
+    parts: Parts,
     /// The GPU event being decoded, reused.
     gpu: GpuEvent,
     /// The values of the counter event being decoded, reused.
     counters: Vec<CounterValue>,
+    /// The track event being decoded, reused.
+    raw: RawTe,
+    /// Slices handed over, kept to be reused (with their allocations).
+    spare: Vec<Slice>,
     tracks: FxHashMap<u64, TrackState>,
     /// Track events so far (begins, ends and instants).
     order: u32,
@@ -231,9 +240,12 @@ impl<'v> Decoder<'v> {
             out: Out {
                 t: Trace::default(),
                 stream: visitor.map(|v| Stream {
+                    parts: v.parts(),
                     v,
                     gpu: blank_event(&empty, 0),
                     counters: Vec::new(),
+                    raw: RawTe::blank(&empty),
+                    spare: Vec::new(),
                     tracks: FxHashMap::default(),
                     order: 0,
                     pair_problems: Vec::new(),
@@ -409,7 +421,8 @@ fn finish_stream(mut out: Out<'_>, st: Stream<'_>) -> Trace {
 impl Stream<'_> {
     /// Pairs a track event with the open slices of its track, in file
     /// order.
-    fn track_event(&mut self, ty: u64, track: u64, ts: u64, e: RawTe) {
+    fn track_event(&mut self, ty: u64, track: u64, ts: u64) {
+        let e = &mut self.raw;
         let order = self.order;
         self.order += 1;
         let t = self.tracks.entry(track).or_default();
@@ -421,25 +434,42 @@ impl Stream<'_> {
         match ty {
             wire::track_event::TYPE_SLICE_BEGIN => {
                 let depth = t.open.len() as u32;
-                t.open.push(OpenSlice {
-                    slice: Slice {
+                // The vectors change places with a spare slice's, which
+                // the next track event reuses.
+                let slice = match self.spare.pop() {
+                    Some(mut s) => {
+                        s.track = track;
+                        set_str(&mut s.name, &e.name);
+                        s.ts = ts;
+                        s.dur = 0;
+                        s.depth = depth;
+                        std::mem::swap(&mut s.submissions, &mut e.submissions);
+                        std::mem::swap(&mut s.waits, &mut e.waits);
+                        s.gpu_api = e.gpu_api;
+                        std::mem::swap(&mut s.args, &mut e.args);
+                        s
+                    }
+                    None => Slice {
                         track,
-                        name: e.name,
+                        name: e.name.clone(),
                         ts,
                         dur: 0,
                         depth,
-                        submissions: e.submissions,
-                        waits: e.waits,
+                        submissions: std::mem::take(&mut e.submissions),
+                        waits: std::mem::take(&mut e.waits),
                         gpu_api: e.gpu_api,
-                        args: e.args,
+                        args: std::mem::take(&mut e.args),
                     },
-                    order,
-                });
+                };
+                t.open.push(OpenSlice { slice, order });
             }
             wire::track_event::TYPE_SLICE_END => match t.open.pop() {
                 Some(mut o) => {
                     o.slice.dur = ts.saturating_sub(o.slice.ts);
                     self.v.slice(&o.slice, o.order);
+                    if self.spare.len() < SPARE_SLICES {
+                        self.spare.push(o.slice);
+                    }
                 }
                 None => self.pair_problems.push((
                     ts,
@@ -447,12 +477,16 @@ impl Stream<'_> {
                     format!("slice end without begin on track {track:#x}"),
                 )),
             },
-            _ => self.v.instant(&Instant {
-                track,
-                name: e.name,
-                ts,
-                args: e.args,
-            }),
+            _ => {
+                let i = Instant {
+                    track,
+                    name: e.name.clone(),
+                    ts,
+                    args: std::mem::take(&mut e.args),
+                };
+                self.v.instant(&i);
+                e.args = i.args;
+            }
         }
     }
 }
@@ -502,7 +536,15 @@ impl Out<'_> {
             wire::packet::GPU_RENDER_STAGE_EVENT => {
                 if let Some(st) = &mut self.stream {
                     let e = &mut st.gpu;
-                    render_stage(seq, b, seq_id, &self.empty, &mut self.t.problems, e)?;
+                    render_stage(
+                        seq,
+                        b,
+                        seq_id,
+                        &self.empty,
+                        &mut self.t.problems,
+                        e,
+                        st.parts,
+                    )?;
                     e.ts = match stamp {
                         Ts::Boot(v) => v,
                         Ts::Custom { clock, value } => resolve(&self.snapshots, clock, value)
@@ -515,7 +557,15 @@ impl Out<'_> {
                     return Ok(());
                 }
                 let mut e = blank_event(&self.empty, seq_id);
-                render_stage(seq, b, seq_id, &self.empty, &mut self.t.problems, &mut e)?;
+                render_stage(
+                    seq,
+                    b,
+                    seq_id,
+                    &self.empty,
+                    &mut self.t.problems,
+                    &mut e,
+                    Parts::ALL,
+                )?;
                 match stamp {
                     Ts::Boot(v) => e.ts = v,
                     Ts::Custom { clock, value } => self.gpu_pending.push(Pending {
@@ -533,17 +583,24 @@ impl Out<'_> {
                     );
                     return Ok(());
                 };
-                let (ty, track, e) = track_event(seq, b, &self.empty)?;
-                if !matches!(
-                    ty,
-                    wire::track_event::TYPE_SLICE_BEGIN
-                        | wire::track_event::TYPE_SLICE_END
-                        | wire::track_event::TYPE_INSTANT
-                ) {
+                let is_pairable = |ty| {
+                    matches!(
+                        ty,
+                        wire::track_event::TYPE_SLICE_BEGIN
+                            | wire::track_event::TYPE_SLICE_END
+                            | wire::track_event::TYPE_INSTANT
+                    )
+                };
+                if let Some(st) = &mut self.stream {
+                    let (ty, track) = track_event(seq, b, &self.empty, &mut st.raw)?;
+                    if is_pairable(ty) {
+                        st.track_event(ty, track, v);
+                    }
                     return Ok(());
                 }
-                if let Some(st) = &mut self.stream {
-                    st.track_event(ty, track, v, e);
+                let mut e = RawTe::blank(&self.empty);
+                let (ty, track) = track_event(seq, b, &self.empty, &mut e)?;
+                if !is_pairable(ty) {
                     return Ok(());
                 }
                 self.te_keys.push(TeKey {
@@ -912,7 +969,9 @@ fn store_arg(args: &mut Args, i: usize, name: WireName<'_>, val: WireVal<'_>) {
 }
 
 /// Decodes a `GpuRenderStageEvent` into `e`, overwriting all of it (a
-/// reused event keeps the allocations and strings it can).
+/// reused event keeps the allocations and strings it can). A kernel's
+/// launch is decoded only if `parts` has it (and the kernel stage comes
+/// before it, as gpu-trace writes it).
 fn render_stage(
     seq: &Seq,
     b: &[u8],
@@ -920,6 +979,7 @@ fn render_stage(
     empty: &Str,
     problems: &mut Vec<String>,
     e: &mut GpuEvent,
+    parts: Parts,
 ) -> Result<(), DecodeError> {
     e.event_id = 0;
     e.ts = 0;
@@ -986,6 +1046,8 @@ fn render_stage(
                 }
             }
             wire::rse::NAME_IID => name_iid = v.as_u64(),
+            wire::rse::LAUNCH
+                if !parts.kernel_launch && stage.is_some_and(|sp| sp.stage == Stage::Kernel) => {}
             wire::rse::LAUNCH => {
                 for f in Fields::new(v.as_bytes().unwrap_or_default()) {
                     let (n, v) = f?;
@@ -1077,30 +1139,46 @@ fn annotation(seq: &Seq, m: &[u8]) -> Result<Option<(Str, ArgVal)>, DecodeError>
     Ok(name.zip(val))
 }
 
-/// A track event's type, track and content.
-fn track_event(seq: &Seq, b: &[u8], empty: &Str) -> Result<(u64, u64, RawTe), DecodeError> {
+impl RawTe {
+    fn blank(empty: &Str) -> RawTe {
+        RawTe {
+            name: empty.clone(),
+            submissions: Vec::new(),
+            waits: Vec::new(),
+            gpu_api: None,
+            args: Vec::new(),
+        }
+    }
+}
+
+/// A track event's type and track; its content goes into `e`, which is
+/// overwritten (a reused one keeps its allocations; an end's name is left
+/// as it is, ends have none).
+fn track_event(seq: &Seq, b: &[u8], empty: &Str, e: &mut RawTe) -> Result<(u64, u64), DecodeError> {
     let mut ty = 0;
     let mut track = seq.default_track.unwrap_or(0);
-    let mut e = RawTe {
-        name: empty.clone(),
-        submissions: Vec::new(),
-        waits: Vec::new(),
-        gpu_api: None,
-        args: Vec::new(),
-    };
+    let mut named = false;
+    e.submissions.clear();
+    e.waits.clear();
+    e.gpu_api = None;
+    e.args.clear();
     for f in Fields::new(b) {
         let (n, v) = f?;
         match n {
             wire::track_event::TYPE => ty = v.as_u64().unwrap_or(0),
             wire::track_event::TRACK_UUID => track = v.as_u64().unwrap_or(0),
             wire::track_event::NAME_IID => {
+                named = true;
                 let iid = v.as_u64().unwrap_or(0);
-                e.name = match seq.event_names.get(&iid) {
-                    Some(n) => n.clone(),
-                    None => format!("<unresolved name {iid}>").into(),
-                };
+                match seq.event_names.get(&iid) {
+                    Some(n) => set_str(&mut e.name, n),
+                    None => e.name = format!("<unresolved name {iid}>").into(),
+                }
             }
-            wire::track_event::NAME => e.name = text(&v),
+            wire::track_event::NAME => {
+                named = true;
+                e.name = text(&v)
+            }
             wire::track_event::GPU_API => e.gpu_api = v.as_u64(),
             wire::track_event::GPU_CORRELATION => {
                 for f in Fields::new(v.as_bytes().unwrap_or_default()) {
@@ -1126,7 +1204,10 @@ fn track_event(seq: &Seq, b: &[u8], empty: &Str) -> Result<(u64, u64, RawTe), De
             _ => {}
         }
     }
-    Ok((ty, track, e))
+    if !named && ty != wire::track_event::TYPE_SLICE_END {
+        set_str(&mut e.name, empty);
+    }
+    Ok((ty, track))
 }
 
 /// Appends the packed varints of `p` to `out`.
