@@ -118,13 +118,13 @@ struct OpenSlice {
     order: u32,
 }
 
-/// How many handed-over slices a stream keeps for reuse.
-const SPARE_SLICES: usize = 64;
-
 /// One track's state while streaming.
 #[derive(Default)]
 struct TrackState {
+    /// The open slices, `open[..depth]`; those after them ended and are
+    /// kept to be reused in place, with their allocations.
     open: Vec<OpenSlice>,
+    depth: usize,
     /// The latest timestamp seen on the track.
     last: u64,
     /// Whether its events came out of time order (the visitor was told).
@@ -142,8 +142,6 @@ struct Stream<'v> {
     counters: Vec<CounterValue>,
     /// The track event being decoded, reused.
     raw: RawTe,
-    /// Slices handed over, kept to be reused (with their allocations).
-    spare: Vec<Slice>,
     tracks: FxHashMap<u64, TrackState>,
     /// Track events so far (begins, ends and instants).
     order: u32,
@@ -245,7 +243,6 @@ impl<'v> Decoder<'v> {
                     gpu: blank_event(&empty, 0),
                     counters: Vec::new(),
                     raw: RawTe::blank(&empty),
-                    spare: Vec::new(),
                     tracks: FxHashMap::default(),
                     order: 0,
                     pair_problems: Vec::new(),
@@ -406,8 +403,8 @@ fn finish_stream(mut out: Out<'_>, st: Stream<'_>) -> Trace {
     let mut open: Vec<(u64, usize)> = st
         .tracks
         .iter()
-        .filter(|(_, s)| !s.open.is_empty())
-        .map(|(t, s)| (*t, s.open.len()))
+        .filter(|(_, s)| s.depth > 0)
+        .map(|(t, s)| (*t, s.depth))
         .collect();
     open.sort_unstable();
     for (track, n) in open {
@@ -433,11 +430,13 @@ impl Stream<'_> {
         t.last = t.last.max(ts);
         match ty {
             wire::track_event::TYPE_SLICE_BEGIN => {
-                let depth = t.open.len() as u32;
-                // The vectors change places with a spare slice's, which
+                let depth = t.depth as u32;
+                t.depth += 1;
+                // The vectors change places with an ended slice's, which
                 // the next track event reuses.
-                let slice = match self.spare.pop() {
-                    Some(mut s) => {
+                match t.open.get_mut(depth as usize) {
+                    Some(o) => {
+                        let s = &mut o.slice;
                         s.track = track;
                         set_str(&mut s.name, &e.name);
                         s.ts = ts;
@@ -447,29 +446,30 @@ impl Stream<'_> {
                         std::mem::swap(&mut s.waits, &mut e.waits);
                         s.gpu_api = e.gpu_api;
                         std::mem::swap(&mut s.args, &mut e.args);
-                        s
+                        o.order = order;
                     }
-                    None => Slice {
-                        track,
-                        name: e.name.clone(),
-                        ts,
-                        dur: 0,
-                        depth,
-                        submissions: std::mem::take(&mut e.submissions),
-                        waits: std::mem::take(&mut e.waits),
-                        gpu_api: e.gpu_api,
-                        args: std::mem::take(&mut e.args),
-                    },
-                };
-                t.open.push(OpenSlice { slice, order });
+                    None => t.open.push(OpenSlice {
+                        slice: Slice {
+                            track,
+                            name: e.name.clone(),
+                            ts,
+                            dur: 0,
+                            depth,
+                            submissions: std::mem::take(&mut e.submissions),
+                            waits: std::mem::take(&mut e.waits),
+                            gpu_api: e.gpu_api,
+                            args: std::mem::take(&mut e.args),
+                        },
+                        order,
+                    }),
+                }
             }
-            wire::track_event::TYPE_SLICE_END => match t.open.pop() {
-                Some(mut o) => {
+            wire::track_event::TYPE_SLICE_END => match t.depth.checked_sub(1) {
+                Some(d) => {
+                    t.depth = d;
+                    let o = &mut t.open[d];
                     o.slice.dur = ts.saturating_sub(o.slice.ts);
                     self.v.slice(&o.slice, o.order);
-                    if self.spare.len() < SPARE_SLICES {
-                        self.spare.push(o.slice);
-                    }
                 }
                 None => self.pair_problems.push((
                     ts,
