@@ -72,7 +72,8 @@ struct Seq {
     counter_descs: FxHashMap<u64, CounterDesc>,
     default_clock: Option<u32>,
     default_track: Option<u64>,
-    incremental: FxHashMap<u32, IncrementalClock>,
+    /// By clock id: a sequence has one or two, looked up every packet.
+    incremental: Vec<(u32, IncrementalClock)>,
 }
 
 /// A packet's timestamp, in BOOTTIME or still on a global custom clock
@@ -169,7 +170,12 @@ struct Out<'v> {
 
 /// Decodes packets one at a time.
 pub(crate) struct Decoder<'v> {
-    seqs: FxHashMap<u32, Seq>,
+    /// Sequences by id: their state in `seq_state`.
+    seqs: FxHashMap<u32, usize>,
+    seq_state: Vec<Seq>,
+    /// The last packet's sequence and its index: packets mostly come in
+    /// runs of one sequence.
+    last_seq: Option<(u32, usize)>,
     out: Out<'v>,
 }
 
@@ -235,6 +241,8 @@ impl<'v> Decoder<'v> {
         let empty = Str::from("");
         Self {
             seqs: FxHashMap::default(),
+            seq_state: Vec::new(),
+            last_seq: None,
             out: Out {
                 t: Trace::default(),
                 stream: visitor.map(|v| Stream {
@@ -308,9 +316,27 @@ impl<'v> Decoder<'v> {
             }
         }
         if flags & wire::packet::SEQ_INCREMENTAL_STATE_CLEARED != 0 {
-            self.seqs.insert(seq_id, Seq::default());
+            match self.seqs.get(&seq_id) {
+                Some(&i) => self.seq_state[i] = Seq::default(),
+                None => {
+                    self.seqs.insert(seq_id, self.seq_state.len());
+                    self.seq_state.push(Seq::default());
+                }
+            }
         }
-        let seq = self.seqs.entry(seq_id).or_default();
+        let i = match self.last_seq {
+            Some((id, i)) if id == seq_id => i,
+            _ => {
+                let next = self.seq_state.len();
+                let i = *self.seqs.entry(seq_id).or_insert(next);
+                if i == next {
+                    self.seq_state.push(Seq::default());
+                }
+                self.last_seq = Some((seq_id, i));
+                i
+            }
+        };
+        let seq = &mut self.seq_state[i];
         // Defaults and interned data first: they apply to this packet too.
         if state {
             for f in Fields::new(p) {
@@ -334,7 +360,7 @@ impl<'v> Decoder<'v> {
                 clock: clock_id,
                 value: raw_ts,
             }
-        } else if let Some(c) = seq.incremental.get_mut(&clock_id) {
+        } else if let Some((_, c)) = seq.incremental.iter_mut().find(|(id, _)| *id == clock_id) {
             c.value = c.value.wrapping_add(raw_ts);
             Ts::Boot(c.boot_at_base.wrapping_add(c.value.wrapping_sub(c.base)))
         } else {
@@ -521,14 +547,15 @@ impl Out<'_> {
                             let at = list.partition_point(|x| *x <= p);
                             list.insert(at, p);
                         } else if c.incremental {
-                            seq.incremental.insert(
-                                c.id,
-                                IncrementalClock {
-                                    value: c.value,
-                                    boot_at_base: boot,
-                                    base: c.value,
-                                },
-                            );
+                            let clock = IncrementalClock {
+                                value: c.value,
+                                boot_at_base: boot,
+                                base: c.value,
+                            };
+                            match seq.incremental.iter_mut().find(|(id, _)| *id == c.id) {
+                                Some((_, x)) => *x = clock,
+                                None => seq.incremental.push((c.id, clock)),
+                            }
                         }
                     }
                 }
