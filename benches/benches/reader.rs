@@ -6,7 +6,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use gpu_trace_benches::recorded_trace;
-use gpu_trace_core::reader::{GpuEvent, Slice, Trace, Visitor};
+use gpu_trace_core::reader::{GpuEvent, Parts, Slice, Trace, Visitor};
 use std::path::Path;
 
 const LAUNCHES: u64 = 1_000_000;
@@ -48,6 +48,12 @@ struct Count {
 }
 
 impl Visitor for Count {
+    /// As `gpu-trace stats`: no kernel launches.
+    fn parts(&self) -> Parts {
+        Parts {
+            kernel_launch: false,
+        }
+    }
     fn gpu_event(&mut self, e: &GpuEvent) {
         self.kernels += (e.stage == gpu_trace_core::reader::Stage::Kernel) as u64;
         self.dur += e.dur;

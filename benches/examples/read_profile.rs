@@ -1,8 +1,11 @@
 //! Records (once) and decodes the reader benchmark's trace, printing the
 //! throughput, for profiling the reader:
-//! `perf record -g target/release/examples/read_profile [launches] [dir]`.
+//! `perf record -g target/release/examples/read_profile [launches] [dir] [open|visit]`.
+//! `visit` streams it as the `reader/visit` benchmark does (the path
+//! `gpu-trace stats` reads through); `open` (the default) decodes it whole.
 
 use gpu_trace_benches::recorded_trace;
+use gpu_trace_core::reader::{GpuEvent, Parts, Slice, Stage, Trace, Visitor};
 use std::time::Instant;
 
 fn main() {
@@ -15,17 +18,57 @@ fn main() {
         .next()
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("gpu-trace-read-profile"));
+    let visit = args.next().as_deref() == Some("visit");
     let path = recorded_trace(&dir, launches);
     let bytes = std::fs::metadata(&path).expect("trace").len();
     let t0 = Instant::now();
-    let t = gpu_trace_core::reader::Trace::open(&path).expect("trace decodes");
+    let what = if visit {
+        let mut n = Count::default();
+        let t = Trace::visit(&path, &mut n).expect("trace decodes");
+        format!(
+            "{} kernels, {} slices, {} problems",
+            n.kernels,
+            n.slices,
+            t.problems.len()
+        )
+    } else {
+        let t = Trace::open(&path).expect("trace decodes");
+        format!(
+            "{} GPU events, {} slices, {} problems",
+            t.gpu_events.len(),
+            t.slices.len(),
+            t.problems.len()
+        )
+    };
     let secs = t0.elapsed().as_secs_f64();
     println!(
-        "{}: {bytes} bytes, {} GPU events, {} slices, {} problems: {secs:.3} s = {:.0} MB/s",
+        "{}: {bytes} bytes, {what}: {secs:.3} s = {:.0} MB/s",
         path.display(),
-        t.gpu_events.len(),
-        t.slices.len(),
-        t.problems.len(),
         bytes as f64 / secs / 1e6
     );
+}
+
+/// What the `reader/visit` benchmark's visitor touches.
+#[derive(Default)]
+struct Count {
+    kernels: u64,
+    dur: u64,
+    slices: u64,
+}
+
+impl Visitor for Count {
+    /// As `gpu-trace stats`: no kernel launches.
+    fn parts(&self) -> Parts {
+        Parts {
+            kernel_launch: false,
+        }
+    }
+    fn gpu_event(&mut self, e: &GpuEvent) {
+        self.kernels += (e.stage == Stage::Kernel) as u64;
+        self.dur += e.dur;
+    }
+    fn slice(&mut self, s: &Slice, _: u32) {
+        self.slices += 1;
+        self.dur += s.dur;
+    }
 }

@@ -1,12 +1,12 @@
 //! `gpu-trace stats`: nsys-stats-like summaries of a trace.
 
 use gpu_trace_reader::{
-    CounterValue, GpuEvent, KernelInfo, ReadError, Slice, Stage, Str, Trace, Visitor,
+    CounterValue, GpuEvent, KernelInfo, Parts, ReadError, Slice, Stage, Str, Trace, Visitor,
 };
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
@@ -179,6 +179,65 @@ impl std::hash::Hasher for IdHasher {
     }
 }
 
+/// A set of GPU event ids, as bits in pages of consecutive correlations.
+/// Ids are `correlation << 22 | pid` (and a flag bit) with correlations
+/// counting up, so a trace's ids fill few pages densely: an eighth of a
+/// byte an id, and a page found again mostly by the last lookup. Any id
+/// is stored exactly, whatever its layout.
+#[derive(Default)]
+struct IdSet {
+    index: HashMap<u64, u32, IdHash>,
+    pages: Vec<[u64; PAGE_WORDS]>,
+    /// The page of the last insert and of the last lookup.
+    last_insert: Option<(u64, u32)>,
+    last_lookup: Option<(u64, u32)>,
+}
+
+/// Correlations per page: bits 22.. of an id.
+const PAGE_BITS: u32 = 10;
+const PAGE_WORDS: usize = (1 << PAGE_BITS) / 64;
+const PAGE_MASK: u64 = ((1 << PAGE_BITS) - 1) << 22;
+
+impl IdSet {
+    /// The page key of `id` and its bit in the page.
+    #[inline]
+    fn split(id: u64) -> (u64, usize) {
+        (id & !PAGE_MASK, ((id & PAGE_MASK) >> 22) as usize)
+    }
+
+    fn insert(&mut self, id: u64) {
+        let (key, bit) = Self::split(id);
+        let page = match self.last_insert {
+            Some((k, p)) if k == key => p,
+            _ => {
+                let next = self.pages.len() as u32;
+                let p = *self.index.entry(key).or_insert(next);
+                if p == next {
+                    self.pages.push([0; PAGE_WORDS]);
+                }
+                self.last_insert = Some((key, p));
+                p
+            }
+        };
+        self.pages[page as usize][bit / 64] |= 1 << (bit % 64);
+    }
+
+    fn contains(&mut self, id: u64) -> bool {
+        let (key, bit) = Self::split(id);
+        let page = match self.last_lookup {
+            Some((k, p)) if k == key => p,
+            _ => match self.index.get(&key) {
+                Some(&p) => {
+                    self.last_lookup = Some((key, p));
+                    p
+                }
+                None => return false,
+            },
+        };
+        self.pages[page as usize][bit / 64] & (1 << (bit % 64)) != 0
+    }
+}
+
 /// A slice whose submissions are not all among the GPU events read so far.
 struct Waiting {
     ts: u64,
@@ -198,14 +257,12 @@ struct Acc {
     ranges: Groups,
     /// Non-zero values of each counter, in trace order.
     counters: BTreeMap<String, Vec<f64>>,
-    /// Every GPU event id, in trace order.
-    ids: Vec<u64>,
+    /// Every GPU event id read so far.
+    ids: IdSet,
     /// Submission ids not seen (yet) among the GPU events, with the
-    /// slices waiting for them (indices into `waiting`). GPU work mostly
-    /// follows its launch closely, so this stays small.
+    /// slices waiting for them (indices into `waiting`). GPU work is
+    /// mostly written before its slice, so this stays small.
     awaited: HashMap<u64, (u32, Vec<u32>), IdHash>,
-    /// GPU event ids no slice has claimed yet: the other order.
-    unclaimed: HashSet<u64, IdHash>,
     /// Slices with submissions not seen (yet); `None` once all are.
     waiting: Vec<Option<Waiting>>,
     /// Free slots of `waiting`.
@@ -217,16 +274,21 @@ struct Acc {
 }
 
 impl Visitor for Acc {
+    /// Kernels are summarised by name: their grid, block and args are
+    /// left undecoded.
+    fn parts(&self) -> Parts {
+        Parts {
+            kernel_launch: false,
+        }
+    }
+
     fn gpu_event(&mut self, e: &GpuEvent) {
-        self.ids.push(e.event_id);
-        match self.awaited.remove(&e.event_id) {
-            Some((first, more)) => {
-                for w in std::iter::once(first).chain(more) {
-                    self.seen(w);
-                }
-            }
-            None => {
-                self.unclaimed.insert(e.event_id);
+        self.ids.insert(e.event_id);
+        if !self.awaited.is_empty()
+            && let Some((first, more)) = self.awaited.remove(&e.event_id)
+        {
+            for w in std::iter::once(first).chain(more) {
+                self.seen(w);
             }
         }
         match e.stage {
@@ -247,11 +309,14 @@ impl Visitor for Acc {
             Some(_) => self.api.add_str(&s.name, s.dur, None),
             None => self.ranges.add_str(&s.name, s.dur, None),
         }
-        // Work seen before its slice and claimed by another is found at
-        // the end, in `ids`.
         let mut missing = std::mem::take(&mut self.missing);
         missing.clear();
-        missing.extend(s.submissions.iter().filter(|id| !self.unclaimed.remove(id)));
+        missing.extend(
+            s.submissions
+                .iter()
+                .copied()
+                .filter(|&id| !self.ids.contains(id)),
+        );
         if missing.is_empty() {
             self.missing = missing;
             return;
@@ -316,15 +381,9 @@ impl Acc {
     }
 
     /// The summary, with what `t` holds besides the events.
-    fn finish(mut self, t: &Trace) -> Summary {
-        self.ids.sort_unstable();
-        for (id, (first, more)) in std::mem::take(&mut self.awaited) {
-            if self.ids.binary_search(&id).is_ok() {
-                for w in std::iter::once(first).chain(more) {
-                    self.seen(w);
-                }
-            }
-        }
+    fn finish(self, t: &Trace) -> Summary {
+        // What is still awaited was never seen: every GPU event read after
+        // a slice answered its wait.
         let mut dangling: Vec<Waiting> = self.waiting.into_iter().flatten().collect();
         dangling.sort_by_key(|w| (w.ts, w.depth, w.begin));
         Summary {
@@ -529,6 +588,27 @@ pub(crate) fn to_json(s: &Summary) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn id_set_holds_exactly_the_ids_inserted() {
+        let mut set = IdSet::default();
+        let ids: Vec<u64> = (0..5000u64)
+            .map(|c| c << 22 | 4242)
+            .chain([
+                0,
+                1,
+                u64::MAX,
+                gpu_trace_reader::SECONDARY_EVENT_ID_BIT | 7 << 22 | 4242,
+            ])
+            .collect();
+        for &id in ids.iter().step_by(2) {
+            set.insert(id);
+        }
+        for (i, &id) in ids.iter().enumerate() {
+            assert_eq!(set.contains(id), i % 2 == 0, "{id:#x}");
+        }
+        assert!(!set.contains(4243));
+    }
 
     #[test]
     fn rows_are_sorted_by_total_and_have_exact_statistics() {

@@ -8,7 +8,7 @@ use crate::model::{
 use crate::pb::{DecodeError, Fields, Value};
 use crate::stats::trace_stats;
 use crate::trace::Trace;
-use crate::visit::Visitor;
+use crate::visit::{Parts, Visitor};
 use crate::wire;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -72,7 +72,8 @@ struct Seq {
     counter_descs: FxHashMap<u64, CounterDesc>,
     default_clock: Option<u32>,
     default_track: Option<u64>,
-    incremental: FxHashMap<u32, IncrementalClock>,
+    /// By clock id: a sequence has one or two, looked up every packet.
+    incremental: Vec<(u32, IncrementalClock)>,
 }
 
 /// A packet's timestamp, in BOOTTIME or still on a global custom clock
@@ -121,7 +122,10 @@ struct OpenSlice {
 /// One track's state while streaming.
 #[derive(Default)]
 struct TrackState {
+    /// The open slices, `open[..depth]`; those after them ended and are
+    /// kept to be reused in place, with their allocations.
     open: Vec<OpenSlice>,
+    depth: usize,
     /// The latest timestamp seen on the track.
     last: u64,
     /// Whether its events came out of time order (the visitor was told).
@@ -131,10 +135,14 @@ struct TrackState {
 /// What [`Trace::visit`] keeps instead of the events it hands over.
 struct Stream<'v> {
     v: &'v mut dyn Visitor,
+    /// What `v` reads.
+    parts: Parts,
     /// The GPU event being decoded, reused.
     gpu: GpuEvent,
     /// The values of the counter event being decoded, reused.
     counters: Vec<CounterValue>,
+    /// The track event being decoded, reused.
+    raw: RawTe,
     tracks: FxHashMap<u64, TrackState>,
     /// Track events so far (begins, ends and instants).
     order: u32,
@@ -162,7 +170,12 @@ struct Out<'v> {
 
 /// Decodes packets one at a time.
 pub(crate) struct Decoder<'v> {
-    seqs: FxHashMap<u32, Seq>,
+    /// Sequences by id: their state in `seq_state`.
+    seqs: FxHashMap<u32, usize>,
+    seq_state: Vec<Seq>,
+    /// The last packet's sequence and its index: packets mostly come in
+    /// runs of one sequence.
+    last_seq: Option<(u32, usize)>,
     out: Out<'v>,
 }
 
@@ -228,12 +241,16 @@ impl<'v> Decoder<'v> {
         let empty = Str::from("");
         Self {
             seqs: FxHashMap::default(),
+            seq_state: Vec::new(),
+            last_seq: None,
             out: Out {
                 t: Trace::default(),
                 stream: visitor.map(|v| Stream {
+                    parts: v.parts(),
                     v,
                     gpu: blank_event(&empty, 0),
                     counters: Vec::new(),
+                    raw: RawTe::blank(&empty),
                     tracks: FxHashMap::default(),
                     order: 0,
                     pair_problems: Vec::new(),
@@ -299,9 +316,27 @@ impl<'v> Decoder<'v> {
             }
         }
         if flags & wire::packet::SEQ_INCREMENTAL_STATE_CLEARED != 0 {
-            self.seqs.insert(seq_id, Seq::default());
+            match self.seqs.get(&seq_id) {
+                Some(&i) => self.seq_state[i] = Seq::default(),
+                None => {
+                    self.seqs.insert(seq_id, self.seq_state.len());
+                    self.seq_state.push(Seq::default());
+                }
+            }
         }
-        let seq = self.seqs.entry(seq_id).or_default();
+        let i = match self.last_seq {
+            Some((id, i)) if id == seq_id => i,
+            _ => {
+                let next = self.seq_state.len();
+                let i = *self.seqs.entry(seq_id).or_insert(next);
+                if i == next {
+                    self.seq_state.push(Seq::default());
+                }
+                self.last_seq = Some((seq_id, i));
+                i
+            }
+        };
+        let seq = &mut self.seq_state[i];
         // Defaults and interned data first: they apply to this packet too.
         if state {
             for f in Fields::new(p) {
@@ -325,7 +360,7 @@ impl<'v> Decoder<'v> {
                 clock: clock_id,
                 value: raw_ts,
             }
-        } else if let Some(c) = seq.incremental.get_mut(&clock_id) {
+        } else if let Some((_, c)) = seq.incremental.iter_mut().find(|(id, _)| *id == clock_id) {
             c.value = c.value.wrapping_add(raw_ts);
             Ts::Boot(c.boot_at_base.wrapping_add(c.value.wrapping_sub(c.base)))
         } else {
@@ -394,8 +429,8 @@ fn finish_stream(mut out: Out<'_>, st: Stream<'_>) -> Trace {
     let mut open: Vec<(u64, usize)> = st
         .tracks
         .iter()
-        .filter(|(_, s)| !s.open.is_empty())
-        .map(|(t, s)| (*t, s.open.len()))
+        .filter(|(_, s)| s.depth > 0)
+        .map(|(t, s)| (*t, s.depth))
         .collect();
     open.sort_unstable();
     for (track, n) in open {
@@ -409,7 +444,8 @@ fn finish_stream(mut out: Out<'_>, st: Stream<'_>) -> Trace {
 impl Stream<'_> {
     /// Pairs a track event with the open slices of its track, in file
     /// order.
-    fn track_event(&mut self, ty: u64, track: u64, ts: u64, e: RawTe) {
+    fn track_event(&mut self, ty: u64, track: u64, ts: u64) {
+        let e = &mut self.raw;
         let order = self.order;
         self.order += 1;
         let t = self.tracks.entry(track).or_default();
@@ -420,24 +456,44 @@ impl Stream<'_> {
         t.last = t.last.max(ts);
         match ty {
             wire::track_event::TYPE_SLICE_BEGIN => {
-                let depth = t.open.len() as u32;
-                t.open.push(OpenSlice {
-                    slice: Slice {
-                        track,
-                        name: e.name,
-                        ts,
-                        dur: 0,
-                        depth,
-                        submissions: e.submissions,
-                        waits: e.waits,
-                        gpu_api: e.gpu_api,
-                        args: e.args,
-                    },
-                    order,
-                });
+                let depth = t.depth as u32;
+                t.depth += 1;
+                // The vectors change places with an ended slice's, which
+                // the next track event reuses.
+                match t.open.get_mut(depth as usize) {
+                    Some(o) => {
+                        let s = &mut o.slice;
+                        s.track = track;
+                        set_str(&mut s.name, &e.name);
+                        s.ts = ts;
+                        s.dur = 0;
+                        s.depth = depth;
+                        std::mem::swap(&mut s.submissions, &mut e.submissions);
+                        std::mem::swap(&mut s.waits, &mut e.waits);
+                        s.gpu_api = e.gpu_api;
+                        std::mem::swap(&mut s.args, &mut e.args);
+                        o.order = order;
+                    }
+                    None => t.open.push(OpenSlice {
+                        slice: Slice {
+                            track,
+                            name: e.name.clone(),
+                            ts,
+                            dur: 0,
+                            depth,
+                            submissions: std::mem::take(&mut e.submissions),
+                            waits: std::mem::take(&mut e.waits),
+                            gpu_api: e.gpu_api,
+                            args: std::mem::take(&mut e.args),
+                        },
+                        order,
+                    }),
+                }
             }
-            wire::track_event::TYPE_SLICE_END => match t.open.pop() {
-                Some(mut o) => {
+            wire::track_event::TYPE_SLICE_END => match t.depth.checked_sub(1) {
+                Some(d) => {
+                    t.depth = d;
+                    let o = &mut t.open[d];
                     o.slice.dur = ts.saturating_sub(o.slice.ts);
                     self.v.slice(&o.slice, o.order);
                 }
@@ -447,12 +503,16 @@ impl Stream<'_> {
                     format!("slice end without begin on track {track:#x}"),
                 )),
             },
-            _ => self.v.instant(&Instant {
-                track,
-                name: e.name,
-                ts,
-                args: e.args,
-            }),
+            _ => {
+                let i = Instant {
+                    track,
+                    name: e.name.clone(),
+                    ts,
+                    args: std::mem::take(&mut e.args),
+                };
+                self.v.instant(&i);
+                e.args = i.args;
+            }
         }
     }
 }
@@ -487,14 +547,15 @@ impl Out<'_> {
                             let at = list.partition_point(|x| *x <= p);
                             list.insert(at, p);
                         } else if c.incremental {
-                            seq.incremental.insert(
-                                c.id,
-                                IncrementalClock {
-                                    value: c.value,
-                                    boot_at_base: boot,
-                                    base: c.value,
-                                },
-                            );
+                            let clock = IncrementalClock {
+                                value: c.value,
+                                boot_at_base: boot,
+                                base: c.value,
+                            };
+                            match seq.incremental.iter_mut().find(|(id, _)| *id == c.id) {
+                                Some((_, x)) => *x = clock,
+                                None => seq.incremental.push((c.id, clock)),
+                            }
                         }
                     }
                 }
@@ -502,7 +563,15 @@ impl Out<'_> {
             wire::packet::GPU_RENDER_STAGE_EVENT => {
                 if let Some(st) = &mut self.stream {
                     let e = &mut st.gpu;
-                    render_stage(seq, b, seq_id, &self.empty, &mut self.t.problems, e)?;
+                    render_stage(
+                        seq,
+                        b,
+                        seq_id,
+                        &self.empty,
+                        &mut self.t.problems,
+                        e,
+                        st.parts,
+                    )?;
                     e.ts = match stamp {
                         Ts::Boot(v) => v,
                         Ts::Custom { clock, value } => resolve(&self.snapshots, clock, value)
@@ -515,7 +584,15 @@ impl Out<'_> {
                     return Ok(());
                 }
                 let mut e = blank_event(&self.empty, seq_id);
-                render_stage(seq, b, seq_id, &self.empty, &mut self.t.problems, &mut e)?;
+                render_stage(
+                    seq,
+                    b,
+                    seq_id,
+                    &self.empty,
+                    &mut self.t.problems,
+                    &mut e,
+                    Parts::ALL,
+                )?;
                 match stamp {
                     Ts::Boot(v) => e.ts = v,
                     Ts::Custom { clock, value } => self.gpu_pending.push(Pending {
@@ -533,17 +610,24 @@ impl Out<'_> {
                     );
                     return Ok(());
                 };
-                let (ty, track, e) = track_event(seq, b, &self.empty)?;
-                if !matches!(
-                    ty,
-                    wire::track_event::TYPE_SLICE_BEGIN
-                        | wire::track_event::TYPE_SLICE_END
-                        | wire::track_event::TYPE_INSTANT
-                ) {
+                let is_pairable = |ty| {
+                    matches!(
+                        ty,
+                        wire::track_event::TYPE_SLICE_BEGIN
+                            | wire::track_event::TYPE_SLICE_END
+                            | wire::track_event::TYPE_INSTANT
+                    )
+                };
+                if let Some(st) = &mut self.stream {
+                    let (ty, track) = track_event(seq, b, &self.empty, &mut st.raw)?;
+                    if is_pairable(ty) {
+                        st.track_event(ty, track, v);
+                    }
                     return Ok(());
                 }
-                if let Some(st) = &mut self.stream {
-                    st.track_event(ty, track, v, e);
+                let mut e = RawTe::blank(&self.empty);
+                let (ty, track) = track_event(seq, b, &self.empty, &mut e)?;
+                if !is_pairable(ty) {
                     return Ok(());
                 }
                 self.te_keys.push(TeKey {
@@ -817,8 +901,104 @@ fn dim3(m: &[u8]) -> Result<[u32; 3], DecodeError> {
     Ok(d)
 }
 
-/// Decodes a `GpuRenderStageEvent` into `e`, which is reset first (its
-/// args keep their allocation).
+/// Points `dst` at `src`'s text, unless it already does: most events share
+/// their queue, stage and name with the event before, so the reused event
+/// mostly keeps its strings without touching their reference counts.
+#[inline]
+fn set_str(dst: &mut Str, src: &Str) {
+    if !Str::ptr_eq(dst, src) {
+        *dst = src.clone();
+    }
+}
+
+/// A compute arg's name and value as they are on the wire, before they are
+/// stored.
+enum WireName<'s> {
+    Interned(&'s Str),
+    Owned(Str),
+}
+
+enum WireVal<'b> {
+    Int(i64),
+    Uint(u64),
+    Double(f64),
+    Str(&'b [u8]),
+}
+
+impl WireName<'_> {
+    fn as_str(&self) -> &Str {
+        match self {
+            WireName::Interned(s) => s,
+            WireName::Owned(s) => s,
+        }
+    }
+}
+
+/// Decodes a `ComputeKernelArg` without storing it.
+#[inline]
+fn wire_arg<'s, 'b>(
+    seq: &'s Seq,
+    m: &'b [u8],
+) -> Result<Option<(WireName<'s>, WireVal<'b>)>, DecodeError> {
+    let (mut name, mut val) = (None, None);
+    for f in Fields::new(m) {
+        let (n, v) = f?;
+        match n {
+            wire::arg::NAME_IID => {
+                let iid = v.as_u64().unwrap_or(0);
+                name = Some(match seq.arg_names.get(&iid) {
+                    Some(n) => WireName::Interned(n),
+                    None => WireName::Owned(format!("<unresolved arg name {iid}>").into()),
+                });
+            }
+            wire::arg::NAME => name = Some(WireName::Owned(text(&v))),
+            wire::arg::INT => val = v.as_u64().map(|x| WireVal::Int(x as i64)),
+            wire::arg::UINT => val = v.as_u64().map(WireVal::Uint),
+            wire::arg::DOUBLE => val = v.as_f64().map(WireVal::Double),
+            wire::arg::STRING => val = Some(WireVal::Str(v.as_bytes().unwrap_or_default())),
+            _ => {}
+        }
+    }
+    Ok(name.zip(val))
+}
+
+/// Stores arg `i` of `args` (overwriting what a reused event held there:
+/// a name that is the same is not cloned, a string keeps its allocation).
+fn store_arg(args: &mut Args, i: usize, name: WireName<'_>, val: WireVal<'_>) {
+    let fresh = |val: WireVal<'_>| match val {
+        WireVal::Int(x) => ArgVal::Int(x),
+        WireVal::Uint(x) => ArgVal::Uint(x),
+        WireVal::Double(x) => ArgVal::Double(x),
+        WireVal::Str(b) => ArgVal::Str(String::from_utf8_lossy(b).into_owned()),
+    };
+    let Some((n, v)) = args.get_mut(i) else {
+        let name = match name {
+            WireName::Interned(s) => s.clone(),
+            WireName::Owned(s) => s,
+        };
+        args.push((name, fresh(val)));
+        return;
+    };
+    match name {
+        WireName::Interned(s) => set_str(n, s),
+        WireName::Owned(s) => *n = s,
+    }
+    match (v, val) {
+        (ArgVal::Str(old), WireVal::Str(b)) => {
+            old.clear();
+            match std::str::from_utf8(b) {
+                Ok(t) => old.push_str(t),
+                Err(_) => old.push_str(&String::from_utf8_lossy(b)),
+            }
+        }
+        (v, val) => *v = fresh(val),
+    }
+}
+
+/// Decodes a `GpuRenderStageEvent` into `e`, overwriting all of it (a
+/// reused event keeps the allocations and strings it can). A kernel's
+/// launch is decoded only if `parts` has it (and the kernel stage comes
+/// before it, as gpu-trace writes it).
 fn render_stage(
     seq: &Seq,
     b: &[u8],
@@ -826,27 +1006,22 @@ fn render_stage(
     empty: &Str,
     problems: &mut Vec<String>,
     e: &mut GpuEvent,
+    parts: Parts,
 ) -> Result<(), DecodeError> {
     e.event_id = 0;
     e.ts = 0;
     e.dur = 0;
     e.gpu_id = None;
-    if !matches!(&e.stage, Stage::Other(s) if s.is_empty()) {
-        e.stage = Stage::Other(empty.clone());
-    }
-    for s in [&mut e.name, &mut e.queue, &mut e.queue_description] {
-        if !s.is_empty() {
-            *s = empty.clone();
-        }
-    }
     e.context = None;
-    e.kernel = None;
     e.grid = None;
     e.block = None;
-    e.args.clear();
     e.sequence = seq_id;
     let mut has_id = false;
     let mut name_iid = None;
+    let mut queue: Option<&Spec> = None;
+    let mut stage: Option<&Spec> = None;
+    let mut kernel: Option<&Arc<KernelInfo>> = None;
+    let mut n_args = 0;
     for f in Fields::new(b) {
         let (n, v) = f?;
         match n {
@@ -859,21 +1034,20 @@ fn render_stage(
             wire::rse::HW_QUEUE_IID => {
                 let iid = v.as_u64().unwrap_or(0);
                 match seq.specs.get(&iid) {
-                    Some(sp) => {
-                        e.queue = sp.name.clone();
-                        e.queue_description = sp.description.clone();
-                    }
+                    Some(sp) => queue = Some(sp),
                     None => problems.push(format!("hw_queue_iid {iid} not interned")),
                 }
             }
             wire::rse::STAGE_IID => {
                 let iid = v.as_u64().unwrap_or(0);
                 match seq.specs.get(&iid) {
+                    // The first stage with a name names the event (unless
+                    // it has a name of its own); the last sets its kind.
                     Some(sp) => {
-                        e.stage = sp.stage.clone();
-                        if e.name.is_empty() {
-                            e.name = sp.name.clone();
+                        if stage.is_none() || e.name.is_empty() {
+                            set_str(&mut e.name, &sp.name);
                         }
+                        stage = Some(sp);
                     }
                     None => problems.push(format!("stage_iid {iid} not interned")),
                 }
@@ -894,11 +1068,13 @@ fn render_stage(
             wire::rse::KERNEL_IID => {
                 let iid = v.as_u64().unwrap_or(0);
                 match seq.kernels.get(&iid) {
-                    Some(k) => e.kernel = Some(k.clone()),
+                    Some(k) => kernel = Some(k),
                     None => problems.push(format!("kernel_iid {iid} not interned")),
                 }
             }
             wire::rse::NAME_IID => name_iid = v.as_u64(),
+            wire::rse::LAUNCH
+                if !parts.kernel_launch && stage.is_some_and(|sp| sp.stage == Stage::Kernel) => {}
             wire::rse::LAUNCH => {
                 for f in Fields::new(v.as_bytes().unwrap_or_default()) {
                     let (n, v) = f?;
@@ -907,14 +1083,15 @@ fn render_stage(
                         wire::rse::LAUNCH_GRID => e.grid = Some(dim3(m)?),
                         wire::rse::LAUNCH_WORKGROUP => e.block = Some(dim3(m)?),
                         wire::rse::LAUNCH_ARGS => {
-                            if let Some(a) = compute_arg(seq, m)? {
-                                if a.0.starts_with("<unresolved") {
-                                    problems.push(a.0.to_string());
+                            if let Some((name, val)) = wire_arg(seq, m)? {
+                                if name.as_str().starts_with("<unresolved") {
+                                    problems.push(name.as_str().to_string());
                                 }
-                                if e.args.is_empty() {
+                                if n_args == 0 && e.args.capacity() == 0 {
                                     e.args.reserve_exact(count_args(v.as_bytes()));
                                 }
-                                e.args.push(a);
+                                store_arg(&mut e.args, n_args, name, val);
+                                n_args += 1;
                             }
                         }
                         _ => {}
@@ -924,9 +1101,38 @@ fn render_stage(
             _ => {}
         }
     }
+    e.args.truncate(n_args);
+    match queue {
+        Some(sp) => {
+            set_str(&mut e.queue, &sp.name);
+            set_str(&mut e.queue_description, &sp.description);
+        }
+        None => {
+            set_str(&mut e.queue, empty);
+            set_str(&mut e.queue_description, empty);
+        }
+    }
+    match stage {
+        Some(sp) => match (&mut e.stage, &sp.stage) {
+            (Stage::Other(a), Stage::Other(b)) => set_str(a, b),
+            (a, b) if *a == *b => {}
+            (a, b) => *a = b.clone(),
+        },
+        None => {
+            set_str(&mut e.name, empty);
+            match &mut e.stage {
+                Stage::Other(a) => set_str(a, empty),
+                a => *a = Stage::Other(empty.clone()),
+            }
+        }
+    }
+    match (&mut e.kernel, kernel) {
+        (Some(a), Some(b)) if Arc::ptr_eq(a, b) => {}
+        (a, b) => *a = b.cloned(),
+    }
     if let Some(iid) = name_iid {
         match seq.event_names.get(&iid) {
-            Some(n) => e.name = n.clone(),
+            Some(n) => set_str(&mut e.name, n),
             None => problems.push(format!("name_iid {iid} not in event_names")),
         }
     }
@@ -960,30 +1166,46 @@ fn annotation(seq: &Seq, m: &[u8]) -> Result<Option<(Str, ArgVal)>, DecodeError>
     Ok(name.zip(val))
 }
 
-/// A track event's type, track and content.
-fn track_event(seq: &Seq, b: &[u8], empty: &Str) -> Result<(u64, u64, RawTe), DecodeError> {
+impl RawTe {
+    fn blank(empty: &Str) -> RawTe {
+        RawTe {
+            name: empty.clone(),
+            submissions: Vec::new(),
+            waits: Vec::new(),
+            gpu_api: None,
+            args: Vec::new(),
+        }
+    }
+}
+
+/// A track event's type and track; its content goes into `e`, which is
+/// overwritten (a reused one keeps its allocations; an end's name is left
+/// as it is, ends have none).
+fn track_event(seq: &Seq, b: &[u8], empty: &Str, e: &mut RawTe) -> Result<(u64, u64), DecodeError> {
     let mut ty = 0;
     let mut track = seq.default_track.unwrap_or(0);
-    let mut e = RawTe {
-        name: empty.clone(),
-        submissions: Vec::new(),
-        waits: Vec::new(),
-        gpu_api: None,
-        args: Vec::new(),
-    };
+    let mut named = false;
+    e.submissions.clear();
+    e.waits.clear();
+    e.gpu_api = None;
+    e.args.clear();
     for f in Fields::new(b) {
         let (n, v) = f?;
         match n {
             wire::track_event::TYPE => ty = v.as_u64().unwrap_or(0),
             wire::track_event::TRACK_UUID => track = v.as_u64().unwrap_or(0),
             wire::track_event::NAME_IID => {
+                named = true;
                 let iid = v.as_u64().unwrap_or(0);
-                e.name = match seq.event_names.get(&iid) {
-                    Some(n) => n.clone(),
-                    None => format!("<unresolved name {iid}>").into(),
-                };
+                match seq.event_names.get(&iid) {
+                    Some(n) => set_str(&mut e.name, n),
+                    None => e.name = format!("<unresolved name {iid}>").into(),
+                }
             }
-            wire::track_event::NAME => e.name = text(&v),
+            wire::track_event::NAME => {
+                named = true;
+                e.name = text(&v)
+            }
             wire::track_event::GPU_API => e.gpu_api = v.as_u64(),
             wire::track_event::GPU_CORRELATION => {
                 for f in Fields::new(v.as_bytes().unwrap_or_default()) {
@@ -1009,7 +1231,10 @@ fn track_event(seq: &Seq, b: &[u8], empty: &Str) -> Result<(u64, u64, RawTe), De
             _ => {}
         }
     }
-    Ok((ty, track, e))
+    if !named && ty != wire::track_event::TYPE_SLICE_END {
+        set_str(&mut e.name, empty);
+    }
+    Ok((ty, track))
 }
 
 /// Appends the packed varints of `p` to `out`.

@@ -33,7 +33,7 @@ pub mod wire;
 pub use model::*;
 pub use stats::{ServiceLosses, trace_stats};
 pub use trace::{ReadError, Trace};
-pub use visit::Visitor;
+pub use visit::{Parts, Visitor};
 
 /// Set in every GPU event id from gpu-trace-core's second id space (GPU
 /// work after the first of one correlation, such as graph nodes).

@@ -15,6 +15,12 @@ impl Str {
         &self.0
     }
 
+    /// Whether both are the same allocation (so the same text).
+    #[inline]
+    pub(crate) fn ptr_eq(a: &Str, b: &Str) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
+    }
+
     /// UTF-8 text, with invalid sequences replaced.
     pub(crate) fn from_utf8_lossy(b: &[u8]) -> Str {
         match std::str::from_utf8(b) {

@@ -229,20 +229,27 @@ impl<'a> Fields<'a> {
         self.read_varint_slow()
     }
 
-    #[inline(never)]
+    /// Longer varints (timestamps, event ids): one bounds check for all
+    /// their bytes.
+    #[inline]
     fn read_varint_slow(&mut self) -> Result<u64, DecodeError> {
+        let p = self.pos;
+        let rest = &self.data[p.min(self.data.len())..];
+        let s = &rest[..rest.len().min(10)];
         let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let Some(&b) = self.data.get(self.pos) else {
-                return Err(self.err("truncated varint"));
-            };
-            self.pos += 1;
-            v |= ((b & 0x7f) as u64) << shift;
-            if b < 0x80 {
+        for (i, &x) in s.iter().enumerate() {
+            v |= ((x & 0x7f) as u64) << (7 * i);
+            if x < 0x80 {
+                self.pos = p + i + 1;
                 return Ok(v);
             }
         }
-        Err(self.err("varint longer than 10 bytes"))
+        self.pos = p + s.len();
+        Err(self.err(if s.len() == 10 {
+            "varint longer than 10 bytes"
+        } else {
+            "truncated varint"
+        }))
     }
 
     #[inline(always)]
@@ -286,7 +293,7 @@ impl<'a> Fields<'a> {
 impl<'a> Iterator for Fields<'a> {
     type Item = Result<(u32, Value<'a>), DecodeError>;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed || self.pos >= self.data.len() {
             return None;

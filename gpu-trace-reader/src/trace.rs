@@ -103,7 +103,8 @@ impl Trace {
     /// large the file. The returned trace has everything else
     /// ([`Trace::packets`], devices, logs, tracks, losses, data sources,
     /// problems) and empty `gpu_events`, `slices`, `instants` and
-    /// `counters`. Problems are those [`Trace::open`] reports, in its order.
+    /// `counters`. Problems are those [`Trace::open`] reports, in its order,
+    /// but for those in parts `v` does not read ([`Visitor::parts`]).
     ///
     /// # Errors
     /// As [`Trace::open`].

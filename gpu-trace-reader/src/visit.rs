@@ -4,11 +4,35 @@
 
 use crate::model::{CounterValue, GpuEvent, Instant, Slice};
 
+/// The parts of the events a [`Visitor`] reads, so that the reader can
+/// leave the others undecoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts {
+    /// The launch of kernels: [`GpuEvent::grid`], [`GpuEvent::block`] and
+    /// [`GpuEvent::args`] of [`crate::Stage::Kernel`] events. Without it
+    /// they are `None` and empty, and what is wrong in them (an arg name
+    /// that is not interned, a malformed launch) is not reported.
+    pub kernel_launch: bool,
+}
+
+impl Parts {
+    /// Everything.
+    pub const ALL: Parts = Parts {
+        kernel_launch: true,
+    };
+}
+
 /// Receives the events of a trace read by [`crate::Trace::visit`].
 ///
 /// Every method has an empty default. The references are valid for the
 /// call only (the reader reuses them); clone what is kept.
 pub trait Visitor {
+    /// The parts of the events this visitor reads; asked once, before the
+    /// first event. All of them unless it says otherwise.
+    fn parts(&self) -> Parts {
+        Parts::ALL
+    }
+
     /// A GPU event, in file order. A timestamp on a custom clock is
     /// resolved against the clock snapshots read so far.
     fn gpu_event(&mut self, e: &GpuEvent) {

@@ -136,6 +136,41 @@ fn visiting_hands_over_what_open_collects() {
     visit_agrees_with_open(&data[..data.len() * 2 / 3]);
 }
 
+/// A [`Collect`] that reads no kernel launches.
+#[derive(Default)]
+struct NoLaunches(Collect);
+
+impl gpu_trace_reader::Visitor for NoLaunches {
+    fn parts(&self) -> gpu_trace_reader::Parts {
+        gpu_trace_reader::Parts {
+            kernel_launch: false,
+        }
+    }
+    fn gpu_event(&mut self, e: &gpu_trace_reader::GpuEvent) {
+        self.0.gpu_event(e);
+    }
+}
+
+#[test]
+fn a_visitor_without_kernel_launches_gets_everything_else() {
+    let whole = Trace::open(TRACE).unwrap();
+    let mut v = NoLaunches::default();
+    Trace::visit(TRACE, &mut v).unwrap();
+    assert_eq!(v.0.gpu.len(), whole.gpu_events.len());
+    for (got, all) in v.0.gpu.iter().zip(&whole.gpu_events) {
+        if all.stage == Stage::Kernel {
+            assert!(got.grid.is_none() && got.block.is_none() && got.args.is_empty());
+            let mut all = all.clone();
+            (all.grid, all.block) = (None, None);
+            all.args.clear();
+            assert_eq!(*got, all);
+        } else {
+            assert_eq!(got, all, "memory operations keep their args");
+            assert!(got.bytes().is_some());
+        }
+    }
+}
+
 #[test]
 fn visiting_pairs_nested_unended_and_unbegun_slices_as_open_does() {
     use gpu_trace_reader::{pb::Writer, wire};
