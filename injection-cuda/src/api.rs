@@ -6,7 +6,6 @@
 //! thread's buffer. Names are interned once per callback id; which GPU work
 //! a synchronisation waited for comes from core's [`Correlator`].
 
-use crate::sharded::Sharded;
 use arc_swap::ArcSwap;
 use cupti::Stream;
 use cupti::callback::{ApiCallback, Site};
@@ -96,7 +95,8 @@ pub(crate) struct ApiState {
     driver_names: Vec<AtomicU32>,
     /// Which work each synchronisation waited for.
     correlate: Correlator,
-    nvtx_domains: Sharded<u64, NameId>,
+    /// NVTX domains by handle: created rarely, read on every marker.
+    nvtx_domains: ArcSwap<FxHashMap<u64, NameId>>,
     /// Registered NVTX strings by handle: registered rarely, read on every
     /// marker that uses one, so readers take no lock and copy no string.
     nvtx_strings: ArcSwap<FxHashMap<u64, Arc<str>>>,
@@ -140,7 +140,7 @@ impl ApiState {
             recorder,
             names,
             correlate: Correlator::default(),
-            nvtx_domains: Sharded::new(),
+            nvtx_domains: ArcSwap::from_pointee(FxHashMap::default()),
             nvtx_strings: ArcSwap::from_pointee(FxHashMap::default()),
             capture_begin: ids_named(&[
                 "cudaStreamBeginCapture",
@@ -342,7 +342,11 @@ impl ApiState {
                 handle: Some(h),
             } => {
                 let n = self.names.intern(&message_text(&name));
-                self.nvtx_domains.set(h, n);
+                self.nvtx_domains.rcu(|m| {
+                    let mut m = FxHashMap::clone(m);
+                    m.insert(h, n);
+                    m
+                });
             }
             NvtxEvent::RegisterString {
                 string,
@@ -362,7 +366,7 @@ impl ApiState {
 
     fn domain_name(&self, domain: Option<u64>) -> Option<NameId> {
         let h = domain.filter(|&h| h != 0)?;
-        self.nvtx_domains.get(&h)
+        self.nvtx_domains.load().get(&h).copied()
     }
 
     fn text<'m>(&self, m: &NvtxMessage<'m>) -> MarkerText<'m> {

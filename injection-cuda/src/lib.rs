@@ -25,7 +25,6 @@ mod counters;
 mod ffi;
 pub mod occupancy;
 mod records;
-mod sharded;
 mod tool;
 
 use std::sync::OnceLock;
