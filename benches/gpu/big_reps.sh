@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # 10,000,000 empty kernels from T threads under `gpu-trace record` with
 # default settings, REPS times, with CUPTI's buffer statistics (verbose)
-# and the writer's own summary line; one untraced run first.
+# and the writer's own summary line; one untraced run first. With
+# BIG_STATS=1 also `gpu-trace stats --strict` on each trace.
 #
 #   bash benches/gpu/big_reps.sh BIN [THREADS] [REPS]
 set -uo pipefail
@@ -23,5 +24,10 @@ for r in $(seq 1 "$reps"); do
     grep -v "^\[" "$work/v.txt" | grep -E "CUPTI buffers|incomplete|RESULT|MAXRSS"
     grep -a -o "gpu-trace summary: [a-z_=0-9 ]*" "$work/t.pftrace" | tail -1
     grep -a -o "gpu-trace dropped: [a-z_=0-9 ]*" "$work/t.pftrace" | tail -1
+    if [ -n "${BIG_STATS:-}" ]; then
+        # What a user sees: the summary's header and its verdict.
+        /usr/bin/time -f "stats: %e s, %M KB peak" "$bin/gpu-trace" stats --strict "$work/t.pftrace" >"$work/s.txt" 2>"$work/s.err"
+        echo "stats --strict rc=$?"; head -3 "$work/s.txt"; grep -A3 "GPU kernels" "$work/s.txt" | tail -2; cat "$work/s.err"
+    fi
     rm -f "$work/t.pftrace"
 done
