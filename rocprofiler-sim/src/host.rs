@@ -158,8 +158,9 @@ pub fn run_isolated(spec: &RunSpec) -> Result<Outcome, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(exe);
     cmd.args([
-        CHILD_TEST,
+        "--ignored",
         "--exact",
+        CHILD_TEST,
         "--nocapture",
         "--test-threads=1",
         "-q",
@@ -184,12 +185,12 @@ pub fn run_isolated(spec: &RunSpec) -> Result<Outcome, String> {
     Ok(Outcome { report, stderr })
 }
 
-/// The body of the [`child_entry!`] test: does nothing unless [`CHILD_ENV`] is set, in which
-/// case it runs the spec in this process and writes the report.
+/// The body of the [`child_entry!`] test, run only in the child that [`run_isolated`] starts:
+/// runs the spec in this process and writes the report; panics unless [`CHILD_ENV`] is set
+/// (a hand-run `--ignored` would otherwise pass without doing anything).
 pub fn serve_child() {
-    let Some(spec_path) = std::env::var_os(CHILD_ENV) else {
-        return;
-    };
+    let spec_path = std::env::var_os(CHILD_ENV)
+        .expect("run by rocprofiler_sim::host::run_isolated, which sets its spec variable");
     let result = (|| -> Result<(), String> {
         let spec: RunSpec = serde_json::from_slice(
             &std::fs::read(Path::new(&spec_path)).map_err(|e| e.to_string())?,
@@ -211,11 +212,13 @@ pub fn serve_child() {
 }
 
 /// Defines the test that [`host::run_isolated`](crate::host::run_isolated) re-runs in a child
-/// process. Invoke once, at the root of an integration-test file.
+/// process. Invoke once, at the root of an integration-test file. The test is `#[ignore]`d, so a
+/// normal run does not count it as a pass; the child selects it with `--ignored --exact`.
 #[macro_export]
 macro_rules! child_entry {
     () => {
         #[test]
+        #[ignore = "the traced program of this file's simulator tests; runs only in their child processes"]
         fn rocprofiler_sim_child() {
             $crate::host::serve_child();
         }
