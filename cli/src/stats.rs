@@ -255,8 +255,15 @@ struct Acc {
     memory: Groups,
     api: Groups,
     ranges: Groups,
-    /// Non-zero values of each counter, in trace order.
+    /// The per-kernel values of each counter, in trace order.
     counters: BTreeMap<String, Vec<f64>>,
+    /// Per (device, counter): whether its next sample is a kernel's value
+    /// (a kernel's counters are written as its value at its start, then a
+    /// return to zero at its end).
+    next_is_value: HashMap<(i64, String), bool>,
+    /// Every per-kernel value with its device and time, to meet the kernel
+    /// that starts there (see [`by_kernel`]).
+    samples: Vec<Sample>,
     /// Every GPU event id read so far.
     ids: IdSet,
     /// Submission ids not seen (yet) among the GPU events, with the
@@ -350,11 +357,24 @@ impl Visitor for Acc {
     }
 
     fn counter(&mut self, c: &CounterValue) {
-        // Per-kernel counters return to zero at the kernel's end; summarise
-        // the values, not the zeros in between.
-        if c.value == 0.0 {
+        // Per-kernel counters return to zero at the kernel's end: every
+        // other sample of a device's counter is that reset, not a value (a
+        // kernel's value may be zero too).
+        let next = self
+            .next_is_value
+            .entry((c.gpu_id, c.name.to_string()))
+            .or_insert(true);
+        let is_value = *next;
+        *next = !*next;
+        if !is_value {
             return;
         }
+        self.samples.push(Sample {
+            gpu: c.gpu_id,
+            ts: c.ts,
+            name: c.name.to_string(),
+            value: c.value,
+        });
         match self.counters.get_mut(c.name.as_str()) {
             Some(v) => v.push(c.value),
             None => {
@@ -395,12 +415,11 @@ impl Acc {
                 .counters
                 .into_iter()
                 .map(|(n, v)| {
-                    let mean = v.iter().sum::<f64>() / v.len() as f64;
-                    let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
-                    let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let (mean, min, max) = mean_min_max(&v);
                     (n, v.len() as u64, mean, min, max)
                 })
                 .collect(),
+            counters_by_kernel: Vec::new(),
             losses: t.drop_counts().map(|ours| {
                 // The service's last statistics are final; the tool's copy
                 // of them in its summary may be a moment older.
@@ -441,8 +460,10 @@ pub(crate) struct Summary {
     pub(crate) api: Vec<Row>,
     /// NVTX / roctx ranges by text (slices without a GPU API).
     pub(crate) ranges: Vec<Row>,
-    /// Per-kernel counters: name → (samples, mean, min, max).
+    /// Per-kernel counters: name → (kernels, mean, min, max).
     pub(crate) counters: Vec<(String, u64, f64, f64, f64)>,
+    /// The same per kernel name: (kernel, counter, kernels, mean, min, max).
+    pub(crate) counters_by_kernel: Vec<(String, String, u64, f64, f64, f64)>,
     /// Everything lost, by kind: the tool's own counts (from its summary
     /// line) and the tracing service's (`perfetto_*`, from its statistics).
     /// `None` when the trace has no summary line: it was not finalised, so
@@ -453,6 +474,79 @@ pub(crate) struct Summary {
     /// API slices whose submission arrow points at GPU work that is not in
     /// the trace: (name, start ns), in trace order.
     pub(crate) dangling: Vec<(String, u64)>,
+}
+
+/// One per-kernel counter value.
+#[derive(Debug, Clone)]
+struct Sample {
+    gpu: i64,
+    ts: u64,
+    name: String,
+    value: f64,
+}
+
+/// Finds the kernels that start where counter samples are (a second,
+/// cheap pass over a trace that has counters: only their keys are kept).
+#[derive(Default)]
+struct KernelsAt {
+    wanted: HashMap<(i64, u64), Option<String>>,
+}
+
+impl Visitor for KernelsAt {
+    fn parts(&self) -> Parts {
+        Parts {
+            kernel_launch: false,
+        }
+    }
+
+    fn gpu_event(&mut self, e: &GpuEvent) {
+        if e.stage != Stage::Kernel {
+            return;
+        }
+        if let Some(slot) = self.wanted.get_mut(&(e.gpu_id.unwrap_or(0), e.ts)) {
+            *slot = Some(kernel_name(e));
+        }
+    }
+}
+
+/// The kernel's name as the kernels table shows it.
+fn kernel_name(e: &GpuEvent) -> String {
+    match &e.kernel {
+        Some(k) if !k.demangled.is_empty() => k.demangled.to_string(),
+        _ => e.name.to_string(),
+    }
+}
+
+/// Per kernel name and counter: (kernels, mean, min, max).
+fn by_kernel(
+    samples: &[Sample],
+    names: &HashMap<(i64, u64), Option<String>>,
+) -> Vec<(String, String, u64, f64, f64, f64)> {
+    let mut groups: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    for s in samples {
+        let kernel = names
+            .get(&(s.gpu, s.ts))
+            .and_then(Clone::clone)
+            .unwrap_or_else(|| "(kernel not in the trace)".to_owned());
+        groups
+            .entry((kernel, s.name.clone()))
+            .or_default()
+            .push(s.value);
+    }
+    groups
+        .into_iter()
+        .map(|((k, m), v)| {
+            let (mean, min, max) = mean_min_max(&v);
+            (k, m, v.len() as u64, mean, min, max)
+        })
+        .collect()
+}
+
+fn mean_min_max(v: &[f64]) -> (f64, f64, f64) {
+    let mean = v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
+    let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    (mean, min, max)
 }
 
 /// Summarises a decoded trace.
@@ -467,7 +561,19 @@ pub(crate) fn summarize(t: &Trace) -> Summary {
     for c in &t.counters {
         acc.counter(c);
     }
-    acc.finish(t)
+    let mut at = KernelsAt::default();
+    for s in &acc.samples {
+        at.wanted.insert((s.gpu, s.ts), None);
+    }
+    if !at.wanted.is_empty() {
+        for e in &t.gpu_events {
+            at.gpu_event(e);
+        }
+    }
+    let samples = std::mem::take(&mut acc.samples);
+    let mut s = acc.finish(t);
+    s.counters_by_kernel = by_kernel(&samples, &at.wanted);
+    s
 }
 
 /// Summarises the trace at `p` as it is read, drawing a progress bar
@@ -482,7 +588,17 @@ pub(crate) fn summarize_file(p: &Path, prefix: &str) -> Result<(Summary, Trace),
         let t = Trace::open_showing_progress(p, prefix)?;
         return Ok((summarize(&t), t));
     }
-    Ok((acc.finish(&t), t))
+    let samples = std::mem::take(&mut acc.samples);
+    let mut s = acc.finish(&t);
+    if !samples.is_empty() {
+        let mut at = KernelsAt::default();
+        for x in &samples {
+            at.wanted.insert((x.gpu, x.ts), None);
+        }
+        Trace::visit(p, &mut at)?;
+        s.counters_by_kernel = by_kernel(&samples, &at.wanted);
+    }
+    Ok((s, t))
 }
 
 fn table(out: &mut String, title: &str, rows: &[Row], with_bytes: bool) {
@@ -540,6 +656,24 @@ pub(crate) fn render(s: &Summary) -> String {
             let _ = writeln!(out, " {k:>7}  {mean:>12.4}  {min:>12.4}  {max:>12.4}  {n}");
         }
     }
+    if !s.counters_by_kernel.is_empty() {
+        let _ = writeln!(out, "\nPer-kernel counters by kernel\n");
+        let mut last = "";
+        for (kernel, n, k, mean, min, max) in &s.counters_by_kernel {
+            if kernel != last {
+                let _ = writeln!(out, " {kernel}");
+                let _ = writeln!(
+                    out,
+                    "   Kernels          Mean           Min           Max  Counter"
+                );
+                last = kernel;
+            }
+            let _ = writeln!(
+                out,
+                "   {k:>7}  {mean:>12.4}  {min:>12.4}  {max:>12.4}  {n}"
+            );
+        }
+    }
     out
 }
 
@@ -580,6 +714,8 @@ pub(crate) fn to_json(s: &Summary) -> serde_json::Value {
         "ranges": s.ranges.iter().map(row_json).collect::<Vec<_>>(),
         "counters": s.counters.iter().map(|(n, k, mean, min, max)| serde_json::json!({
             "name": n, "kernels": k, "mean": mean, "min": min, "max": max})).collect::<Vec<_>>(),
+        "counters_by_kernel": s.counters_by_kernel.iter().map(|(kernel, n, k, mean, min, max)| serde_json::json!({
+            "kernel": kernel, "name": n, "kernels": k, "mean": mean, "min": min, "max": max})).collect::<Vec<_>>(),
         "dropped": s.losses.iter().flatten().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         "complete": complete(s),
     })
@@ -588,6 +724,51 @@ pub(crate) fn to_json(s: &Summary) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn value(gpu: i64, ts: u64, name: &str, v: f64) -> CounterValue {
+        CounterValue {
+            gpu_id: gpu,
+            name: name.into(),
+            ts,
+            value: v,
+            groups: Vec::new(),
+            units: Default::default(),
+            description: "".into(),
+        }
+    }
+
+    #[test]
+    fn per_kernel_counters_keep_zero_values_and_skip_the_resets() {
+        let mut acc = Acc::default();
+        // Kernel at 100 (bytes 0, a real value), at 300 (bytes 64) on GPU 0,
+        // and one at 100 on GPU 1; each followed by its reset to zero.
+        for (gpu, ts, v) in [
+            (0, 100, 0.0),
+            (0, 200, 0.0),
+            (1, 100, 8.0),
+            (0, 300, 64.0),
+            (1, 150, 0.0),
+            (0, 400, 0.0),
+        ] {
+            acc.counter(&value(gpu, ts, "bytes", v));
+        }
+        assert_eq!(acc.counters["bytes"], [0.0, 8.0, 64.0]);
+        let names: HashMap<(i64, u64), Option<String>> = [
+            ((0, 100), Some("a".to_owned())),
+            ((0, 300), Some("b".to_owned())),
+            ((1, 100), Some("a".to_owned())),
+        ]
+        .into_iter()
+        .collect();
+        let rows = by_kernel(&acc.samples, &names);
+        assert_eq!(
+            rows,
+            [
+                ("a".to_owned(), "bytes".to_owned(), 2, 4.0, 0.0, 8.0),
+                ("b".to_owned(), "bytes".to_owned(), 1, 64.0, 64.0, 64.0),
+            ]
+        );
+    }
 
     #[test]
     fn id_set_holds_exactly_the_ids_inserted() {
