@@ -36,6 +36,8 @@ pub struct Report {
     pub nvtx_unhandled: BTreeMap<String, u64>,
     /// Kernel tids of the scripted threads.
     pub app_thread_ids: Vec<u64>,
+    /// `cuptiProfilerInitialize` calls (each refused: no counter permission).
+    pub profiler_initializations: u64,
     /// Protocol violations by the tool.
     pub violations: Vec<String>,
 }

@@ -527,3 +527,43 @@ fn nvtx_through_our_injection() {
     assert_eq!(depth_of("io").len(), 1, "the start/end range");
     cleanup(&dir);
 }
+
+/// Counters without counter permission (the fake refuses the profiler as
+/// a driver does without it): one line that says so and what to change,
+/// the same warning in the trace, and every kernel traced as usual.
+#[test]
+fn counters_without_permission_say_so_once_and_trace_the_rest() {
+    let dir = tmpdir("noperm");
+    let s = scenario(vec![vec![
+        Op::Repeat {
+            times: 6,
+            ops: vec![launch("vadd", 1), launch("gemm", 1)],
+        },
+        Op::StreamSync { stream: 1 },
+    ]]);
+    let want = s.expected(Layer::Driver, false);
+    let (out, t, path) = run(&dir, &s, &[("INJECTION_TRACE", "gpu,api,counters")]);
+    check(&t, &path, &want);
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("per-kernel counters are off"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(lines[0].starts_with("gpu-trace: "), "{}", lines[0]);
+    assert!(lines[0].contains("ERR_NVGPUCTRPERM"), "{}", lines[0]);
+    assert!(lines[0].contains("traced as usual"), "{}", lines[0]);
+    assert_eq!(
+        out.report.profiler_initializations, 1,
+        "tried once, not per kernel"
+    );
+    assert!(
+        t.logs
+            .iter()
+            .any(|l| l.message.contains("per-kernel counters are off")),
+        "the trace carries the warning: {:?}",
+        t.logs
+    );
+    assert!(t.counters.is_empty());
+    cleanup(&dir);
+}

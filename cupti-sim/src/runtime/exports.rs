@@ -46,6 +46,7 @@ pub unsafe extern "C" fn cuptiGetResultString(r: R, s: *mut *const c_char) -> R 
             c"CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
         }
         R::CUPTI_ERROR_NOT_INITIALIZED => c"CUPTI_ERROR_NOT_INITIALIZED",
+        R::CUPTI_ERROR_INSUFFICIENT_PRIVILEGES => c"CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",
         _ => c"CUPTI_ERROR_UNKNOWN (cupti-sim)",
     };
     // SAFETY: the caller's out-pointer.
@@ -252,6 +253,18 @@ pub unsafe extern "C" fn cuptiFinalize() -> R {
     OK
 }
 
+/// The fake's GPU has no counters the process may read: profiling starts
+/// fail as they do without counter permission (`ERR_NVGPUCTRPERM`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiProfilerInitialize(
+    _p: *mut sys::CUpti_Profiler_Initialize_Params,
+) -> R {
+    guard("cuptiProfilerInitialize", INVALID, || {
+        lock(&FAKE.report).profiler_initializations += 1;
+        R::CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
+    })
+}
+
 // ------------------------------------------------------------------ the driver (libcuda.so.1)
 
 type CuR = sys::CUresult;
@@ -414,6 +427,7 @@ fn prototypes(c: &mut sys::CuptiApi, d: &mut sys::DriverApi) {
     c.cuptiActivityGetNumDroppedRecords = Some(cuptiActivityGetNumDroppedRecords);
     c.cuptiActivityGetNextRecord = Some(cuptiActivityGetNextRecord);
     c.cuptiFinalize = Some(cuptiFinalize);
+    c.cuptiProfilerInitialize = Some(cuptiProfilerInitialize);
     d.cuDriverGetVersion = Some(cuDriverGetVersion);
     d.cuGetErrorString = Some(cuGetErrorString);
     d.cuDeviceGetCount = Some(cuDeviceGetCount);
