@@ -60,6 +60,19 @@ fn runtime_depth(delta: i32) -> u32 {
 
 /// Runs `f` with API recording suppressed on this thread, for the tool's
 /// own CUDA calls.
+/// The application's CUDA driver, taken once for the process (records,
+/// capture checks and counters share it).
+pub(crate) fn driver() -> Option<&'static Driver> {
+    static DRIVER: OnceLock<Option<Driver>> = OnceLock::new();
+    DRIVER.get_or_init(|| Driver::from_process().ok()).as_ref()
+}
+
+/// Whether `stream` is capturing into a graph (work launched there runs
+/// nothing now); asked of the driver as our own call.
+pub(crate) fn is_capturing(stream: Stream<'_>) -> bool {
+    driver().is_some_and(|d| internal(|| d.stream_is_capturing(stream)).unwrap_or(false))
+}
+
 /// Whether the calling thread is inside [`internal`].
 pub(crate) fn is_internal() -> bool {
     INTERNAL.try_with(Cell::get).unwrap_or(true)
@@ -105,7 +118,6 @@ pub(crate) struct ApiState {
     capture_begin: Vec<(ApiDomain, u32)>,
     capture_end: Vec<(ApiDomain, u32)>,
     captures_active: AtomicI64,
-    driver: OnceLock<Option<Driver>>,
 }
 
 /// The runtime and driver callback ids of the functions named (base names,
@@ -150,24 +162,12 @@ impl ApiState {
             ]),
             capture_end: ids_named(&["cudaStreamEndCapture", "cuStreamEndCapture"]),
             captures_active: AtomicI64::new(0),
-            driver: OnceLock::new(),
         }
     }
 
     /// Callback ids to enable besides the traced kinds.
     pub(crate) fn extra_ids(&self) -> impl Iterator<Item = (ApiDomain, u32)> + '_ {
         self.capture_begin.iter().chain(&self.capture_end).copied()
-    }
-
-    fn is_capturing(&self, stream: Stream<'_>) -> bool {
-        let Some(drv) = self
-            .driver
-            .get_or_init(|| Driver::from_process().ok())
-            .as_ref()
-        else {
-            return false;
-        };
-        internal(|| drv.stream_is_capturing(stream)).unwrap_or(false)
     }
 
     fn api_name(&self, cb: &ApiCallback<'_>) -> NameId {
@@ -255,7 +255,7 @@ impl ApiState {
         // question whether it ran at all.
         if submits
             && self.captures_active.load(Ordering::Relaxed) > 0
-            && self.is_capturing(cb.stream().unwrap_or(Stream::DEFAULT))
+            && is_capturing(cb.stream().unwrap_or(Stream::DEFAULT))
         {
             submits = false;
         }

@@ -265,7 +265,6 @@ pub(crate) struct Counting {
     /// Launch names the filter decided on (mangled name → matches).
     names: RwLock<FxHashMap<Box<str>, bool>>,
     graphs_said: Once,
-    driver: std::sync::OnceLock<Option<cupti::driver::Driver>>,
     cost: Cost,
 }
 
@@ -291,7 +290,6 @@ impl Counting {
             free: Condvar::new(),
             names: RwLock::new(FxHashMap::default()),
             graphs_said: Once::new(),
-            driver: std::sync::OnceLock::new(),
             cost: Cost::default(),
         }
     }
@@ -378,7 +376,7 @@ impl Counting {
         // Work captured into a graph does not run now: nothing to measure,
         // and profiling calls must not reach a capturing stream.
         if let Some(stream) = cb.stream()
-            && self.capturing(stream)
+            && crate::api::is_capturing(stream)
         {
             return;
         }
@@ -429,17 +427,6 @@ impl Counting {
         } else {
             self.release();
         }
-    }
-
-    fn capturing(&self, stream: cupti::Stream<'_>) -> bool {
-        let Some(drv) = self
-            .driver
-            .get_or_init(|| cupti::driver::Driver::from_process().ok())
-            .as_ref()
-        else {
-            return false;
-        };
-        crate::api::internal(|| drv.stream_is_capturing(stream)).unwrap_or(false)
     }
 
     fn end(&self, cb: &ApiCallback<'_>, enter: u64) {

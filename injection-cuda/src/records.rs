@@ -11,7 +11,6 @@ use cupti::activity::{
     KernelRecord, MemcpyKind, MemcpyPeerRecord, MemcpyRecord, MemoryKind as CuptiMemoryKind,
     MemsetRecord, Record, Records,
 };
-use cupti::driver::Driver;
 use gpu_trace_core::Recorder;
 use gpu_trace_core::model::{
     ArgValue, CopyKind, Device, Dim3, DropKind, KernelDesc, KernelExec, KernelId, MemoryKind,
@@ -69,7 +68,6 @@ pub(crate) struct RecordState {
     devices: Arc<DevicesSink>,
     classes: Mutex<FxHashMap<ClassKey, KernelId>>,
     device_cache: Mutex<FxHashMap<u32, DeviceEntry>>,
-    driver: OnceLock<Option<Driver>>,
     args: ArgNames,
     /// Where profiled kernels' counters wait for their records.
     join: OnceLock<Arc<crate::counters::Join>>,
@@ -107,7 +105,6 @@ impl RecordState {
             devices: Arc::new(devices),
             classes: Mutex::new(FxHashMap::default()),
             device_cache: Mutex::new(FxHashMap::default()),
-            driver: OnceLock::new(),
             args,
             join: OnceLock::new(),
         }
@@ -153,12 +150,6 @@ impl RecordState {
         ok
     }
 
-    pub(crate) fn driver(&self) -> Option<&Driver> {
-        self.driver
-            .get_or_init(|| Driver::from_process().ok())
-            .as_ref()
-    }
-
     /// The trace's view of CUDA device `ordinal`, described on first use.
     fn device(&self, ordinal: u32) -> DeviceEntry {
         if let Some(d) = self
@@ -183,7 +174,7 @@ impl RecordState {
         let mut desc = Device::new(ordinal, format!("CUDA device {ordinal}"));
         desc.vendor = Some("NVIDIA".into());
         let mut limits = DeviceLimits::default();
-        if let Some(drv) = self.driver()
+        if let Some(drv) = crate::api::driver()
             && let Ok(dev) = drv.device(ordinal as i32)
         {
             let attr = |a| drv.device_attribute(dev, a).map(|v| v as u32).unwrap_or(0);

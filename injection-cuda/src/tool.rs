@@ -518,7 +518,7 @@ impl Tool {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let Some(driver) = self.shared.records.driver().cloned() else {
+        let Some(driver) = crate::api::driver().cloned() else {
             return;
         };
         if contexts.is_empty() {
