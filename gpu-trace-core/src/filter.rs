@@ -107,12 +107,20 @@ impl KernelFilter {
                 .any(|g| g.matches(mangled) || demangled.is_some_and(|d| g.matches(d)))
     }
 
+    /// Whether the filter has name globs (without, every name matches).
+    pub fn has_globs(&self) -> bool {
+        !self.globs.is_empty()
+    }
+
     /// Decides for one launch: counts it if its name matches, and says
     /// whether it falls in the window after `skip`, within `count`.
     pub fn select(&self, mangled: &str, demangled: Option<&str>) -> bool {
-        if !self.matches(mangled, demangled) {
-            return false;
-        }
+        self.matches(mangled, demangled) && self.take()
+    }
+
+    /// As [`KernelFilter::select`] for a launch already known to match
+    /// (callers that cache [`KernelFilter::matches`] per name).
+    pub fn take(&self) -> bool {
         let i = self.matched.fetch_add(1, Ordering::Relaxed);
         i >= self.skip && self.count.is_none_or(|c| i - self.skip < c)
     }

@@ -349,26 +349,34 @@ impl Counting {
         if self.filter.is_everything() {
             return true;
         }
+        self.name_matches(cb) && self.filter.take()
+    }
+
+    /// Whether the launched kernel's name passes the filter's globs; each
+    /// name is demangled and matched once, then looked up without a copy.
+    fn name_matches(&self, cb: &ApiCallback<'_>) -> bool {
+        if !self.filter.has_globs() {
+            return true;
+        }
         let mangled = cb
             .symbol_name()
-            .map(|s| s.to_string_lossy().into_owned())
+            .map(|s| s.to_string_lossy())
             .unwrap_or_default();
-        let known = self
+        if let Some(&m) = self
             .names
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .get(mangled.as_str())
-            .copied();
-        let matches = known.unwrap_or_else(|| {
-            let demangled = gpu_trace_core::names::demangle(&mangled);
-            let m = self.filter.matches(&mangled, demangled.as_deref());
-            self.names
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(mangled.clone().into_boxed_str(), m);
-            m
-        });
-        matches && self.filter.select(&mangled, None)
+            .get(&*mangled)
+        {
+            return m;
+        }
+        let demangled = gpu_trace_core::names::demangle(&mangled);
+        let m = self.filter.matches(&mangled, demangled.as_deref());
+        self.names
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(mangled.into(), m);
+        m
     }
 
     fn begin(&self, cb: &ApiCallback<'_>) {
