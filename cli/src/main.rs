@@ -129,7 +129,31 @@ fn find_lib(name: &str, lib_dir: Option<&Path>) -> Option<PathBuf> {
         .and_then(|p| p.canonicalize().ok())
 }
 
+/// The counters filter's flags, checked before anything runs: a value the
+/// injection would refuse stops here, naming the flag.
+fn check_filter_flags(a: &RecordArgs) -> Result<(), String> {
+    use gpu_trace_core::filter::{KernelFilter, vars};
+    let flags = [
+        (vars::KERNELS, "--kernels", &a.kernels),
+        (vars::SKIP, "--kernel-skip", &a.kernel_skip),
+        (vars::COUNT, "--kernel-count", &a.kernel_count),
+    ];
+    let get = |var: &str| flags.iter().find(|f| f.0 == var).and_then(|f| f.2.clone());
+    let (_, problems) = KernelFilter::from_lookup(&get);
+    match problems.first() {
+        None => Ok(()),
+        Some(p) => {
+            let flag = flags.iter().find(|f| f.0 == p.var).map_or(p.var, |f| f.1);
+            Err(format!("{flag} {:?}: expected {}", p.value, p.expected))
+        }
+    }
+}
+
 fn record(a: RecordArgs) -> ExitCode {
+    if let Err(e) = check_filter_flags(&a) {
+        eprintln!("gpu-trace: {e}");
+        return ExitCode::from(2);
+    }
     let cuda = find_lib(CUDA_LIB, a.lib_dir.as_deref());
     let hip = find_lib(HIP_LIB, a.lib_dir.as_deref());
     if cuda.is_none() && hip.is_none() {
