@@ -95,6 +95,32 @@ pub fn fake_library() -> Result<PathBuf, String> {
     }
 }
 
+/// [`run_isolated`] for tests: on a thread, failing (panicking) if the child does not finish
+/// within `limit` (a hang at exit is a bug the suites look for), if the run could not start, or
+/// if the tool broke the protocol: `InitializeInjection` did not return 1, a violation was
+/// recorded, records were left undelivered, or the program's exit status was not 0.
+pub fn run_checked(spec: RunSpec, limit: std::time::Duration) -> Outcome {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run_isolated(&spec));
+    });
+    let out = rx
+        .recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("the traced program did not finish within {limit:?}"))
+        .expect("fake CUPTI run");
+    let r = &out.report;
+    assert_eq!(r.initialize_injection, Some(1), "{}", out.stderr);
+    assert!(
+        r.violations.is_empty(),
+        "{:#?}\n{}",
+        r.violations,
+        out.stderr
+    );
+    assert_eq!(r.records_undelivered, 0, "records never flushed: {r:#?}");
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    out
+}
+
 /// Runs `spec` in a child process: the current test executable re-run with only the
 /// [`child_entry!`] test selected (`--ignored --exact`: it is ignored in a normal run). The
 /// child's environment names the fake as CUPTI

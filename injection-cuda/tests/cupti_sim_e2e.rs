@@ -77,30 +77,14 @@ fn run(dir: &Path, s: &Scenario, env: &[(&str, &str)]) -> (Outcome, Trace, PathB
     for (k, v) in env {
         spec = spec.env(*k, *v);
     }
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(cupti_sim::host::run_isolated(&spec));
-    });
-    let out = rx
-        .recv_timeout(Duration::from_secs(120))
-        .expect("the traced program did not finish within 120 s")
-        .expect("fake CUPTI run");
+    let out = cupti_sim::host::run_checked(spec, Duration::from_secs(120));
     let r = &out.report;
-    assert_eq!(r.initialize_injection, Some(1), "{}", out.stderr);
-    assert!(
-        r.violations.is_empty(),
-        "{:#?}\n{}",
-        r.violations,
-        out.stderr
-    );
-    assert_eq!(r.records_undelivered, 0, "records never flushed: {r:#?}");
     assert_eq!(r.records_dropped, 0, "records without a buffer: {r:#?}");
     assert_eq!(
         r.records_delivered,
         r.records_made.values().sum::<u64>(),
         "{r:#?}"
     );
-    assert_eq!(out.status, Some(0), "{}", out.stderr);
     let t = Trace::open(&path).unwrap_or_else(|e| panic!("trace file: {e:?}\n{}", out.stderr));
     assert!(t.problems.is_empty(), "{:?}", t.problems);
     assert_eq!(t.drop_counts(), Some(vec![]), "nothing dropped");
