@@ -271,6 +271,24 @@ impl Driver {
         r
     }
 
+    /// Runs `f` with `ctx` current on the calling thread, then restores the
+    /// previous current context.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Driver`] when `ctx` cannot be made current (e.g. it was
+    /// destroyed); `f` does not run then.
+    #[doc(alias = "cuCtxPushCurrent")]
+    pub fn with_current<R>(&self, ctx: crate::Context, f: impl FnOnce() -> R) -> Result<R> {
+        // SAFETY: `ctx` came from CUPTI (type invariant of `Context`).
+        self.check(unsafe { self.api.cuCtxPushCurrent_v2(ctx.0) })?;
+        let r = f();
+        let mut popped: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: pops what was pushed above; valid out-pointer.
+        let _ = unsafe { self.api.cuCtxPopCurrent_v2(&mut popped) };
+        Ok(r)
+    }
+
     /// Whether `stream` (a handle from a callback) is being captured into a
     /// graph: work "launched" there runs only when the graph does.
     ///

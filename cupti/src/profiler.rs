@@ -3,9 +3,10 @@
 //!
 //! Flow: [`Profiler::initialize`] once per process; per device a
 //! [`MetricConfig`] (host object from the chip name, per-metric validation,
-//! configuration image); per context a [`RangeProfiler`] in auto-range,
-//! kernel-replay mode; per kernel [`RangeProfiler::profile`] (start, push a
-//! range, run, pop, stop, decode, evaluate). Even in auto-range mode CUPTI
+//! configuration image); per context a [`RangeProfiler`] in auto-range mode,
+//! with kernel or user [`Replay`]; per session start, push a range, run one
+//! or more kernels, pop, stop, decode, evaluate ([`RangeProfiler::profile`]
+//! does it for one). Even in auto-range mode CUPTI
 //! records nothing without a pushed range, so the scope is always pushed.
 //!
 //! Counters need permission (`NVreg_RestrictProfilingToAdminUsers=0` or
@@ -485,8 +486,23 @@ pub struct RangeValues {
     pub values: Vec<(String, f64)>,
 }
 
-/// The range profiler of one context (auto range, kernel replay, one nesting
-/// level). Disabled on drop.
+/// How the range profiler gets every pass of a profiled range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Replay {
+    /// CUPTI saves the kernel's device memory, runs it once per pass and
+    /// restores the memory in between, inside the launch; the replayed
+    /// kernel's activity record has no timestamps.
+    Kernel,
+    /// The caller replays: with a one-pass metric set nothing is replayed,
+    /// the kernel runs once as launched, and a session may hold many
+    /// auto ranges (one per kernel) between [`RangeProfiler::start`] and
+    /// [`RangeProfiler::stop`].
+    User,
+}
+
+/// The range profiler of one context (auto range, one nesting level).
+/// Disabled on drop.
 pub struct RangeProfiler<'c> {
     cupti: Cupti,
     config: &'c MetricConfig,
@@ -509,7 +525,8 @@ unsafe impl Send for RangeProfiler<'_> {}
 
 impl<'c> RangeProfiler<'c> {
     /// Enables range profiling on `ctx` with `config`, for up to `max_ranges`
-    /// kernels between two [`RangeProfiler::evaluate`] calls.
+    /// kernels between two [`RangeProfiler::evaluate`] calls, replayed as
+    /// `replay` says.
     ///
     /// `ctx` must stay alive while this value exists (drop it at
     /// `CONTEXT_DESTROY_STARTING`).
@@ -525,6 +542,7 @@ impl<'c> RangeProfiler<'c> {
         ctx: Context,
         config: &'c MetricConfig,
         max_ranges: usize,
+        replay: Replay,
     ) -> Result<Self> {
         let mut p = sys::CUpti_RangeProfiler_Enable_Params {
             structSize: struct_size!(sys::CUpti_RangeProfiler_Enable_Params, pRangeProfilerObject),
@@ -568,7 +586,10 @@ impl<'c> RangeProfiler<'c> {
             counterDataImageSize: this.counter_data.len(),
             pCounterDataImage: this.counter_data.as_mut_ptr(),
             range: sys::CUpti_ProfilerRange::CUPTI_AutoRange,
-            replayMode: sys::CUpti_ProfilerReplayMode::CUPTI_KernelReplay,
+            replayMode: match replay {
+                Replay::Kernel => sys::CUpti_ProfilerReplayMode::CUPTI_KernelReplay,
+                Replay::User => sys::CUpti_ProfilerReplayMode::CUPTI_UserReplay,
+            },
             maxRangesPerPass: max_ranges,
             numNestingLevels: 1,
             minNestingLevel: 1,

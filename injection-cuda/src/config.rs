@@ -11,7 +11,35 @@ pub mod vars {
     pub const API_LAYER: &str = "INJECTION_API_LAYER";
     /// When recording runs: `none` (all the time) or `cudaProfilerApi`.
     pub const CAPTURE_RANGE: &str = "INJECTION_CAPTURE_RANGE";
+    /// How profiled kernels are replayed for counters: `auto`, `kernel` or
+    /// `user`.
+    pub const COUNTERS_REPLAY: &str = "INJECTION_COUNTERS_REPLAY";
+    /// Profiled kernels collected per profiler session under user replay.
+    pub const COUNTERS_BATCH: &str = "INJECTION_COUNTERS_BATCH";
 }
+
+/// How the range profiler gets every pass of a profiled kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CountersReplay {
+    /// User replay when the metric set needs one pass (the kernel runs
+    /// once, as the application launched it: nothing is saved, restored or
+    /// replayed, and consecutive profiled kernels share one session),
+    /// kernel replay otherwise.
+    #[default]
+    Auto,
+    /// Always kernel replay: CUPTI saves the kernel's memory, runs it once
+    /// per pass and restores it, one session per kernel.
+    Kernel,
+    /// User replay; a metric set that needs more than one pass falls back to
+    /// kernel replay, with a line saying so.
+    User,
+}
+
+/// Most profiled kernels in one user-replay session (the counter-data image
+/// grows with it, about a few KiB per range).
+pub const MAX_COUNTERS_BATCH: usize = 1024;
+/// Default profiled kernels per user-replay session.
+pub const DEFAULT_COUNTERS_BATCH: usize = 128;
 
 /// Which layer of CUDA (the runtime over its driver) is recorded as API
 /// slices.
@@ -43,12 +71,27 @@ pub enum CaptureRange {
 }
 
 /// The CUDA backend's validated settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CudaConfig {
     /// Which API layer becomes slices.
     pub api_layer: ApiLayer,
     /// When recording runs.
     pub capture_range: CaptureRange,
+    /// How profiled kernels are replayed.
+    pub counters_replay: CountersReplay,
+    /// Profiled kernels per user-replay session (1 to [`MAX_COUNTERS_BATCH`]).
+    pub counters_batch: usize,
+}
+
+impl Default for CudaConfig {
+    fn default() -> Self {
+        Self {
+            api_layer: ApiLayer::default(),
+            capture_range: CaptureRange::default(),
+            counters_replay: CountersReplay::default(),
+            counters_batch: DEFAULT_COUNTERS_BATCH,
+        }
+    }
 }
 
 impl CudaConfig {
@@ -85,6 +128,33 @@ impl CudaConfig {
             |v| parse_choice(v, &ranges),
         ) {
             Ok(v) => c.capture_range = v.unwrap_or_default(),
+            Err(p) => problems.push(p),
+        }
+        let replays = [
+            ("auto", CountersReplay::Auto),
+            ("", CountersReplay::Auto),
+            ("kernel", CountersReplay::Kernel),
+            ("user", CountersReplay::User),
+        ];
+        match parse_var(
+            &get,
+            vars::COUNTERS_REPLAY,
+            "auto, kernel or user",
+            "auto",
+            |v| parse_choice(v, &replays),
+        ) {
+            Ok(v) => c.counters_replay = v.unwrap_or_default(),
+            Err(p) => problems.push(p),
+        }
+        let expected = format!("a whole number of kernels from 1 to {MAX_COUNTERS_BATCH}");
+        let default = DEFAULT_COUNTERS_BATCH.to_string();
+        match parse_var(&get, vars::COUNTERS_BATCH, &expected, &default, |v| {
+            v.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_COUNTERS_BATCH).contains(n))
+        }) {
+            Ok(v) => c.counters_batch = v.unwrap_or(DEFAULT_COUNTERS_BATCH),
             Err(p) => problems.push(p),
         }
         (c, problems)
@@ -128,6 +198,27 @@ mod tests {
         assert_eq!(
             p[0].to_string(),
             "INJECTION_CAPTURE_RANGE=\"nvtx\": expected none or cudaProfilerApi; using none (the whole run)"
+        );
+    }
+
+    #[test]
+    fn counters_replay_and_batch_are_checked() {
+        let (c, p) = cfg(&[]);
+        assert!(p.is_empty());
+        assert_eq!(c.counters_replay, CountersReplay::Auto);
+        assert_eq!(c.counters_batch, DEFAULT_COUNTERS_BATCH);
+        let (c, p) = cfg(&[(vars::COUNTERS_REPLAY, "kernel"), (vars::COUNTERS_BATCH, "1")]);
+        assert!(p.is_empty());
+        assert_eq!((c.counters_replay, c.counters_batch), (CountersReplay::Kernel, 1));
+        let (c, p) = cfg(&[(vars::COUNTERS_REPLAY, "app"), (vars::COUNTERS_BATCH, "0")]);
+        assert_eq!((c.counters_replay, c.counters_batch), (CountersReplay::Auto, DEFAULT_COUNTERS_BATCH));
+        assert_eq!(
+            p[0].to_string(),
+            "INJECTION_COUNTERS_REPLAY=\"app\": expected auto, kernel or user; using auto"
+        );
+        assert_eq!(
+            p[1].to_string(),
+            "INJECTION_COUNTERS_BATCH=\"0\": expected a whole number of kernels from 1 to 1024; using 128"
         );
     }
 }

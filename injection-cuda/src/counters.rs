@@ -1,5 +1,6 @@
-//! Per-kernel hardware counters: CUPTI's range profiler, auto range and
-//! kernel replay, set up lazily.
+//! Per-kernel hardware counters: CUPTI's range profiler in auto-range
+//! mode, user replay for one-pass metric sets and kernel replay for the
+//! others, set up lazily.
 //!
 //! Nothing of the profiler exists until a counters session asks for
 //! metrics (`-t counters`, `-m`, `INJECTION_METRICS`, or a system session's
@@ -7,13 +8,28 @@
 //! initialised once, each device gets a validated metric set (a bad name
 //! is said once and the good ones go on), and each context its range
 //! profiler. A profiled launch is bracketed by the driver's launch
-//! callbacks on the launching thread: at entry a session starts and a
-//! range is pushed, at exit the range is popped, the session stopped (the
-//! kernel has been replayed once per pass by then) and the values
-//! evaluated. One launch is profiled at a time in the process; others
-//! wait at their entry. The values meet the kernel's activity record (its
-//! GPU interval) by correlation id, whichever comes first, and go to the
-//! recorder as [`KernelCounters`].
+//! callbacks on the launching thread; one launch is profiled at a time in
+//! the process, and others wait at their entry.
+//!
+//! - **Kernel replay** (a metric set that needs several passes): at entry
+//!   a session starts and a range is pushed, at exit the range is popped,
+//!   the session stopped (CUPTI has replayed the kernel once per pass,
+//!   saving and restoring its memory) and the values evaluated.
+//! - **User replay** (one pass: nothing to replay): the kernel runs once,
+//!   as launched. A session stays open over consecutive profiled launches
+//!   of a context, one auto range each, and is closed (stopped, decoded,
+//!   evaluated) when it holds [`CudaConfig::counters_batch`] kernels, when
+//!   a launch that is not profiled (the filter's choice, a graph, a
+//!   capturing stream, another context) comes, when the counters session
+//!   ends, when the context is destroyed, and at exit. So a filter that
+//!   picks one kernel in a thousand leaves the others unprofiled, and
+//!   profiling every kernel pays the session's setup once per batch.
+//!
+//! The values meet the kernel's activity record (its GPU interval) by
+//! correlation id, whichever comes first, and go to the recorder as
+//! [`KernelCounters`].
+//!
+//! [`CudaConfig::counters_batch`]: crate::config::CudaConfig::counters_batch
 //!
 //! Kernels launched through CUDA graphs are not profiled: the range
 //! profiler measures one launch at a time, and a graph launch is many.
@@ -22,8 +38,10 @@
 use cupti::Cupti;
 use cupti::callback::{ApiCallback, Site};
 use cupti::cbid::{ApiDomain, CallKind};
+use crate::config::CountersReplay;
 use cupti::profiler::{
-    MetricCatalog, MetricConfig, MetricInfo, MetricKind, Profiler, RangeProfiler,
+    MetricCatalog, MetricConfig, MetricInfo, MetricKind, Profiler, RangeProfiler, RangeValues,
+    Replay,
 };
 use gpu_trace_core::Notes;
 use gpu_trace_core::Recorder;
@@ -58,8 +76,6 @@ pub(crate) const DEFAULT_METRICS: [&str; 10] = [
     "smsp__inst_executed.sum",
 ];
 
-/// Ranges one profiler session holds (one launch per session).
-const MAX_RANGES: usize = 1;
 /// Longest a launch waits for another thread's profiled launch to end.
 const GATE_LIMIT: Duration = Duration::from_secs(30);
 
@@ -80,6 +96,25 @@ struct DeviceMetrics {
     ids: Vec<CounterId>,
     /// Index of `gpu__time_duration.sum` among the accepted metrics.
     duration: Option<usize>,
+    /// How this device's profiled kernels are replayed.
+    replay: Replay,
+    /// Profiled kernels per session (1 under kernel replay).
+    batch: usize,
+}
+
+/// A profiled launch of an open session.
+struct Launch {
+    corr: u64,
+    exit: u64,
+}
+
+/// A context's range profiler and its open session, if any.
+struct Ctx {
+    ctx: cupti::Context,
+    rp: RangeProfiler<'static>,
+    dm: &'static DeviceMetrics,
+    /// The open session's launches, in launch order (its ranges' order).
+    open: Option<Vec<Launch>>,
 }
 
 /// Time spent profiling, ns, and the kernels profiled.
@@ -100,7 +135,9 @@ struct State {
     /// Metric sets by device ordinal (`None`: counters unavailable there).
     devices: FxHashMap<u32, Option<&'static DeviceMetrics>>,
     /// Range profilers by context handle (`None`: unavailable there).
-    contexts: FxHashMap<u64, Option<(RangeProfiler<'static>, &'static DeviceMetrics)>>,
+    contexts: FxHashMap<u64, Option<Ctx>>,
+    /// The context whose session is open (at most one in the process).
+    open: Option<u64>,
 }
 
 /// A profiled launch, from its entry until its counters and its kernel
@@ -254,8 +291,12 @@ pub(crate) struct Counting {
     join: Arc<Join>,
     recorder: Recorder,
     filter: KernelFilter,
+    replay: CountersReplay,
+    batch: usize,
     /// Counters wanted now (a counters session runs).
     on: AtomicBool,
+    /// A user-replay session is open: every launch must be looked at.
+    open: AtomicBool,
     /// The session's metric names (empty: the defaults).
     wanted: RwLock<Vec<String>>,
     state: Mutex<State>,
@@ -275,6 +316,8 @@ impl Counting {
         notes: Notes,
         recorder: Recorder,
         filter: KernelFilter,
+        replay: CountersReplay,
+        batch: usize,
     ) -> Self {
         Self {
             cupti,
@@ -283,7 +326,10 @@ impl Counting {
             notes,
             recorder,
             filter,
+            replay,
+            batch: batch.max(1),
             on: AtomicBool::new(false),
+            open: AtomicBool::new(false),
             wanted: RwLock::new(Vec::new()),
             state: Mutex::new(State::default()),
             busy: Mutex::new(false),
@@ -308,8 +354,79 @@ impl Counting {
                 }
                 self.on.store(true, Ordering::Release);
             }
-            None => self.on.store(false, Ordering::Release),
+            None => {
+                self.on.store(false, Ordering::Release);
+                self.close_open();
+            }
         }
+    }
+
+    /// Closes an open session (at exit, before the last records are
+    /// written).
+    pub(crate) fn finish(&self) {
+        self.close_open();
+    }
+
+    /// A context is being destroyed: its session is closed and its range
+    /// profiler disabled while the context still exists.
+    pub(crate) fn forget_context(&self, handle: u64) {
+        self.gated(|| {
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if st.open == Some(handle) {
+                self.close(&mut st, handle, None);
+            }
+            if let Some(Some(c)) = st.contexts.remove(&handle) {
+                let ctx = c.ctx;
+                let drop_it = move || drop(c);
+                match crate::api::driver() {
+                    Some(d) => {
+                        let _ = crate::api::internal(|| d.with_current(ctx, drop_it));
+                    }
+                    None => drop_it(),
+                }
+            }
+        });
+    }
+
+    /// Closes the open session, if any, holding the launch gate (so that
+    /// no profiled launch is between its entry and exit).
+    fn close_open(&self) {
+        if !self.open.load(Ordering::Acquire) {
+            return;
+        }
+        self.gated(|| {
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(h) = st.open {
+                self.close(&mut st, h, None);
+            }
+        });
+    }
+
+    /// Runs `f` holding the launch gate; gives up after [`GATE_LIMIT`].
+    fn gated<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        if !self.acquire() {
+            return None;
+        }
+        let r = f();
+        self.release();
+        Some(r)
+    }
+
+    fn acquire(&self) -> bool {
+        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let deadline = std::time::Instant::now() + GATE_LIMIT;
+        while *busy {
+            let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
+                return false;
+            };
+            busy = self
+                .free
+                .wait_timeout(busy, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        *busy = true;
+        true
     }
 
     pub(crate) fn is_on(&self) -> bool {
@@ -322,10 +439,13 @@ impl Counting {
             return;
         }
         match (cb.kind(), cb.site()) {
-            (CallKind::KernelLaunch, Site::Enter)
-                if self.is_on() && !self.filter.is_done() && self.chosen(cb) =>
-            {
-                self.begin(cb);
+            (CallKind::KernelLaunch, Site::Enter) => {
+                if self.is_on() && !self.filter.is_done() && self.chosen(cb) {
+                    self.begin(cb);
+                } else {
+                    // Its kernel must not become a range of the open session.
+                    self.close_open();
+                }
             }
             (CallKind::KernelLaunch, Site::Exit) => {
                 if let Some((corr, enter)) = PROFILING.with(Cell::get)
@@ -334,7 +454,11 @@ impl Counting {
                     self.end(cb, enter);
                 }
             }
-            (CallKind::GraphLaunch, Site::Enter) if self.is_on() => {
+            (CallKind::GraphLaunch, Site::Enter) => {
+                self.close_open();
+                if !self.is_on() {
+                    return;
+                }
                 self.graphs_said.call_once(|| {
                     let line = "kernels launched through CUDA graphs get no counters (the range profiler measures one launch at a time); their GPU work is traced as usual";
                     gpu_trace_core::warn!("{line}");
@@ -386,45 +510,52 @@ impl Counting {
         if let Some(stream) = cb.stream()
             && crate::api::is_capturing(stream)
         {
+            self.close_open();
             return;
         }
         let t0 = boottime_ns();
         // One profiled launch at a time in the process.
-        {
-            let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-            let deadline = std::time::Instant::now() + GATE_LIMIT;
-            while *busy {
-                let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
-                    self.recorder.dropped(DropKind::Counters, 1);
-                    return;
-                };
-                busy = self
-                    .free
-                    .wait_timeout(busy, left)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-            }
-            *busy = true;
+        if !self.acquire() {
+            self.recorder.dropped(DropKind::Counters, 1);
+            return;
         }
         let corr = cb.correlation_id();
+        let handle = ctx.as_u64();
         let started = {
             let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            match self.profiler_for(&mut st, ctx) {
-                Some((rp, _)) => {
-                    let r = rp.start().and_then(|()| {
-                        rp.push_range(c"kernel").inspect_err(|_| {
-                            let _ = rp.stop();
+            if let Some(h) = st.open
+                && h != handle
+            {
+                self.close(&mut st, h, Some(handle));
+            }
+            let opened = match self.profiler_for(&mut st, ctx) {
+                Some(c) if c.open.is_some() => Ok(false),
+                Some(c) => {
+                    let r = c.rp.start().and_then(|()| {
+                        c.rp.push_range(c"kernel").inspect_err(|_| {
+                            let _ = c.rp.stop();
                         })
                     });
-                    match r {
-                        Ok(()) => true,
-                        Err(e) => {
-                            self.fault(&mut st, &format!("cannot start profiling a kernel: {e}"));
-                            false
-                        }
-                    }
+                    r.map(|()| {
+                        c.open = Some(Vec::with_capacity(c.dm.batch));
+                        true
+                    })
+                    .map_err(Some)
                 }
-                None => false,
+                None => Err(None),
+            };
+            match opened {
+                Ok(true) => {
+                    st.open = Some(handle);
+                    self.open.store(true, Ordering::Release);
+                    true
+                }
+                Ok(false) => true,
+                Err(Some(e)) => {
+                    self.fault(&mut st, &format!("cannot start profiling a kernel: {e}"));
+                    false
+                }
+                Err(None) => false,
             }
         };
         if started {
@@ -446,66 +577,96 @@ impl Counting {
         let corr = u64::from(cb.correlation_id());
         let handle = cb.context_handle();
         let launched = cb.return_value().unwrap_or(0) == 0;
-        let values = {
+        {
             let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            let out = match st.contexts.get_mut(&handle) {
-                Some(Some((rp, dm))) => {
-                    let r = (|| -> Result<Vec<cupti::profiler::RangeValues>, String> {
-                        let popped = rp.pop_range();
-                        let stopped = rp.stop();
-                        popped.map_err(|e| e.to_string())?;
-                        if !stopped.map_err(|e| e.to_string())? {
-                            return Err("not every replay pass ran".to_owned());
-                        }
-                        rp.decode().map_err(|e| e.to_string())?;
-                        rp.evaluate().map_err(|e| e.to_string())
-                    })();
-                    match r {
-                        Ok(ranges) => Ok(ranges.into_iter().next().map(|range| {
-                            let duration = dm
-                                .duration
-                                .and_then(|i| range.values.get(i))
-                                .map(|(_, v)| *v)
-                                .filter(|v| v.is_finite() && *v >= 0.0)
-                                .map(|v| v as u64);
-                            let values = dm
-                                .ids
-                                .iter()
-                                .zip(range.values)
-                                .filter(|(_, (_, v))| v.is_finite())
-                                .map(|(id, (_, v))| (*id, v))
-                                .collect::<Box<[_]>>();
-                            (values, duration)
-                        })),
-                        Err(e) => Err(e),
+            let full = match st.contexts.get_mut(&handle) {
+                Some(Some(c)) if c.open.is_some() => {
+                    let batch = c.open.get_or_insert_with(Vec::new);
+                    if launched {
+                        batch.push(Launch { corr, exit });
+                    } else {
+                        // No kernel ran: no range, nothing will be delivered.
+                        self.join.exited(corr, exit, None, None, false);
                     }
+                    batch.len() >= c.dm.batch
                 }
-                _ => Ok(None),
+                _ => {
+                    self.join.exited(corr, exit, None, None, launched);
+                    if launched {
+                        self.recorder.dropped(DropKind::Counters, 1);
+                    }
+                    false
+                }
             };
-            if let Err(e) = &out
-                && launched
-            {
-                gpu_trace_core::warn_once!(
-                    "a profiled kernel's replay failed ({e}); its counters are missing (counted as dropped)"
-                );
-            }
-            out
-        };
-        self.release();
-        let done = boottime_ns();
-        self.cost.collect.fetch_add(done - exit, Ordering::Relaxed);
-        self.cost.kernels.fetch_add(1, Ordering::Relaxed);
-        match values {
-            Ok(Some((v, duration))) if launched && !v.is_empty() => {
-                self.join.exited(corr, exit, Some(v), duration, true)
-            }
-            _ => {
-                self.join.exited(corr, exit, None, None, launched);
-                if launched {
-                    self.recorder.dropped(DropKind::Counters, 1);
-                }
+            if full {
+                self.close(&mut st, handle, Some(handle));
             }
         }
+        self.release();
+    }
+
+    /// Closes the session open on context `handle`: pops its range, stops
+    /// it, decodes and evaluates its ranges, and hands each launch its
+    /// values. `current` is the context current on this thread, if known;
+    /// otherwise the session's context is made current for the calls.
+    fn close(&self, st: &mut State, handle: u64, current: Option<u64>) {
+        if st.open == Some(handle) {
+            st.open = None;
+            self.open.store(false, Ordering::Release);
+        }
+        let Some(Some(c)) = st.contexts.get_mut(&handle) else {
+            return;
+        };
+        let Some(batch) = c.open.take() else { return };
+        let t0 = boottime_ns();
+        let r = if current == Some(handle) {
+            collect(c)
+        } else {
+            match crate::api::driver() {
+                Some(d) => {
+                    let ctx = c.ctx;
+                    crate::api::internal(|| d.with_current(ctx, || collect(c)))
+                        .unwrap_or_else(|e| Err(format!("cannot make its context current: {e}")))
+                }
+                None => collect(c),
+            }
+        };
+        let dm = c.dm;
+        let n = batch.len();
+        match r {
+            Ok(ranges) if ranges.len() == n => {
+                for (l, range) in batch.into_iter().zip(ranges) {
+                    let (values, duration) = values_of(dm, range);
+                    if values.is_empty() {
+                        self.join.exited(l.corr, l.exit, None, None, true);
+                        self.recorder.dropped(DropKind::Counters, 1);
+                    } else {
+                        self.join
+                            .exited(l.corr, l.exit, Some(values), duration, true);
+                    }
+                }
+            }
+            r => {
+                match r {
+                    Ok(ranges) => gpu_trace_core::warn_once!(
+                        "the profiler returned {} range(s) for {n} profiled kernel(s); their counters are missing (counted as dropped)",
+                        ranges.len()
+                    ),
+                    Err(e) if n > 0 => gpu_trace_core::warn_once!(
+                        "a profiled kernel's replay failed ({e}); its counters are missing (counted as dropped)"
+                    ),
+                    Err(_) => {}
+                }
+                for l in batch {
+                    self.join.exited(l.corr, l.exit, None, None, true);
+                }
+                self.recorder.dropped(DropKind::Counters, n as u64);
+            }
+        }
+        self.cost
+            .collect
+            .fetch_add(boottime_ns() - t0, Ordering::Relaxed);
+        self.cost.kernels.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     /// What profiling cost, said at exit (verbose) and written into the
@@ -549,7 +710,7 @@ impl Counting {
         &self,
         st: &'s mut State,
         ctx: cupti::Context,
-    ) -> Option<&'s mut (RangeProfiler<'static>, &'static DeviceMetrics)> {
+    ) -> Option<&'s mut Ctx> {
         if st.off {
             return None;
         }
@@ -565,7 +726,7 @@ impl Counting {
         &self,
         st: &mut State,
         ctx: cupti::Context,
-    ) -> Option<(RangeProfiler<'static>, &'static DeviceMetrics)> {
+    ) -> Option<Ctx> {
         if st.profiler.is_none() {
             match Profiler::initialize(&self.cupti) {
                 Ok(p) => st.profiler = Some(p),
@@ -592,8 +753,13 @@ impl Counting {
                 d?
             }
         };
-        match RangeProfiler::enable(&self.cupti, ctx, &dm.config, MAX_RANGES) {
-            Ok(rp) => Some((rp, dm)),
+        match RangeProfiler::enable(&self.cupti, ctx, &dm.config, dm.batch, dm.replay) {
+            Ok(rp) => Some(Ctx {
+                ctx,
+                rp,
+                dm,
+                open: None,
+            }),
             Err(e) => {
                 self.fault(st, &describe(&e));
                 None
@@ -665,10 +831,29 @@ impl Counting {
                 self.registry.register(spec(name, info.as_ref()))
             })
             .collect();
+        let passes = config.num_passes();
+        let replay = match self.replay {
+            CountersReplay::Auto if passes == 1 => Replay::User,
+            CountersReplay::Auto | CountersReplay::Kernel => Replay::Kernel,
+            CountersReplay::User if passes == 1 => Replay::User,
+            CountersReplay::User => {
+                let line = format!(
+                    "{}=user: the metrics need {passes} passes and a launch cannot be replayed by the tool, so kernels are replayed by CUPTI (kernel replay)",
+                    crate::config::vars::COUNTERS_REPLAY
+                );
+                gpu_trace_core::warn!("{line}");
+                self.notes.warn(line);
+                Replay::Kernel
+            }
+        };
+        let batch = if replay == Replay::User { self.batch } else { 1 };
         gpu_trace_core::verbose!(
-            "counters on {chip} (device {device}): {} metric(s), {} replay pass(es) per profiled kernel",
+            "counters on {chip} (device {device}): {} metric(s), {passes} pass(es) per profiled kernel, {}",
             config.accepted().count(),
-            config.num_passes()
+            match replay {
+                Replay::User => format!("user replay (no replay, up to {batch} kernels per session)"),
+                _ => "kernel replay".to_owned(),
+            }
         );
         let duration = config
             .accepted()
@@ -677,6 +862,8 @@ impl Counting {
             config,
             ids,
             duration,
+            replay,
+            batch,
         })))
     }
 
@@ -704,6 +891,38 @@ impl Counting {
         gpu_trace_core::warn!("{line}");
         self.notes.warn(line);
     }
+}
+
+/// Ends a session and evaluates its ranges (one per profiled kernel, in
+/// launch order).
+fn collect(c: &mut Ctx) -> Result<Vec<RangeValues>, String> {
+    let popped = c.rp.pop_range();
+    let stopped = c.rp.stop();
+    popped.map_err(|e| e.to_string())?;
+    if !stopped.map_err(|e| e.to_string())? {
+        return Err("not every replay pass ran".to_owned());
+    }
+    c.rp.decode().map_err(|e| e.to_string())?;
+    c.rp.evaluate().map_err(|e| e.to_string())
+}
+
+/// A range's values under the tracer's ids, and the kernel's duration as
+/// the profiler measured it.
+fn values_of(dm: &DeviceMetrics, range: RangeValues) -> (Box<[(CounterId, f64)]>, Option<u64>) {
+    let duration = dm
+        .duration
+        .and_then(|i| range.values.get(i))
+        .map(|(_, v)| *v)
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map(|v| v as u64);
+    let values = dm
+        .ids
+        .iter()
+        .zip(range.values)
+        .filter(|(_, (_, v))| v.is_finite())
+        .map(|(id, (_, v))| (*id, v))
+        .collect();
+    (values, duration)
 }
 
 fn describe(e: &cupti::Error) -> String {

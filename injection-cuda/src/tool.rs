@@ -176,6 +176,9 @@ impl Shared {
                 }
                 (ResourceEvent::ContextDestroyStarting, c) => {
                     self.api.forget_context(r.context_handle());
+                    if let Some(counting) = self.counting.get() {
+                        counting.forget_context(r.context_handle());
+                    }
                     if let Some(c) = c {
                         self.contexts
                             .lock()
@@ -424,6 +427,8 @@ impl Tool {
             tracer.notes(),
             tracer.recorder().clone(),
             filter,
+            cuda.counters_replay,
+            cuda.counters_batch,
         ));
         let _ = gate.set(shared.clone());
 
@@ -487,6 +492,7 @@ impl Tool {
             );
         }
         if let Some(c) = self.shared.counting.get() {
+            c.finish();
             c.report();
         }
         self.tracer.shutdown(Duration::from_secs(10));
