@@ -38,6 +38,13 @@ Modes:
                   and torch_mlp.py --ab W: untraced and traced windows alternate in
                   one process; reported as the traced ÷ untraced step time.
                   baseline_ab is the null control (no tool: both windows alike)
+  gt_counters     gpu-trace, renderstages + per-kernel counters on every kernel, with
+                  three one-pass metrics (COUNTER_METRICS): user replay, batched sessions
+  gt_counters_kr  the same with INJECTION_COUNTERS_REPLAY=kernel (CUPTI's kernel replay)
+  gt_counters_none  counters on with a name filter that matches no kernel: what the
+                  filter costs the kernels it leaves out
+  gt_counters_1in1000  counters on for one launch in 1,000 (skip half, then count
+                  launches/1000): the other 999 against gt_gpu
   torch_cuda      torch.profiler, CUDA activity only (PyTorch workloads only)
   torch_cpu_cuda  torch.profiler, CPU + CUDA (PyTorch workloads only)
 """
@@ -55,6 +62,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CUDA = os.environ.get("CUDA_ROOT", "/usr/local/cuda")
+COUNTER_METRICS = "sm__cycles_elapsed.avg,smsp__inst_executed.sum,dram__bytes_read.sum"
 CUPTI_INC = f"{CUDA}/extras/CUPTI/include"
 CUPTI_LIBS = [f"{CUDA}/extras/CUPTI/lib64", f"{CUDA}/targets/x86_64-linux/lib"]
 NVCC = shutil.which("nvcc") or f"{CUDA}/bin/nvcc"
@@ -207,6 +215,16 @@ def main():
                     env["INJECTION_CAPTURE_RANGE"] = "cudaProfilerApi"
             elif mode == "gt_api":
                 env["INJECTION_TRACE"] = "gpu,api"
+            elif mode.startswith("gt_counters"):
+                env["INJECTION_TRACE"] = "gpu,counters"
+                env["INJECTION_METRICS"] = COUNTER_METRICS
+                if mode == "gt_counters_kr":
+                    env["INJECTION_COUNTERS_REPLAY"] = "kernel"
+                elif mode == "gt_counters_none":
+                    env["INJECTION_KERNEL_FILTER"] = "no_kernel_is_named_this"
+                elif mode == "gt_counters_1in1000":
+                    env["INJECTION_KERNEL_SKIP"] = str(n_launch // 2)
+                    env["INJECTION_KERNEL_COUNT"] = str(max(1, n_launch // 1000))
             elif mode == "gt_nvtx":
                 env["INJECTION_TRACE"] = "gpu,nvtx"
                 env["NVTX_INJECTION64_PATH"] = env["CUDA_INJECTION64_PATH"]

@@ -53,27 +53,57 @@ gt -m "sm__cycles_elapsed.avg,not_a_metric,dram__bytes_readd.sum,smsp__inst_exec
 grep -a -o "metric \"[^;]*" "$o/bad.pftrace" | head -5
 q "$o/bad.pftrace" | cut -d, -f3 | sort | uniq -c
 
-cost() {  # label, N, metrics
-    local label="$1" n="$2" m="$3"
-    t0=$(date +%s.%N); "$K" many "$n" >/dev/null; t1=$(date +%s.%N)
-    gt -v -t gpu,counters -m "$m" -o "$o/many_$label.pftrace" -- "$K" many "$n" >"$o/many_$label.txt" 2>&1; t2=$(date +%s.%N)
-    "$ncu" --clock-control none --metrics "$m" "$K" many "$n" >"$o/many_${label}_ncu.txt" 2>&1; t3=$(date +%s.%N)
-    gt -t gpu -o "$o/many_gpu.pftrace" -- "$K" many "$n" >/dev/null 2>&1; t4=$(date +%s.%N)
-    grep -E "replay pass|profiled" "$o/many_$label.txt" | grep -v '^\[' | head -3
-    python3 - "$label" "$n" "$t0" "$t1" "$t2" "$t3" "$t4" <<'PY'
-import sys
-label, n = sys.argv[1], int(sys.argv[2])
-t0, t1, t2, t3, t4 = map(float, sys.argv[3:])
-base, ours, ncu, gpu = t1 - t0, t2 - t1, t3 - t2, t4 - t3
-print(f"{label}: wall s untraced {base:.2f}, gpu-trace -t gpu {gpu:.2f}, gpu-trace counters {ours:.2f}, ncu {ncu:.2f}")
-print(f"{label}: per profiled kernel ms: gpu-trace {(ours - gpu) / n * 1e3:.2f}, ncu {(ncu - base) / n * 1e3:.2f}, ratio ncu/gpu-trace {(ncu - base) / max(ours - gpu, 1e-9):.1f}")
-PY
-    q "$o/many_$label.pftrace" | cut -d, -f3 | sort | uniq -c | head -4
+M3="sm__cycles_elapsed.avg,smsp__inst_executed.sum,dram__bytes_read.sum"
+tpstats() {  # trace -> the trace processor's non-zero sorter/loss stats
+    echo "select name, idx, value from stats where value > 0 and (name like 'sorter%' or name like '%lost%' or name like '%drop%' or severity in ('error','data_loss'));" >"$w/st.sql"
+    "$tp" -q "$w/st.sql" "$1" 2>/dev/null | grep -v '^\[' | tail -n +2 | tr '\n' ' '; echo
 }
-say "cost per profiled kernel: 100 tiny kernels, default metrics"
-cost default 100 "$M"
-say "cost per profiled kernel: 100 tiny kernels, 3 metrics"
-cost three 100 "sm__cycles_elapsed.avg,smsp__inst_executed.sum,dram__bytes_read.sum"
+wall() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N); python3 -c "print(f'{$t1-$t0:.3f}')"; }
+cost() {  # label, N, metrics, env...: per profiled kernel against -t gpu, the same N
+    local label="$1" n="$2" m="$3"; shift 3
+    local base gpu ours
+    base=$(wall "$K" many "$n")
+    gpu=$(wall "$bin/gpu-trace" record --no-stats -t gpu -o "$o/many_gpu.pftrace" -- "$K" many "$n")
+    t0=$(date +%s.%N)
+    env "$@" "$bin/gpu-trace" record --no-stats -v -t gpu,counters -m "$m" -o "$o/many_$label.pftrace" -- "$K" many "$n" >"$o/many_$label.txt" 2>&1
+    t1=$(date +%s.%N); ours=$(python3 -c "print(f'{$t1-$t0:.3f}')")
+    grep -E "pass\(es\)|profiled;|GPU timestamps|replay failed|missing" "$o/many_$label.txt" | grep -v '^\[' | head -4
+    python3 -c "print(f'$label N=$n: wall s untraced {$base}, -t gpu {$gpu}, counters {$ours}; per profiled kernel {($ours-$gpu)/$n*1e3:.3f} ms')"
+    echo "$label counters per metric: $(q "$o/many_$label.pftrace" | cut -d, -f3 | sort | uniq -c | tr '\n' ' ')"
+    echo "$label TP stats: $(tpstats "$o/many_$label.pftrace")"
+}
+ncucost() {  # N, metrics
+    local n="$1" m="$2" base nt
+    base=$(wall "$K" many "$n")
+    nt=$(wall "$ncu" --clock-control none --metrics "$m" "$K" many "$n")
+    python3 -c "print(f'ncu N=$n: wall s untraced {$base}, ncu {$nt}; per profiled kernel {($nt-$base)/$n*1e3:.3f} ms')"
+}
+say "cost per profiled kernel, 3 one-pass metrics ($M3)"
+ncucost 100 "$M3"
+cost three_kernel_replay 100 "$M3" INJECTION_COUNTERS_REPLAY=kernel
+cost three_user_b1 1000 "$M3" INJECTION_COUNTERS_BATCH=1
+cost three_user 1000 "$M3"
+cost three_user_big 10000 "$M3"
+say "cost per profiled kernel, default metrics (kernel replay)"
+ncucost 50 "$M"
+cost default 50 "$M"
+say "values under user replay: check, 3 metrics, against ncu"
+gt -v -t gpu,counters -m "$M3" -o "$o/check3.pftrace" -- "$K" check >"$o/check3.txt" 2>&1; echo "rc=$?"; grep -E "pass\(es\)|profiled;|GPU timestamps" "$o/check3.txt" | grep -v '^\['
+q "$o/check3.pftrace" >"$o/check3_ours.csv"
+"$ncu" --clock-control none --metrics "$M3" --csv --print-units base "$K" check >"$o/check3_ncu.csv" 2>"$o/check3_ncu.err"; echo "ncu rc=$?"
+python3 "$here/compare.py" "$o/check3_ours.csv" "$o/check3_ncu.csv" | tee "$o/check3_table.md" | tail -6
+echo "check3 TP stats: $(tpstats "$o/check3.pftrace")"; echo "check (default) TP stats: $(tpstats "$o/check.pftrace")"
+
+say "threads: 4 x 25 tiny kernels, 3 metrics (user replay across threads)"
+gt -t gpu,counters -m "$M3" -o "$o/threads3.pftrace" -- "$K" threads 4 25 >"$o/threads3.txt" 2>&1; echo "rc=$?"; grep -v '^\[' "$o/threads3.txt"
+q "$o/threads3.pftrace" | cut -d, -f3 | sort | uniq -c | head -3
+echo "threads3 TP stats: $(tpstats "$o/threads3.pftrace")"
+say "graph, 3 metrics"
+gt -t gpu,counters -m "$M3" -o "$o/graph3.pftrace" -- "$K" graph >"$o/graph3.txt" 2>&1; echo "rc=$?"; grep -v '^\[' "$o/graph3.txt"
+q "$o/graph3.pftrace" | cut -d, -f3 | sort | uniq -c | head -3
+say "filter: 1 of 1000, 3 metrics"
+gt -t gpu,counters -m "$M3" --kernel-skip 500 --kernel-count 1 -o "$o/filter3.pftrace" -- "$K" many 1000 >"$o/filter3.txt" 2>&1; echo "rc=$?"
+q "$o/filter3.pftrace" | cut -d, -f3 | sort | uniq -c | head -3
 
 say "threads: 4 x 25 tiny kernels"
 gt -t gpu,counters -o "$o/threads.pftrace" -- "$K" threads 4 25 >"$o/threads.txt" 2>&1; echo "rc=$?"; grep -v '^\[' "$o/threads.txt"
