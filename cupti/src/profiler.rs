@@ -501,8 +501,19 @@ pub enum Replay {
     User,
 }
 
-/// The range profiler of one context (auto range, one nesting level).
-/// Disabled on drop.
+/// What one range of the range profiler covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Ranges {
+    /// Each kernel launched inside a pushed range is a range of its own.
+    Auto,
+    /// Each pushed range is one range, whatever ran between its push and
+    /// its pop.
+    User,
+}
+
+/// The range profiler of one context (one nesting level). Disabled on
+/// drop.
 pub struct RangeProfiler<'c> {
     cupti: Cupti,
     config: &'c MetricConfig,
@@ -543,6 +554,7 @@ impl<'c> RangeProfiler<'c> {
         config: &'c MetricConfig,
         max_ranges: usize,
         replay: Replay,
+        ranges: Ranges,
     ) -> Result<Self> {
         let mut p = sys::CUpti_RangeProfiler_Enable_Params {
             structSize: struct_size!(sys::CUpti_RangeProfiler_Enable_Params, pRangeProfilerObject),
@@ -585,7 +597,10 @@ impl<'c> RangeProfiler<'c> {
             pConfig: config.image.as_ptr(),
             counterDataImageSize: this.counter_data.len(),
             pCounterDataImage: this.counter_data.as_mut_ptr(),
-            range: sys::CUpti_ProfilerRange::CUPTI_AutoRange,
+            range: match ranges {
+                Ranges::Auto => sys::CUpti_ProfilerRange::CUPTI_AutoRange,
+                Ranges::User => sys::CUpti_ProfilerRange::CUPTI_UserRange,
+            },
             replayMode: match replay {
                 Replay::Kernel => sys::CUpti_ProfilerReplayMode::CUPTI_KernelReplay,
                 Replay::User => sys::CUpti_ProfilerReplayMode::CUPTI_UserReplay,

@@ -41,7 +41,7 @@ use cupti::cbid::{ApiDomain, CallKind};
 use crate::config::CountersReplay;
 use cupti::profiler::{
     MetricCatalog, MetricConfig, MetricInfo, MetricKind, Profiler, RangeProfiler, RangeValues,
-    Replay,
+    Ranges, Replay,
 };
 use gpu_trace_core::Notes;
 use gpu_trace_core::Recorder;
@@ -168,6 +168,10 @@ pub(crate) struct Join {
     /// Entries in `pending`: the records thread looks only when some are.
     count: AtomicUsize,
     placed_said: Once,
+    /// A user-replay session has run: CUPTI's own kernels may follow.
+    user_replay: AtomicBool,
+    /// CUPTI's own kernels left out of the trace.
+    internal: std::sync::atomic::AtomicU64,
 }
 
 impl Join {
@@ -178,7 +182,21 @@ impl Join {
             pending: Mutex::new(FxHashMap::default()),
             count: AtomicUsize::new(0),
             placed_said: Once::new(),
+            user_replay: AtomicBool::new(false),
+            internal: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Whether a kernel record is CUPTI's own: under user replay the range
+    /// profiler launches a `WaitNs` kernel on a stream of its own after
+    /// each profiled kernel (seen on the H200). It is not the program's
+    /// work and is left out, counted.
+    pub(crate) fn is_profiler_kernel(&self, name: Option<&std::ffi::CStr>) -> bool {
+        if !self.user_replay.load(Ordering::Relaxed) || name != Some(c"WaitNs") {
+            return false;
+        }
+        self.internal.fetch_add(1, Ordering::Relaxed);
+        true
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, FxHashMap<u64, Entry>> {
@@ -529,23 +547,33 @@ impl Counting {
                 self.close(&mut st, h, Some(handle));
             }
             let opened = match self.profiler_for(&mut st, ctx) {
-                Some(c) if c.open.is_some() => Ok(false),
                 Some(c) => {
-                    let r = c.rp.start().and_then(|()| {
-                        c.rp.push_range(c"kernel").inspect_err(|_| {
+                    let was_open = c.open.is_some();
+                    // Auto ranges are found inside a pushed one.
+                    let r = if was_open {
+                        Ok(())
+                    } else {
+                        c.rp.start().and_then(|()| c.rp.push_range(c"kernel"))
+                    };
+                    match r {
+                        Ok(()) if was_open => Ok(false),
+                        Ok(()) => {
+                            c.open = Some(Vec::with_capacity(c.dm.batch));
+                            Ok(true)
+                        }
+                        Err(e) => {
                             let _ = c.rp.stop();
-                        })
-                    });
-                    r.map(|()| {
-                        c.open = Some(Vec::with_capacity(c.dm.batch));
-                        true
-                    })
-                    .map_err(Some)
+                            Err(Some(e))
+                        }
+                    }
                 }
                 None => Err(None),
             };
             match opened {
                 Ok(true) => {
+                    if st.contexts.get(&handle).and_then(Option::as_ref).is_some_and(|c| c.dm.replay == Replay::User) {
+                        self.join.user_replay.store(true, Ordering::Relaxed);
+                    }
                     st.open = Some(handle);
                     self.open.store(true, Ordering::Release);
                     true
@@ -685,6 +713,14 @@ impl Counting {
         );
         gpu_trace_core::verbose!("{line}");
         self.notes.info(line);
+        let internal = self.join.internal.load(Ordering::Relaxed);
+        if internal > 0 {
+            let line = format!(
+                "counters: {internal} WaitNs kernel(s) that CUPTI's profiler launched itself are left out of the trace"
+            );
+            gpu_trace_core::verbose!("{line}");
+            self.notes.info(line);
+        }
     }
 
     fn release(&self) {
@@ -753,7 +789,7 @@ impl Counting {
                 d?
             }
         };
-        match RangeProfiler::enable(&self.cupti, ctx, &dm.config, dm.batch, dm.replay) {
+        match RangeProfiler::enable(&self.cupti, ctx, &dm.config, dm.batch, dm.replay, Ranges::Auto) {
             Ok(rp) => Some(Ctx {
                 ctx,
                 rp,
@@ -847,6 +883,14 @@ impl Counting {
             }
         };
         let batch = if replay == Replay::User { self.batch } else { 1 };
+        if replay == Replay::User && config.accepted().any(|m| m.contains("inst_executed")) {
+            let line = format!(
+                "counters use user replay (one pass, no kernel replay): CUPTI instruments each profiled kernel, which adds about 8 instructions per warp to inst_executed counts; {}=kernel gives exact counts at about 20 ms per kernel",
+                crate::config::vars::COUNTERS_REPLAY
+            );
+            gpu_trace_core::warn!("{line}");
+            self.notes.warn(line);
+        }
         gpu_trace_core::verbose!(
             "counters on {chip} (device {device}): {} metric(s), {passes} pass(es) per profiled kernel, {}",
             config.accepted().count(),

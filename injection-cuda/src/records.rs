@@ -243,6 +243,11 @@ impl RecordState {
     fn kernel(&self, k: &KernelRecord<'_>) {
         // A profiled kernel's record has no timestamps (kernel replay):
         // the counters' join places it.
+        // CUPTI's own kernel, launched inside the profiled launch (so with
+        // its correlation id): not the program's work.
+        if self.join.get().is_some_and(|j| j.is_profiler_kernel(k.name())) {
+            return;
+        }
         let profiled = self
             .join
             .get()

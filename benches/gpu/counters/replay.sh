@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# User replay on the GPU machine: kernel replay against user replay (auto) (values
+# against ncu, cost per profiled kernel), CUPTI's own kernels, threads,
+# graphs. Prints a summary; logs and tables go to $OUT/replay/.
+#
+#   bash benches/gpu/counters/replay.sh BIN
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+bin="$(cd "$1" && pwd)"
+tp="$bin/trace_processor_shell"
+o="${OUT:-.}/replay"; mkdir -p "$o"
+w="$(mktemp -d -t replay.XXXXXX)"; trap 'rm -rf "$w"' EXIT
+cuda=/usr/local/cuda-13.0; [ -d $cuda ] || cuda=/usr/local/cuda
+ncu="${NCU:-$(command -v ncu || echo $cuda/bin/ncu)}"
+$cuda/bin/nvcc -arch=sm_90 -O2 -o "$w/kernels" "$here/kernels.cu" || exit 1
+K="$w/kernels"
+M3="sm__cycles_elapsed.avg,smsp__inst_executed.sum,dram__bytes_read.sum"
+q() {
+    cat >"$w/q.sql" <<'SQL'
+select s.name as kernel, s.ts as ts, t.name as metric, c.value as value
+from gpu_slice s join counter c on c.ts = s.ts join track t on c.track_id = t.id
+order by s.ts, t.name;
+SQL
+    "$tp" -q "$w/q.sql" "$1" 2>/dev/null | grep -v '^\[' | sed 's/^"//; s/"$//; s/","/,/g' | sed 's/"//g'
+}
+tpstats() {
+    echo "select name, value from stats where value > 0 and (name like 'sorter%' or severity in ('error','data_loss'));" >"$w/st.sql"
+    "$tp" -q "$w/st.sql" "$1" 2>/dev/null | grep -v '^\[' | tail -n +2 | tr '\n' ' '
+}
+kernels() { echo "select name, count(*) from gpu_slice group by 1 order by 2 desc;" >"$w/k.sql"; "$tp" -q "$w/k.sql" "$1" 2>/dev/null | grep -v '^\[' | tail -n +2 | tr '\n' ' '; }
+wall() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N); python3 -c "print(f'{$t1-$t0:.3f}')"; }
+gt() { "$bin/gpu-trace" record --no-stats "$@"; }
+
+"$ncu" --clock-control none --metrics "$M3" --csv --print-units base "$K" check >"$o/check_ncu.csv" 2>"$o/check_ncu.err"
+for r in kernel auto; do
+    echo "== check, replay $r"
+    INJECTION_COUNTERS_REPLAY=$r gt -v -t gpu,counters -m "$M3" -o "$w/check_$r.pftrace" -- "$K" check >"$o/check_$r.txt" 2>&1; echo "rc=$?"
+    grep -E "pass\(es\)|profiled;|WaitNs|GPU timestamps|missing|fail" "$o/check_$r.txt" | grep -v '^\['
+    q "$w/check_$r.pftrace" >"$o/check_${r}_ours.csv"
+    python3 "$here/compare.py" "$o/check_${r}_ours.csv" "$o/check_ncu.csv" >"$o/check_${r}_table.md"; grep inst_exec "$o/check_${r}_table.md" | head -3; tail -3 "$o/check_${r}_table.md"
+    echo "kernels: $(kernels "$w/check_$r.pftrace") | TP: $(tpstats "$w/check_$r.pftrace")"
+done
+n=100; base=$(wall "$K" many $n); nt=$(wall "$ncu" --clock-control none --metrics "$M3" "$K" many $n)
+echo "ncu many $n: untraced $base s, ncu $nt s; per kernel $(python3 -c "print(f'{($nt-$base)/$n*1e3:.2f}')") ms"
+n=300
+g=$(wall "$bin/gpu-trace" record --no-stats -t gpu -o "$w/g.pftrace" -- "$K" many $n)
+for r in kernel auto; do
+    t0=$(date +%s.%N); INJECTION_COUNTERS_REPLAY=$r gt -v -t gpu,counters -m "$M3" -o "$w/many_$r.pftrace" -- "$K" many $n >"$o/many_$r.txt" 2>&1; t1=$(date +%s.%N)
+    echo "many $n, replay $r: -t gpu $g s, counters $(python3 -c "print(f'{$t1-$t0:.3f} s; per profiled kernel {($t1-$t0-$g)/$n*1e3:.3f} ms')")"
+    grep -E "profiled;|WaitNs" "$o/many_$r.txt" | grep -v '^\['
+    echo "kernels: $(kernels "$w/many_$r.pftrace") | TP: $(tpstats "$w/many_$r.pftrace")"
+done
+for r in kernel auto; do
+    echo "== threads 4x25 and graph, replay $r"
+    INJECTION_COUNTERS_REPLAY=$r gt -t gpu,counters -m "$M3" -o "$w/th_$r.pftrace" -- "$K" threads 4 25 >"$o/th_$r.txt" 2>&1; echo "threads rc=$? kernels: $(kernels "$w/th_$r.pftrace") counters: $(q "$w/th_$r.pftrace" | grep -c inst_exec)"
+    INJECTION_COUNTERS_REPLAY=$r gt -t gpu,counters -m "$M3" -o "$w/gr_$r.pftrace" -- "$K" graph >"$o/gr_$r.txt" 2>&1; echo "graph rc=$? kernels: $(kernels "$w/gr_$r.pftrace") counters: $(q "$w/gr_$r.pftrace" | grep -c inst_exec)"
+done
+echo "== 10 of 20000 profiled (skip 10000), wall"
+n=20000
+for i in 1 2 3; do
+    a=$(wall "$bin/gpu-trace" record --no-stats -t gpu -o "$w/a.pftrace" -- "$K" many $n)
+    b=$(wall "$bin/gpu-trace" record --no-stats -t gpu,counters -m "$M3" --kernel-skip 10000 --kernel-count 10 -o "$w/b.pftrace" -- "$K" many $n)
+    c=$(wall "$bin/gpu-trace" record --no-stats -t gpu,counters -m "$M3" --kernels nothing_matches -o "$w/c.pftrace" -- "$K" many $n)
+    echo "rep $i: -t gpu $a s, 10 profiled $b s, filter matching none $c s"
+done
+echo "b kernels: $(kernels "$w/b.pftrace") counters: $(q "$w/b.pftrace" | grep -c inst_exec)"
