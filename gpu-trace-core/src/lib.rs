@@ -30,6 +30,7 @@ mod sharded;
 mod sink;
 #[doc(hidden)]
 pub mod testing;
+pub mod windows;
 #[cfg(feature = "perfetto")]
 mod tracer;
 #[cfg(all(test, feature = "perfetto"))]

@@ -1,0 +1,661 @@
+//! Recording windows: tracing switched on and off in a running process,
+//! by time (a delay, a duration, a duty cycle) or from outside
+//! (`gpu-trace start|stop|status PID`).
+//!
+//! Windows drive the tracer's [`CaptureSwitch`], the same switch that
+//! `cudaProfilerStart`/`Stop` capture ranges use: outside a window nothing
+//! of the vendor's tracing is enabled, and each window holds everything
+//! submitted inside it, including work still running when it closes. Each
+//! window is drawn in the trace as a process-wide range `gpu-trace window
+//! N` (domain `gpu-trace`), so that the UI and `gpu-trace stats` see where
+//! the trace has data.
+//!
+//! **Control from outside** is a Unix datagram socket per traced process,
+//! `<dir>/<pid>.sock`, in a directory only this user can enter
+//! (`$XDG_RUNTIME_DIR/gpu-trace`, else `/tmp/gpu-trace-<uid>`, mode 0700,
+//! refused when another user owns it). A socket rather than a signal: the
+//! application's own signal handlers are never touched, nothing needs
+//! chaining, a stray signal cannot kill it, and the controlling thread
+//! sleeps in `recv` (no polling) until a command or the next scheduled
+//! switch. Commands are `start`, `stop` and `status`; the reply is one line,
+//! `open <windows> <program>` or `closed <windows> <program>`.
+
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+#[cfg(feature = "perfetto")]
+use std::sync::Arc;
+#[cfg(feature = "perfetto")]
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::config::{Problem, env_lookup, parse_var};
+#[cfg(feature = "perfetto")]
+use crate::model::Marker;
+#[cfg(feature = "perfetto")]
+use crate::{CaptureSwitch, Recorder};
+
+/// Environment variable names.
+pub mod vars {
+    /// `1`: start with recording off, until a window opens.
+    pub const PAUSED: &str = "INJECTION_PAUSED";
+    /// Time before the first window opens (`10s`, `500ms`, `2m`).
+    pub const DELAY: &str = "INJECTION_DELAY";
+    /// Length of the (first) window; recording stops after it.
+    pub const DURATION: &str = "INJECTION_DURATION";
+    /// Length of each window of a duty cycle (with [`EVERY`]).
+    pub const WINDOW: &str = "INJECTION_WINDOW";
+    /// Period of the duty cycle: a window of [`WINDOW`] opens every EVERY.
+    pub const EVERY: &str = "INJECTION_EVERY";
+    /// `on` (default) or `off`: the control socket.
+    pub const CONTROL: &str = "INJECTION_CONTROL";
+}
+
+/// Shortest window or period accepted.
+const MIN: Duration = Duration::from_millis(10);
+/// Longest delay, window or period accepted (a week).
+const MAX: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// When recording runs, as the environment asks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Start with recording off.
+    pub paused: bool,
+    /// First window opens after this.
+    pub delay: Option<Duration>,
+    /// First window closes after this (and no scheduled window follows).
+    pub duration: Option<Duration>,
+    /// Duty cycle: (window, period).
+    pub cycle: Option<(Duration, Duration)>,
+    /// The control socket.
+    pub control: bool,
+}
+
+impl Plan {
+    /// Reads the process environment; problems are returned, not printed.
+    pub fn from_env() -> (Plan, Vec<Problem>) {
+        Self::from_lookup(&env_lookup)
+    }
+
+    /// Reads the plan through `get`, for tests.
+    pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> (Plan, Vec<Problem>) {
+        let mut problems = Vec::new();
+        let mut p = Plan {
+            control: true,
+            ..Plan::default()
+        };
+        let mut push = |r: Result<Option<Duration>, Problem>| match r {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(e);
+                None
+            }
+        };
+        let expected = "a duration from 10ms to 7d, such as 30s, 500ms, 2m or 1h";
+        let dur = |var| parse_var(get, var, expected, "none", parse_duration);
+        p.delay = push(parse_var(
+            get,
+            vars::DELAY,
+            "a duration up to 7d, such as 30s, 500ms, 2m or 1h",
+            "no delay",
+            |v| parse_duration(v).or_else(|| (v.trim() == "0").then_some(Duration::ZERO)),
+        ));
+        p.duration = push(dur(vars::DURATION));
+        let window = push(dur(vars::WINDOW));
+        let every = push(dur(vars::EVERY));
+        match (window, every) {
+            (Some(w), Some(e)) if w < e => p.cycle = Some((w, e)),
+            (Some(w), Some(e)) => problems.push(Problem {
+                var: vars::WINDOW,
+                value: format!("{w:?} with {}={e:?}", vars::EVERY),
+                expected: format!("a window shorter than {}", vars::EVERY),
+                using: "no duty cycle".to_owned(),
+            }),
+            (Some(w), None) => problems.push(Problem {
+                var: vars::WINDOW,
+                value: format!("{w:?}"),
+                expected: format!("{} as well (the period of the windows)", vars::EVERY),
+                using: "no duty cycle".to_owned(),
+            }),
+            (None, Some(e)) => problems.push(Problem {
+                var: vars::EVERY,
+                value: format!("{e:?}"),
+                expected: format!("{} as well (the length of each window)", vars::WINDOW),
+                using: "no duty cycle".to_owned(),
+            }),
+            (None, None) => {}
+        }
+        match parse_var(get, vars::PAUSED, "0 or 1", "0", parse_flag) {
+            Ok(v) => p.paused = v.unwrap_or(false),
+            Err(e) => problems.push(e),
+        }
+        match parse_var(get, vars::CONTROL, "on or off", "on", parse_flag) {
+            Ok(v) => p.control = v.unwrap_or(true),
+            Err(e) => problems.push(e),
+        }
+        (p, problems)
+    }
+
+    /// Whether recording is switched by this plan (and the tracer must run
+    /// with capture ranges).
+    pub fn switches(&self) -> bool {
+        self.paused || self.delay.is_some() || self.duration.is_some() || self.cycle.is_some()
+    }
+
+    /// Whether recording is on at start.
+    fn open_at_start(&self) -> bool {
+        !self.paused && self.delay.is_none_or(|d| d.is_zero())
+    }
+}
+
+fn parse_flag(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "on" | "yes" | "true" => Some(true),
+        "0" | "off" | "no" | "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// Parses `30s`, `500ms`, `2m`, `1h`, `1d`, `1.5s` (a bare number is seconds),
+/// from 10 ms to a week.
+pub fn parse_duration(v: &str) -> Option<Duration> {
+    let t = v.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().ok().filter(|n: &f64| n.is_finite())?;
+    let secs = match unit.trim() {
+        "" | "s" | "sec" | "secs" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        "d" => 86400.0,
+        _ => return None,
+    };
+    let d = Duration::try_from_secs_f64(n * secs).ok()?;
+    (MIN..=MAX).contains(&d).then_some(d)
+}
+
+/// The directory of the control sockets of this user's traced processes.
+pub fn control_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) if !d.is_empty() && Path::new(&d).is_dir() => Path::new(&d).join("gpu-trace"),
+        _ => std::env::temp_dir().join(format!("gpu-trace-{}", rustix::process::getuid().as_raw())),
+    }
+}
+
+/// Makes (or checks) the control directory: ours, mode 0700.
+///
+/// # Errors
+/// A line naming the directory and what is wrong with it.
+pub fn ensure_control_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::DirBuilder::new().mode(0o700).recursive(true).create(dir) {
+        Ok(()) => {}
+        Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+    }
+    let m = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if m.uid() != rustix::process::getuid().as_raw() {
+        return Err(format!(
+            "{} belongs to another user (uid {}); not using it",
+            dir.display(),
+            m.uid()
+        ));
+    }
+    if m.permissions().mode() & 0o077 != 0 {
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    }
+    Ok(())
+}
+
+/// The control socket of process `pid`.
+pub fn socket_path(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("{pid}.sock"))
+}
+
+#[cfg(feature = "perfetto")]
+/// The running window controller of this process; stops its thread and
+/// removes its socket on drop.
+pub struct Windows {
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    socket: Option<PathBuf>,
+}
+
+#[cfg(feature = "perfetto")]
+struct Shared {
+    switch: CaptureSwitch,
+    recorder: Recorder,
+    stop: AtomicBool,
+    /// Windows opened so far.
+    opened: AtomicU32,
+    program: String,
+    /// Whether windows are drawn: when a plan switches recording, or once
+    /// a command came (a run that is never switched gets no window range).
+    draw: AtomicBool,
+    /// Whether the open window's start is drawn, and when it opened.
+    marked: AtomicBool,
+    opened_at: std::sync::atomic::AtomicU64,
+}
+
+#[cfg(feature = "perfetto")]
+impl Shared {
+    /// Opens or closes a window, drawing it as a process-wide range.
+    fn set(&self, open: bool, why: &str) {
+        if self.switch.is_open() == open {
+            return;
+        }
+        let now = crate::clock::boottime_ns();
+        if open {
+            let n = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
+            self.opened_at.store(now, Ordering::Relaxed);
+            self.switch.set(true);
+            let draw = self.draw.load(Ordering::Relaxed);
+            if draw {
+                self.mark_start(n, now, why);
+            }
+            self.marked.store(draw, Ordering::Relaxed);
+            crate::verbose!("window {n} opened ({why})");
+        } else {
+            let n = self.opened.load(Ordering::Relaxed);
+            self.mark_end(n, now);
+            self.switch.set(false);
+            crate::verbose!("window {n} closed ({why})");
+        }
+    }
+
+    fn mark_start(&self, n: u32, ts: u64, why: &str) {
+        let text = format!("gpu-trace window {n} ({why})");
+        self.recorder
+            .marker(crate::clock::thread_id(), ts, &text, |t| Marker::Start {
+                id: window_id(n),
+                domain: None,
+                text: t,
+            });
+    }
+
+    /// Ends window `n`'s range, drawing its start first if it was not.
+    fn mark_end(&self, n: u32, ts: u64) {
+        if !self.marked.swap(true, Ordering::Relaxed) {
+            let at = self.opened_at.load(Ordering::Relaxed);
+            self.mark_start(n, at, "start");
+        }
+        self.recorder
+            .marker(crate::clock::thread_id(), ts, "", |_| Marker::End {
+                id: window_id(n),
+            });
+    }
+}
+
+#[cfg(feature = "perfetto")]
+/// Range ids of windows: far from the ids NVTX hands out (small counters).
+fn window_id(n: u32) -> u64 {
+    0x6770_7574_0000_0000 | u64::from(n)
+}
+
+#[cfg(feature = "perfetto")]
+impl Windows {
+    /// Starts the controller for `plan`: opens the first window now when
+    /// the plan starts recording at once, schedules the others, and listens
+    /// on the control socket. Returns `None` when there is nothing to do.
+    pub fn start(plan: &Plan, switch: CaptureSwitch, recorder: Recorder) -> Option<Windows> {
+        if !plan.switches() && !plan.control {
+            return None;
+        }
+        let shared = Arc::new(Shared {
+            switch,
+            recorder,
+            stop: AtomicBool::new(false),
+            opened: AtomicU32::new(0),
+            program: crate::output::program_name(),
+            draw: AtomicBool::new(plan.switches()),
+            marked: AtomicBool::new(false),
+            opened_at: std::sync::atomic::AtomicU64::new(0),
+        });
+        if plan.open_at_start() {
+            shared.set(true, "start");
+        }
+        let (sock, path) = if plan.control {
+            match bind() {
+                Ok((s, p)) => (Some(s), Some(p)),
+                Err(e) => {
+                    crate::warn!("no control socket ({e}); gpu-trace start/stop cannot reach this process");
+                    (None, None)
+                }
+            }
+        } else {
+            (None, None)
+        };
+        if sock.is_none() && !plan.switches() {
+            return None;
+        }
+        let schedule = Schedule::new(plan, Instant::now());
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("gpu-trace-windows".into())
+            .spawn(move || {
+                crate::guard::catch("window controller", || run(&s, sock, schedule));
+            })
+            .map_err(|e| crate::warn!("cannot start the window controller: {e}"))
+            .ok();
+        Some(Windows {
+            shared,
+            thread,
+            socket: path,
+        })
+    }
+
+    /// Windows opened so far.
+    pub fn opened(&self) -> u32 {
+        self.shared.opened.load(Ordering::Relaxed)
+    }
+
+    /// Stops the controller (at exit). A window still open stays open, so
+    /// that the tracer's shutdown writes its work; its range ends now.
+    pub fn stop(&mut self) {
+        if self.shared.stop.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let s = &self.shared;
+        if s.switch.is_open() && s.draw.load(Ordering::Relaxed) {
+            s.mark_end(s.opened.load(Ordering::Relaxed), crate::clock::boottime_ns());
+        }
+        if let Some(p) = &self.socket {
+            // Wakes the thread out of recv.
+            if let Ok(c) = UnixDatagram::unbound() {
+                let _ = c.send_to(b"quit", p);
+            }
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if let Some(p) = self.socket.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+#[cfg(feature = "perfetto")]
+impl Drop for Windows {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(feature = "perfetto")]
+fn bind() -> Result<(UnixDatagram, PathBuf), String> {
+    let dir = control_dir();
+    ensure_control_dir(&dir)?;
+    let path = socket_path(&dir, std::process::id());
+    // A socket of an earlier process with our pid is stale.
+    let _ = std::fs::remove_file(&path);
+    let s = UnixDatagram::bind(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((s, path))
+}
+
+/// The scheduled switches of a plan.
+#[derive(Debug)]
+struct Schedule {
+    /// Next scheduled switch: when, and whether it opens.
+    next: Option<(Instant, bool)>,
+    plan: Plan,
+    t0: Instant,
+    /// Windows the schedule opened.
+    n: u32,
+}
+
+impl Schedule {
+    fn new(plan: &Plan, t0: Instant) -> Self {
+        let mut s = Schedule {
+            next: None,
+            plan: plan.clone(),
+            t0,
+            n: 0,
+        };
+        s.next = if plan.paused {
+            None
+        } else if plan.open_at_start() {
+            s.n = 1;
+            s.close_after(t0)
+        } else {
+            plan.delay.map(|d| (t0 + d, true))
+        };
+        s
+    }
+
+    /// The close of the window opened at `at`, if one is scheduled.
+    fn close_after(&self, at: Instant) -> Option<(Instant, bool)> {
+        match (self.n, self.plan.duration, self.plan.cycle) {
+            (1, Some(d), _) => Some((at + d, false)),
+            (_, _, Some((w, _))) => Some((at + w, false)),
+            _ => None,
+        }
+    }
+
+    /// The switch at `next` happened: what comes after it.
+    fn advance(&mut self) {
+        let Some((at, opened)) = self.next else { return };
+        self.next = if opened {
+            self.n += 1;
+            self.close_after(at)
+        } else {
+            match (self.n, self.plan.duration, self.plan.cycle) {
+                // A duration ends scheduled recording, unless a cycle follows.
+                (1, Some(_), None) => None,
+                (_, _, Some((_, every))) => {
+                    let start = self.t0 + self.plan.delay.unwrap_or_default();
+                    Some((start + every * self.n, true))
+                }
+                _ => None,
+            }
+        };
+    }
+}
+
+#[cfg(feature = "perfetto")]
+fn run(s: &Shared, sock: Option<UnixDatagram>, mut schedule: Schedule) {
+    let mut buf = [0u8; 64];
+    loop {
+        if s.stop.load(Ordering::Acquire) {
+            return;
+        }
+        let wait = schedule
+            .next
+            .map(|(at, _)| at.saturating_duration_since(Instant::now()));
+        if let Some(w) = wait
+            && w.is_zero()
+        {
+            let (_, open) = schedule.next.unwrap_or((Instant::now(), false));
+            s.set(open, "scheduled");
+            schedule.advance();
+            continue;
+        }
+        let Some(sock) = &sock else {
+            std::thread::sleep(wait.unwrap_or(Duration::from_secs(3600)));
+            continue;
+        };
+        let _ = sock.set_read_timeout(wait.map(|w| w.max(Duration::from_millis(1))));
+        let (n, from) = match sock.recv_from(&mut buf) {
+            Ok(r) => r,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue;
+            }
+            Err(e) => {
+                crate::verbose!("control socket: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+        };
+        let cmd = std::str::from_utf8(&buf[..n]).unwrap_or("").trim();
+        if matches!(cmd, "start" | "stop") {
+            s.draw.store(true, Ordering::Relaxed);
+        }
+        match cmd {
+            "start" => s.set(true, "gpu-trace start"),
+            "stop" => s.set(false, "gpu-trace stop"),
+            "quit" if s.stop.load(Ordering::Acquire) => return,
+            _ => {}
+        }
+        if let Some(p) = from.as_pathname() {
+            let state = if s.switch.is_open() { "open" } else { "closed" };
+            let reply = format!(
+                "{state} {} {}",
+                s.opened.load(Ordering::Relaxed),
+                s.program
+            );
+            let _ = sock.send_to(reply.as_bytes(), p);
+        }
+    }
+}
+
+/// Sends `cmd` (`start`, `stop`, `status`) to process `pid`'s control
+/// socket and returns its one-line reply.
+///
+/// # Errors
+/// A line saying why the process could not be reached.
+pub fn send(pid: u32, cmd: &str, timeout: Duration) -> Result<String, String> {
+    let dir = control_dir();
+    let target = socket_path(&dir, pid);
+    if !target.exists() {
+        return Err(format!(
+            "process {pid} has no gpu-trace control socket in {}",
+            dir.display()
+        ));
+    }
+    let me = dir.join(format!(
+        "client-{}-{}.sock",
+        std::process::id(),
+        crate::clock::boottime_ns()
+    ));
+    let c = UnixDatagram::bind(&me).map_err(|e| format!("{}: {e}", me.display()))?;
+    let r = (|| {
+        c.set_read_timeout(Some(timeout))
+            .map_err(|e| e.to_string())?;
+        c.send_to(cmd.as_bytes(), &target)
+            .map_err(|e| format!("process {pid}: {e} (it may have exited)"))?;
+        let mut buf = [0u8; 512];
+        let n = c
+            .recv(&mut buf)
+            .map_err(|e| format!("process {pid} did not answer within {timeout:?}: {e}"))?;
+        Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+    })();
+    let _ = std::fs::remove_file(&me);
+    r
+}
+
+/// The pids with a control socket in this user's directory, removing
+/// sockets of processes that no longer exist.
+pub fn traced_pids() -> Vec<u32> {
+    let dir = control_dir();
+    let mut pids: Vec<u32> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let name = e.file_name().into_string().ok()?;
+            let pid: u32 = name.strip_suffix(".sock")?.parse().ok()?;
+            if Path::new(&format!("/proc/{pid}")).exists() {
+                Some(pid)
+            } else {
+                let _ = std::fs::remove_file(e.path());
+                None
+            }
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(pairs: &[(&str, &str)]) -> (Plan, Vec<Problem>) {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Plan::from_lookup(&move |k| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn durations_parse_with_units_and_limits() {
+        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration(" 500ms "), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1h"), Some(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("5ms"), None);
+        assert_eq!(parse_duration("8d"), None);
+        assert_eq!(parse_duration("soon"), None);
+        assert_eq!(parse_duration("10 parsecs"), None);
+    }
+
+    #[test]
+    fn plans_name_the_bad_value() {
+        let (p, probs) = plan(&[]);
+        assert!(!p.switches() && p.control && probs.is_empty());
+        let (p, probs) = plan(&[(vars::WINDOW, "2s"), (vars::EVERY, "1m"), (vars::DELAY, "0")]);
+        assert!(probs.is_empty(), "{probs:?}");
+        assert_eq!(p.cycle, Some((Duration::from_secs(2), Duration::from_secs(60))));
+        let (p, probs) = plan(&[(vars::WINDOW, "2s")]);
+        assert_eq!(p.cycle, None);
+        assert_eq!(
+            probs[0].to_string(),
+            "INJECTION_WINDOW=\"2s\": expected INJECTION_EVERY as well (the period of the windows); using no duty cycle"
+        );
+        let (_, probs) = plan(&[(vars::DURATION, "forever"), (vars::PAUSED, "maybe")]);
+        assert_eq!(
+            probs[0].to_string(),
+            "INJECTION_DURATION=\"forever\": expected a duration from 10ms to 7d, such as 30s, 500ms, 2m or 1h; using none"
+        );
+        assert_eq!(
+            probs[1].to_string(),
+            "INJECTION_PAUSED=\"maybe\": expected 0 or 1; using 0"
+        );
+        let (_, probs) = plan(&[(vars::WINDOW, "1m"), (vars::EVERY, "30s")]);
+        assert!(probs[0].to_string().contains("a window shorter than INJECTION_EVERY"));
+    }
+
+    #[test]
+    fn schedules_open_and_close_at_the_planned_times() {
+        let t0 = Instant::now();
+        let s = |secs: u64| t0 + Duration::from_secs(secs);
+        // Delay then duration: open at 5 s, close at 8 s, then nothing.
+        let (p, _) = plan(&[(vars::DELAY, "5s"), (vars::DURATION, "3s")]);
+        let mut sc = Schedule::new(&p, t0);
+        assert_eq!(sc.next, Some((s(5), true)));
+        sc.advance();
+        assert_eq!(sc.next, Some((s(8), false)));
+        sc.advance();
+        assert_eq!(sc.next, None);
+        // Duty cycle from the start: open now (by start), close at 2, open at 60, close at 62, open at 120.
+        let (p, _) = plan(&[(vars::WINDOW, "2s"), (vars::EVERY, "60s")]);
+        let mut sc = Schedule::new(&p, t0);
+        assert_eq!(sc.next, Some((s(2), false)));
+        sc.advance();
+        assert_eq!(sc.next, Some((s(60), true)));
+        sc.advance();
+        assert_eq!(sc.next, Some((s(62), false)));
+        sc.advance();
+        assert_eq!(sc.next, Some((s(120), true)));
+        // Delay plus cycle: windows at 10, 70, 130 ...
+        let (p, _) = plan(&[(vars::DELAY, "10s"), (vars::WINDOW, "1s"), (vars::EVERY, "60s")]);
+        let mut sc = Schedule::new(&p, t0);
+        assert_eq!(sc.next, Some((s(10), true)));
+        sc.advance();
+        assert_eq!(sc.next, Some((s(11), false)));
+        sc.advance();
+        assert_eq!(sc.next, Some((s(70), true)));
+        // Paused: nothing scheduled.
+        let (p, _) = plan(&[(vars::PAUSED, "1"), (vars::DURATION, "3s")]);
+        assert!(!p.open_at_start());
+        assert_eq!(Schedule::new(&p, t0).next, None);
+    }
+}
