@@ -6,8 +6,9 @@
 //! `cuInit` does), then runs a scripted CUDA program ([`Scenario`]) on real threads: API
 //! callbacks (runtime calls with their driver calls nested inside, same correlation id),
 //! resource callbacks, NVTX calls through the library named by `NVTX_INJECTION64_PATH`
-//! (`InitializeInjectionNvtx2`, as libnvToolsExt does), and activity records in the tool's
-//! own buffers (CUPTI 13.0 struct layouts). As an **rlib** it gives tests the scenario and
+//! (`InitializeInjectionNvtx2`, as libnvToolsExt does), activity records in the tool's
+//! own buffers (CUPTI 13.0 struct layouts), and CUPTI's range profiler and profiler host with
+//! values derived from the script ([`counters`]). As an **rlib** it gives tests the scenario and
 //! report types and the host helpers ([`host`]), which run each program in a child process.
 //!
 //! ```ignore
@@ -22,11 +23,13 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod counters;
 pub mod host;
 pub mod report;
 mod runtime;
 pub mod scenario;
 
+pub use counters::ProfilerSpec;
 pub use host::{Outcome, RunSpec};
 pub use report::Report;
 pub use scenario::{Expected, Scenario};

@@ -36,8 +36,15 @@ pub struct Report {
     pub nvtx_unhandled: BTreeMap<String, u64>,
     /// Kernel tids of the scripted threads.
     pub app_thread_ids: Vec<u64>,
-    /// `cuptiProfilerInitialize` calls (each refused: no counter permission).
-    pub profiler_initializations: u64,
+    /// Calls of CUPTI's profiler API (`cuptiProfiler*`, `cuptiRangeProfiler*`,
+    /// `cuptiDeviceGetChipName`) by function name, failed ones included.
+    pub profiler_calls: BTreeMap<String, u64>,
+    /// Ranges the range profiler recorded (one per kernel in auto range), decoded or not.
+    pub ranges_profiled: u64,
+    /// Ranges dropped because the pass or the counter data image was full.
+    pub ranges_dropped: u64,
+    /// Kernel executions kernel replay added: each profiled launch runs once per pass.
+    pub kernel_replays: u64,
     /// Protocol violations by the tool.
     pub violations: Vec<String>,
 }

@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::counters::ProfilerSpec;
+
 /// A whole scripted program.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -15,6 +17,9 @@ pub struct Scenario {
     pub kernels: Vec<KernelSpec>,
     /// Host threads; they run concurrently.
     pub threads: Vec<ThreadSpec>,
+    /// The GPU's counters: what CUPTI's profiler offers and which of its calls fail.
+    #[serde(default)]
+    pub profiler: ProfilerSpec,
 }
 
 /// A kernel.
@@ -282,7 +287,7 @@ impl Scenario {
         for t in &self.threads {
             walk(self, &t.ops, &mut BTreeSet::new())?;
         }
-        Ok(())
+        self.profiler.validate()
     }
 
     /// The kernel named `name`.
@@ -473,6 +478,7 @@ mod tests {
                 duration_us: 5,
             }],
             threads: vec![ThreadSpec { ops }],
+            profiler: ProfilerSpec::default(),
         }
     }
 

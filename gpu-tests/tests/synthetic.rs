@@ -492,6 +492,7 @@ fn script(kernels: &[&str], threads: Vec<Vec<Op>>) -> Scenario {
     let s = Scenario {
         kernels: kernels.iter().map(|k| sim::kernel(k, 3)).collect(),
         threads: threads.into_iter().map(|ops| ThreadSpec { ops }).collect(),
+        profiler: Default::default(),
     };
     s.validate().expect("valid script");
     s

@@ -154,6 +154,20 @@ impl Shared {
     }
 
     pub(crate) fn on_callback(&self, cb: &Callback<'_>) {
+        // Counters bracket the API slice: at a launch's entry the slice starts before the
+        // profiling setup, at its exit it ends after the collection. A kernel the counters
+        // place inside its launch (kernel replay) thus lies inside the launch's slice.
+        let entry = matches!(cb, Callback::Api(a) if a.site() == cupti::callback::Site::Enter);
+        if !entry {
+            self.count(cb);
+        }
+        self.trace(cb);
+        if entry {
+            self.count(cb);
+        }
+    }
+
+    fn count(&self, cb: &Callback<'_>) {
         if let Callback::Api(a) = cb
             && let Some(c) = self.counting.get()
             && (c.is_on() || crate::counters::profiling())
@@ -161,6 +175,9 @@ impl Shared {
         {
             c.on_api(a);
         }
+    }
+
+    fn trace(&self, cb: &Callback<'_>) {
         match cb {
             Callback::Api(a) if self.capture.as_ref().is_some_and(|c| c.on_api(a)) => {}
             Callback::Api(a) if self.api_on.load(Ordering::Relaxed) => self.api.on_api(a),

@@ -3,6 +3,7 @@
 //! file it leaves is decoded with the core's reader and compared with the script exactly.
 //! Each run is a fresh child process, like a real application.
 
+use cupti_sim::counters::{Fault, ProfilerCall};
 use cupti_sim::scenario::{CopyKind, KernelSpec, Layer, Op, ThreadSpec};
 use cupti_sim::{Expected, Outcome, RunSpec, Scenario};
 use gpu_trace_core::reader::{GpuEvent, Stage, Trace};
@@ -61,6 +62,7 @@ fn scenario(threads: Vec<Vec<Op>>) -> Scenario {
     let s = Scenario {
         kernels: kernels(),
         threads: threads.into_iter().map(|ops| ThreadSpec { ops }).collect(),
+        profiler: Default::default(),
     };
     s.validate().expect("valid scenario");
     s
@@ -518,13 +520,17 @@ fn nvtx_through_our_injection() {
 #[test]
 fn counters_without_permission_say_so_once_and_trace_the_rest() {
     let dir = tmpdir("noperm");
-    let s = scenario(vec![vec![
+    let mut s = scenario(vec![vec![
         Op::Repeat {
             times: 6,
             ops: vec![launch("vadd", 1), launch("gemm", 1)],
         },
         Op::StreamSync { stream: 1 },
     ]]);
+    s.profiler.faults.push(Fault::always(
+        ProfilerCall::Initialize,
+        "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",
+    ));
     let want = s.expected(Layer::Driver, false);
     let (out, t, path) = run(&dir, &s, &[("INJECTION_TRACE", "gpu,api,counters")]);
     check(&t, &path, &want);
@@ -538,7 +544,7 @@ fn counters_without_permission_say_so_once_and_trace_the_rest() {
     assert!(lines[0].contains("ERR_NVGPUCTRPERM"), "{}", lines[0]);
     assert!(lines[0].contains("traced as usual"), "{}", lines[0]);
     assert_eq!(
-        out.report.profiler_initializations, 1,
+        out.report.profiler_calls["cuptiProfilerInitialize"], 1,
         "tried once, not per kernel"
     );
     assert!(

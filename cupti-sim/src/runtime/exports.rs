@@ -39,19 +39,17 @@ pub unsafe extern "C" fn cuptiGetVersion(v: *mut u32) -> R {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuptiGetResultString(r: R, s: *mut *const c_char) -> R {
-    let msg: &'static CStr = match r {
-        R::CUPTI_SUCCESS => c"CUPTI_SUCCESS",
-        R::CUPTI_ERROR_INVALID_PARAMETER => c"CUPTI_ERROR_INVALID_PARAMETER",
-        R::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => {
-            c"CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
+    guard("cuptiGetResultString", INVALID, || {
+        let msg = match crate::counters::RESULTS.iter().find(|(c, _)| *c == r) {
+            Some((_, name)) => super::static_cstr(name),
+            None => c"CUPTI_ERROR_UNKNOWN (cupti-sim)",
+        };
+        // SAFETY: the caller's out-pointer.
+        if unsafe { out(s, msg.as_ptr()) } {
+            OK
+        } else {
+            INVALID
         }
-        R::CUPTI_ERROR_NOT_INITIALIZED => c"CUPTI_ERROR_NOT_INITIALIZED",
-        R::CUPTI_ERROR_INSUFFICIENT_PRIVILEGES => c"CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",
-        _ => c"CUPTI_ERROR_UNKNOWN (cupti-sim)",
-    };
-    // SAFETY: the caller's out-pointer.
-    guard("cuptiGetResultString", INVALID, || unsafe {
-        if out(s, msg.as_ptr()) { OK } else { INVALID }
     })
 }
 
@@ -253,16 +251,98 @@ pub unsafe extern "C" fn cuptiFinalize() -> R {
     OK
 }
 
-/// The fake's GPU has no counters the process may read: profiling starts
-/// fail as they do without counter permission (`ERR_NVGPUCTRPERM`).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuptiProfilerInitialize(
-    _p: *mut sys::CUpti_Profiler_Initialize_Params,
-) -> R {
-    guard("cuptiProfilerInitialize", INVALID, || {
-        lock(&FAKE.report).profiler_initializations += 1;
-        R::CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
+pub unsafe extern "C" fn cuptiGetDeviceId(ctx: sys::CUcontext, id: *mut u32) -> R {
+    guard("cuptiGetDeviceId", INVALID, || {
+        if ctx as u64 != crate::scenario::CONTEXT_HANDLE {
+            return R::CUPTI_ERROR_INVALID_CONTEXT;
+        }
+        // SAFETY: the caller's out-pointer.
+        if unsafe { out(id, 0) } { OK } else { INVALID }
     })
+}
+
+/// Exports a profiler function: counted in the report, its parameter block checked (present,
+/// `structSize` set and no larger than the CUDA 13.0 struct) and handed to the fake's profiler.
+macro_rules! profiler_fn {
+    ($($name:ident($params:ty) => $method:ident;)*) => {
+        $(
+            #[unsafe(no_mangle)]
+            pub unsafe extern "C" fn $name(p: *mut $params) -> R {
+                guard(stringify!($name), INVALID, || {
+                    *lock(&FAKE.report)
+                        .profiler_calls
+                        .entry(stringify!($name).to_owned())
+                        .or_default() += 1;
+                    // SAFETY: CUPTI's contract: a parameter block the caller owns for the call.
+                    let Some(p) = (unsafe { p.as_mut() }) else {
+                        violation(format!("{} without parameters", stringify!($name)));
+                        return INVALID;
+                    };
+                    if p.structSize == 0 || p.structSize > size_of::<$params>() {
+                        violation(format!(
+                            "{}: structSize {} (the struct has {} bytes)",
+                            stringify!($name),
+                            p.structSize,
+                            size_of::<$params>()
+                        ));
+                        return INVALID;
+                    }
+                    // SAFETY: the block's pointers are the caller's, valid as CUPTI documents
+                    // for this function (the method's contract).
+                    unsafe { super::range_profiler::PROFILER.$method(p) }
+                })
+            }
+        )*
+        /// Compile-time check of the profiler exports' prototypes.
+        #[allow(dead_code)]
+        fn profiler_prototypes(c: &mut sys::CuptiApi) {
+            $(c.$name = Some($name);)*
+        }
+    };
+}
+
+profiler_fn! {
+    cuptiProfilerInitialize(sys::CUpti_Profiler_Initialize_Params) => initialize;
+    cuptiProfilerDeInitialize(sys::CUpti_Profiler_DeInitialize_Params) => deinitialize;
+    cuptiDeviceGetChipName(sys::CUpti_Device_GetChipName_Params) => chip_name;
+    cuptiProfilerGetCounterAvailability(sys::CUpti_Profiler_GetCounterAvailability_Params)
+        => counter_availability;
+    cuptiProfilerHostInitialize(sys::CUpti_Profiler_Host_Initialize_Params) => host_initialize;
+    cuptiProfilerHostDeinitialize(sys::CUpti_Profiler_Host_Deinitialize_Params)
+        => host_deinitialize;
+    cuptiProfilerHostConfigAddMetrics(sys::CUpti_Profiler_Host_ConfigAddMetrics_Params)
+        => add_metrics;
+    cuptiProfilerHostGetConfigImageSize(sys::CUpti_Profiler_Host_GetConfigImageSize_Params)
+        => config_image_size;
+    cuptiProfilerHostGetConfigImage(sys::CUpti_Profiler_Host_GetConfigImage_Params)
+        => config_image;
+    cuptiProfilerHostGetNumOfPasses(sys::CUpti_Profiler_Host_GetNumOfPasses_Params)
+        => num_passes;
+    cuptiProfilerHostGetBaseMetrics(sys::CUpti_Profiler_Host_GetBaseMetrics_Params)
+        => base_metrics;
+    cuptiProfilerHostGetMetricProperties(sys::CUpti_Profiler_Host_GetMetricProperties_Params)
+        => metric_properties;
+    cuptiProfilerHostEvaluateToGpuValues(sys::CUpti_Profiler_Host_EvaluateToGpuValues_Params)
+        => evaluate;
+    cuptiRangeProfilerEnable(sys::CUpti_RangeProfiler_Enable_Params) => enable;
+    cuptiRangeProfilerDisable(sys::CUpti_RangeProfiler_Disable_Params) => disable;
+    cuptiRangeProfilerGetCounterDataSize(sys::CUpti_RangeProfiler_GetCounterDataSize_Params)
+        => counter_data_size;
+    cuptiRangeProfilerCounterDataImageInitialize(
+        sys::CUpti_RangeProfiler_CounterDataImage_Initialize_Params
+    ) => counter_data_initialize;
+    cuptiRangeProfilerSetConfig(sys::CUpti_RangeProfiler_SetConfig_Params) => set_config;
+    cuptiRangeProfilerStart(sys::CUpti_RangeProfiler_Start_Params) => start;
+    cuptiRangeProfilerPushRange(sys::CUpti_RangeProfiler_PushRange_Params) => push_range;
+    cuptiRangeProfilerPopRange(sys::CUpti_RangeProfiler_PopRange_Params) => pop_range;
+    cuptiRangeProfilerStop(sys::CUpti_RangeProfiler_Stop_Params) => stop;
+    cuptiRangeProfilerDecodeData(sys::CUpti_RangeProfiler_DecodeData_Params) => decode;
+    cuptiRangeProfilerGetCounterDataInfo(sys::CUpti_RangeProfiler_GetCounterDataInfo_Params)
+        => counter_data_info;
+    cuptiRangeProfilerCounterDataGetRangeInfo(
+        sys::CUpti_RangeProfiler_CounterData_GetRangeInfo_Params
+    ) => range_info;
 }
 
 // ------------------------------------------------------------------ the driver (libcuda.so.1)
@@ -427,7 +507,8 @@ fn prototypes(c: &mut sys::CuptiApi, d: &mut sys::DriverApi) {
     c.cuptiActivityGetNumDroppedRecords = Some(cuptiActivityGetNumDroppedRecords);
     c.cuptiActivityGetNextRecord = Some(cuptiActivityGetNextRecord);
     c.cuptiFinalize = Some(cuptiFinalize);
-    c.cuptiProfilerInitialize = Some(cuptiProfilerInitialize);
+    c.cuptiGetDeviceId = Some(cuptiGetDeviceId);
+    profiler_prototypes(c);
     d.cuDriverGetVersion = Some(cuDriverGetVersion);
     d.cuGetErrorString = Some(cuGetErrorString);
     d.cuDeviceGetCount = Some(cuDeviceGetCount);

@@ -9,6 +9,7 @@
 mod exec;
 mod exports;
 mod nvtx;
+mod range_profiler;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{CStr, CString, c_void};

@@ -1,0 +1,928 @@
+//! Per-kernel counters end to end without a GPU: the built `libgpu_trace_cuda.so` profiles
+//! kernels with cupti-sim's range profiler and profiler host (a scripted chip, metric catalog,
+//! passes and faults), and the trace it writes is decoded with our reader and Perfetto's trace
+//! processor. The values are the sim's documented functions of each launch
+//! (`cupti_sim::counters::default_catalog`), worked out here by hand from the script, so every
+//! number is asserted exactly.
+
+use cupti_sim::counters::{Fault, ProfilerCall};
+use cupti_sim::scenario::{KernelSpec, Layer, Op, ThreadSpec};
+use cupti_sim::{Outcome, RunSpec, Scenario};
+use gpu_trace_core::reader::pb::{Fields, Value};
+use gpu_trace_core::reader::{GpuEvent, Trace, wire};
+use gpu_trace_core::testing::{tp_check, tp_tables, validate};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+cupti_sim::child_entry!();
+
+const VADD: &str = "_Z4vaddPfS_S_i";
+const GEMM: &str = "_Z4gemmPKfS0_Pfi";
+/// GpuLog's `LOG_SEVERITY_WARNING`.
+const WARNING: u64 = 4;
+
+fn tool() -> PathBuf {
+    cupti_sim::host::artifact("gpu_trace_cuda").expect("libgpu_trace_cuda.so built")
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "gpu-trace-cuda-counters-{}-{tag}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Removes a run's directory unless `GPU_TRACE_KEEP` is set (to look at the traces).
+fn cleanup(dir: &Path) {
+    if std::env::var_os("GPU_TRACE_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(dir);
+    } else {
+        eprintln!("kept {}", dir.display());
+    }
+}
+
+/// `vadd` runs 20 µs on 64×2 blocks of 128 threads (128 blocks, 16 384 threads, 512 warps);
+/// `gemm` 50 µs on 8 blocks of 256 threads (2 048 threads, 64 warps).
+fn scenario(ops: Vec<Op>) -> Scenario {
+    let k = |name: &str, symbol: &str, us| KernelSpec {
+        name: name.into(),
+        symbol: symbol.into(),
+        registers: 32,
+        static_smem: 0,
+        duration_us: us,
+    };
+    let s = Scenario {
+        kernels: vec![k("vadd", VADD, 20), k("gemm", GEMM, 50)],
+        threads: vec![ThreadSpec { ops }],
+        profiler: Default::default(),
+    };
+    s.validate().expect("valid scenario");
+    s
+}
+
+fn launch(kernel: &str) -> Op {
+    let (grid, block) = match kernel {
+        "vadd" => ([64, 2, 1], [128, 1, 1]),
+        _ => ([8, 1, 1], [256, 1, 1]),
+    };
+    Op::Launch {
+        kernel: kernel.into(),
+        grid,
+        block,
+        stream: 1,
+        layer: Layer::Runtime,
+    }
+}
+
+fn sync() -> Op {
+    Op::StreamSync { stream: 1 }
+}
+
+/// What the sim's default catalog gives a launch of `symbol` (see [`scenario`] for the
+/// launches' shapes).
+fn want(symbol: &str, metric: &str) -> f64 {
+    let vadd = symbol == VADD;
+    let (ns, threads, warps) = if vadd {
+        (20_000.0, 16_384.0, 512.0)
+    } else {
+        (50_000.0, 2_048.0, 64.0)
+    };
+    match metric {
+        "gpu__time_duration.sum" => ns,
+        "gpc__cycles_elapsed.max" => 2.0 * ns,
+        "smsp__inst_executed.sum" => 10.0 * warps,
+        "dram__bytes_read.sum" => 8.0 * threads,
+        "dram__bytes_write.sum" => 4.0 * threads,
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed" => 62.5,
+        "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed" => 41.25,
+        "sm__warps_active.avg.pct_of_peak_sustained_active" => 75.0,
+        "l1tex__t_sector_hit_rate.pct" => 50.0,
+        "lts__t_sector_hit_rate.pct" => 87.5,
+        m => panic!("no expected value for {m}"),
+    }
+}
+
+fn expected(symbol: &str, metrics: &[&str]) -> BTreeMap<String, f64> {
+    metrics
+        .iter()
+        .map(|m| (m.to_string(), want(symbol, m)))
+        .collect()
+}
+
+/// Runs the program with counters on (`INJECTION_TRACE=gpu,api,counters` unless `env` says
+/// otherwise), failing the test if the run misbehaves, the trace has problems, or its drop
+/// counts are not `drops`.
+fn run(
+    dir: &Path,
+    s: &Scenario,
+    env: &[(&str, &str)],
+    drops: &[(&str, u64)],
+) -> (Outcome, Trace, PathBuf) {
+    let path = dir.join("trace.pftrace");
+    let mut spec = RunSpec::new(tool(), s.clone())
+        .env("INJECTION_OUTPUT", path.display().to_string())
+        .env("INJECTION_TRACE", "gpu,api,counters")
+        .env("RUST_BACKTRACE", "0");
+    for (k, v) in env {
+        spec = spec.env(*k, *v);
+    }
+    let out = cupti_sim::host::run_checked(spec, Duration::from_secs(120));
+    let r = &out.report;
+    assert_eq!(r.records_dropped, 0, "records without a buffer: {r:#?}");
+    let t = Trace::open(&path).unwrap_or_else(|e| panic!("trace file: {e:?}\n{}", out.stderr));
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    let drops: Vec<(String, u64)> = drops.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+    assert_eq!(t.drop_counts(), Some(drops), "drop counts\n{}", out.stderr);
+    (out, t, path)
+}
+
+/// The kernels in launch order: the one GPU event each launch slice points at. Every launch
+/// has exactly one, and every kernel comes from exactly one launch.
+fn launched(t: &Trace) -> Vec<&GpuEvent> {
+    let mut launches: Vec<_> = t
+        .slices
+        .iter()
+        .filter(|s| s.name == "cuLaunchKernel")
+        .collect();
+    launches.sort_by_key(|s| s.ts);
+    let ks: Vec<&GpuEvent> = launches
+        .iter()
+        .map(|s| {
+            assert_eq!(s.submissions.len(), 1, "one kernel per launch: {s:?}");
+            let k = t.gpu_event(s.submissions[0]).expect("the arrow's kernel");
+            // The kernel runs inside its launch or after it (a placed kernel ends at its
+            // launch's return).
+            assert!(k.ts >= s.ts, "{} starts before its launch", k.name);
+            k
+        })
+        .collect();
+    assert_eq!(ks.len(), t.kernels().count(), "every kernel traced once");
+    ks
+}
+
+/// The counter values inside kernel `k`: each sampled at its start and back to zero at its
+/// end, as the UI's GPU-compute view reads them.
+fn counters_of(t: &Trace, k: &GpuEvent) -> BTreeMap<String, f64> {
+    let mut at_start = BTreeMap::new();
+    for c in t
+        .counters
+        .iter()
+        .filter(|c| c.ts >= k.ts && c.ts < k.ts + k.dur)
+    {
+        assert_eq!(c.ts, k.ts, "{} is sampled at its kernel's start", c.name);
+        assert_eq!(c.gpu_id, k.gpu_id.unwrap(), "{}", c.name);
+        at_start.insert(c.name.to_string(), c.value);
+    }
+    for name in at_start.keys() {
+        assert!(
+            t.counters
+                .iter()
+                .any(|c| c.name.as_ref() == name && c.ts == k.ts + k.dur && c.value == 0.0),
+            "{name} returns to zero at the end of {}",
+            k.name
+        );
+    }
+    at_start
+}
+
+/// Every counter sample belongs to one of `profiled` (at its start, or the zero at its end).
+fn no_stray_samples(t: &Trace, profiled: &[&GpuEvent]) {
+    for c in &t.counters {
+        assert!(
+            profiled
+                .iter()
+                .any(|k| c.ts == k.ts || (c.ts == k.ts + k.dur && c.value == 0.0)),
+            "a sample outside the profiled kernels: {c:?}"
+        );
+    }
+}
+
+/// The trace processor shows what the reader decoded (counter values and times included),
+/// and puts every non-zero value inside a GPU slice (the join of the UI's GPU-compute view).
+fn check_tp(path: &Path, t: &Trace) {
+    if let Some(a) = tp_check(path, t, &[]) {
+        assert_eq!(a.unfinished, 0);
+        assert_eq!(a.counter_values, t.counters.len());
+        let rows = tp_tables(
+            path,
+            "select count(*), ifnull(sum(exists (select 1 from gpu_slice s
+                                                 where s.ts <= c.ts and c.ts < s.ts + s.dur)), 0)
+               from counter c join gpu_counter_track k on c.track_id = k.id
+              where c.value != 0;",
+        )
+        .unwrap();
+        let (n, inside) = (&rows[0][0][0], &rows[0][0][1]);
+        assert_eq!(n, inside, "non-zero counter values inside a GPU slice");
+    }
+    validate(path);
+}
+
+/// The `gpu-trace:` lines of stderr containing `needle`.
+fn lines<'a>(stderr: &'a str, needle: &str) -> Vec<&'a str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("gpu-trace: ") && l.contains(needle))
+        .collect()
+}
+
+/// `line` (a stderr line) is also a WARNING of the trace's GpuLog, word for word.
+fn logged_as_warning(t: &Trace, line: &str) {
+    let text = line.trim_start_matches("gpu-trace: ");
+    let l = t
+        .logs
+        .iter()
+        .find(|l| l.message == text)
+        .unwrap_or_else(|| panic!("{text:?} is not in the trace's log: {:#?}", t.logs));
+    assert_eq!(l.severity, WARNING, "{l:?}");
+}
+
+// ------------------------------------------------------------------------------- the tests
+
+#[test]
+fn a_bad_metric_name_is_said_once_with_the_nearest_names_and_the_rest_are_collected() {
+    let dir = tmpdir("validation");
+    let s = scenario(vec![launch("vadd"), launch("gemm"), launch("vadd"), sync()]);
+    let metrics = [
+        "gpu__time_duration.sum",
+        "dram__bytes_readd.sum",
+        "smsp__inst_executed.sum",
+        "sm__cycles_elapsed",
+    ];
+    let (out, t, path) = run(&dir, &s, &[("INJECTION_METRICS", &metrics.join(","))], &[]);
+    let typo = lines(&out.stderr, "dram__bytes_readd");
+    assert_eq!(
+        typo,
+        [
+            "gpu-trace: metric \"dram__bytes_readd.sum\" is not available on GH100 (no such metric); \
+             nearest: dram__bytes_read, dram__bytes_write; the other metrics are collected"
+        ],
+        "{}",
+        out.stderr
+    );
+    let bare = lines(&out.stderr, "\"sm__cycles_elapsed\"");
+    assert_eq!(
+        bare,
+        [
+            "gpu-trace: metric \"sm__cycles_elapsed\" is not available on GH100 (no such metric); \
+             sm__cycles_elapsed exists: add a rollup such as .sum, .avg, .max or \
+             .pct_of_peak_sustained_elapsed; the other metrics are collected"
+        ],
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        lines(&out.stderr, "is not available").len(),
+        2,
+        "{}",
+        out.stderr
+    );
+    logged_as_warning(&t, typo[0]);
+    logged_as_warning(&t, bare[0]);
+
+    let good = ["gpu__time_duration.sum", "smsp__inst_executed.sum"];
+    let ks = launched(&t);
+    assert_eq!(ks.len(), 3);
+    for k in &ks {
+        let name = &k.kernel.as_ref().unwrap().name;
+        assert_eq!(counters_of(&t, k), expected(name, &good), "{name}");
+    }
+    no_stray_samples(&t, &ks);
+    check_tp(&path, &t);
+    if let Some(tracks) = tp_tables(&path, "select name from gpu_counter_track order by name;") {
+        assert_eq!(
+            tracks[0],
+            [["gpu__time_duration.sum"], ["smsp__inst_executed.sum"]]
+        );
+    }
+    // Each name was checked on its own: the bad ones once each, then all the good ones
+    // together for the configuration.
+    assert_eq!(
+        out.report.profiler_calls["cuptiProfilerHostConfigAddMetrics"],
+        5
+    );
+    cleanup(&dir);
+}
+
+#[test]
+fn the_default_metrics_are_described_once_interned_with_units_and_the_compute_group() {
+    let dir = tmpdir("descriptor");
+    let s = scenario(vec![launch("vadd"), launch("gemm"), launch("vadd"), sync()]);
+    let (out, t, path) = run(&dir, &s, &[], &[]);
+    // (name, Perfetto MeasureUnit codes, description) as the catalog and the rollup imply.
+    let ns = [19u64];
+    let percent = [37u64];
+    let bytes = [7u64];
+    let inst = [40u64];
+    let specs: [(&str, &[u64], &str); 10] = [
+        (
+            "gpu__time_duration.sum",
+            &ns,
+            "total duration in nanoseconds",
+        ),
+        ("gpc__cycles_elapsed.max", &[], "# of cycles elapsed on GPC"),
+        (
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+            &percent,
+            "SM throughput assuming ideal load balancing across SMSPs (throughput)",
+        ),
+        (
+            "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+            &percent,
+            "compute memory pipeline throughput (throughput)",
+        ),
+        ("dram__bytes_read.sum", &bytes, "# of bytes read from DRAM"),
+        (
+            "dram__bytes_write.sum",
+            &bytes,
+            "# of bytes written to DRAM",
+        ),
+        (
+            "sm__warps_active.avg.pct_of_peak_sustained_active",
+            &percent,
+            "cumulative # of warps in flight",
+        ),
+        (
+            "l1tex__t_sector_hit_rate.pct",
+            &percent,
+            "# of sector hits per sector (ratio)",
+        ),
+        (
+            "lts__t_sector_hit_rate.pct",
+            &percent,
+            "proportion of L2 sector lookups that hit (ratio)",
+        ),
+        (
+            "smsp__inst_executed.sum",
+            &inst,
+            "# of warp instructions executed",
+        ),
+    ];
+    let mut seen = BTreeMap::new();
+    for c in &t.counters {
+        let spec = specs
+            .iter()
+            .find(|s| s.0 == c.name.as_ref())
+            .unwrap_or_else(|| panic!("unexpected counter {}", c.name));
+        assert_eq!(c.units.numerator, spec.1, "{}", c.name);
+        assert!(c.units.denominator.is_empty(), "{}", c.name);
+        assert_eq!(c.description.as_ref(), spec.2, "{}", c.name);
+        assert_eq!(c.groups, [wire::counters::GROUP_COMPUTE], "{}", c.name);
+        *seen.entry(c.name.to_string()).or_insert(0) += 1;
+    }
+    // Three kernels: a value at each start and a zero at each end.
+    assert_eq!(seen.len(), 10, "{seen:?}");
+    assert!(seen.values().all(|&n| n == 6), "{seen:?}");
+    let names: Vec<&str> = specs.iter().map(|s| s.0).collect();
+    let ks = launched(&t);
+    for k in &ks {
+        let sym = &k.kernel.as_ref().unwrap().name;
+        assert_eq!(counters_of(&t, k), expected(sym, &names), "{sym}");
+    }
+
+    // On the wire: one interned descriptor (GPU 0's), and every counter event refers to it
+    // by iid instead of carrying one.
+    let bytes = std::fs::read(&path).unwrap();
+    let (mut described, mut events, mut by_iid) = (0, 0, 0);
+    for f in Fields::new(&bytes) {
+        let (field, v) = f.expect("a trace");
+        let (wire::TRACE_PACKET, Value::Len(p)) = (field, v) else {
+            continue;
+        };
+        for f in Fields::new(p) {
+            match f.expect("a packet") {
+                (wire::packet::INTERNED_DATA, Value::Len(i)) => {
+                    described += Fields::new(i)
+                        .filter_map(Result::ok)
+                        .filter(|(n, _)| *n == wire::interned::GPU_COUNTER_DESCRIPTORS)
+                        .count();
+                }
+                (wire::packet::GPU_COUNTER_EVENT, Value::Len(e)) => {
+                    events += 1;
+                    let fields: Vec<u32> =
+                        Fields::new(e).filter_map(Result::ok).map(|f| f.0).collect();
+                    assert!(!fields.contains(&1), "an inline counter_descriptor");
+                    by_iid += usize::from(fields.contains(&wire::counters::DESCRIPTOR_IID));
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(described, 1, "GPU 0's counters are described once");
+    assert_eq!((events, by_iid), (6, 6), "counter events by descriptor iid");
+
+    check_tp(&path, &t);
+    if let Some(tables) = tp_tables(
+        &path,
+        "select name, ifnull(unit, ''), description from gpu_counter_track order by name;
+         select g.group_id, count(*) from gpu_counter_group g
+           join gpu_counter_track k on g.track_id = k.id group by 1;",
+    ) {
+        let mut want: Vec<Vec<String>> = specs
+            .iter()
+            .map(|(n, u, d)| {
+                let unit = match u.first() {
+                    Some(19) => "ns",
+                    Some(37) => "%",
+                    Some(7) => "B",
+                    Some(40) => "Instruction",
+                    _ => "",
+                };
+                vec![n.to_string(), unit.to_owned(), d.to_string()]
+            })
+            .collect();
+        want.sort();
+        assert_eq!(tables[0], want, "counter tracks: name, unit, description");
+        assert_eq!(
+            tables[1],
+            [["6", "10"]],
+            "every counter in GpuCounterGroup COMPUTE"
+        );
+    }
+    assert!(out.report.profiler_calls["cuptiProfilerHostGetBaseMetrics"] >= 3);
+    cleanup(&dir);
+}
+
+/// Kernel replay: each profiled kernel is replayed inside its launch, its activity record has
+/// no timestamps, and the trace draws it ending at the launch's return, lasting the measured
+/// `gpu__time_duration`, with its counters inside.
+#[test]
+fn kernel_replay_places_each_profiled_kernel_with_its_exact_counters_inside() {
+    let dir = tmpdir("replay");
+    let s = scenario(vec![
+        launch("vadd"),
+        launch("gemm"),
+        Op::Memcpy {
+            bytes: 4096,
+            kind: cupti_sim::scenario::CopyKind::D2H,
+            stream: Some(1),
+        },
+        launch("vadd"),
+        launch("gemm"),
+        sync(),
+    ]);
+    let metrics = [
+        "gpu__time_duration.sum",
+        "smsp__inst_executed.sum",
+        "dram__bytes_read.sum",
+    ];
+    let (out, t, path) = run(&dir, &s, &[("INJECTION_METRICS", &metrics.join(","))], &[]);
+    let ks = launched(&t);
+    let symbols: Vec<&str> = ks
+        .iter()
+        .map(|k| k.kernel.as_ref().unwrap().name.as_str())
+        .collect();
+    assert_eq!(symbols, [VADD, GEMM, VADD, GEMM]);
+    let launches: Vec<_> = {
+        let mut l: Vec<_> = t
+            .slices
+            .iter()
+            .filter(|s| s.name == "cuLaunchKernel")
+            .collect();
+        l.sort_by_key(|s| s.ts);
+        l
+    };
+    for ((k, l), sym) in ks.iter().zip(&launches).zip(&symbols) {
+        let ns = if *sym == VADD { 20_000 } else { 50_000 };
+        assert_eq!(k.dur, ns, "{sym} lasts what the profiler measured");
+        assert!(
+            l.ts <= k.ts && k.ts + k.dur <= l.ts + l.dur,
+            "{sym} is drawn inside its launch, which replayed it: {k:?} {l:?}"
+        );
+        assert_eq!(counters_of(&t, k), expected(sym, &metrics), "{sym}");
+    }
+    no_stray_samples(&t, &ks);
+    // The copy keeps the timestamps of its record.
+    let copy = t
+        .gpu_events
+        .iter()
+        .find(|g| g.name == "Memcpy DtoH")
+        .unwrap();
+    assert!(copy.ts > launches[1].ts && copy.dur > 0, "{copy:?}");
+    let placed = "profiled kernels have no GPU timestamps under kernel replay";
+    assert_eq!(
+        t.logs
+            .iter()
+            .filter(|l| l.message.starts_with(placed))
+            .count(),
+        1,
+        "said once: {:#?}",
+        t.logs
+    );
+    let r = &out.report;
+    assert_eq!((r.ranges_profiled, r.kernel_replays), (4, 4));
+    assert_eq!(
+        r.profiler_calls["cuptiRangeProfilerEnable"], 1,
+        "one per context"
+    );
+    assert_eq!(r.profiler_calls["cuptiRangeProfilerStart"], 4);
+    assert_eq!(r.profiler_calls["cuptiRangeProfilerDecodeData"], 4);
+    check_tp(&path, &t);
+    cleanup(&dir);
+}
+
+#[test]
+fn a_metric_set_of_three_passes_replays_each_kernel_three_times() {
+    let dir = tmpdir("passes");
+    let mut s = scenario(vec![launch("vadd"), launch("gemm"), sync()]);
+    s.profiler.metric_mut("dram__bytes_read").passes = 3;
+    let metrics = ["gpu__time_duration.sum", "dram__bytes_read.sum"];
+    let (out, t, path) = run(
+        &dir,
+        &s,
+        &[
+            ("INJECTION_METRICS", &metrics.join(",")),
+            ("INJECTION_VERBOSE", "1"),
+        ],
+        &[],
+    );
+    assert_eq!(
+        lines(&out.stderr, "replay pass(es)"),
+        [
+            "gpu-trace: counters on GH100 (device 0): 2 metric(s), 3 replay pass(es) per profiled kernel"
+        ],
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        out.report.kernel_replays, 6,
+        "two kernels, three passes each"
+    );
+    let ks = launched(&t);
+    for k in &ks {
+        let sym = &k.kernel.as_ref().unwrap().name;
+        // One pass's duration, not the three the launch took.
+        assert_eq!(counters_of(&t, k), expected(sym, &metrics), "{sym}");
+        assert_eq!(k.dur as f64, want(sym, "gpu__time_duration.sum"));
+        let l = t
+            .slices
+            .iter()
+            .find(|l| l.submissions.contains(&k.event_id))
+            .unwrap();
+        assert!(l.dur >= 3 * k.dur, "the launch ran every pass: {l:?}");
+    }
+    check_tp(&path, &t);
+    cleanup(&dir);
+}
+
+/// `INJECTION_KERNEL_FILTER`, `_SKIP` and `_COUNT` choose the profiled launches; the others
+/// are traced as usual, with their own timestamps and no counters.
+#[test]
+fn the_kernel_filter_chooses_exactly_the_profiled_launches() {
+    // v g v g v g v g
+    let ops: Vec<Op> = (0..8)
+        .map(|i| launch(if i % 2 == 0 { "vadd" } else { "gemm" }))
+        .chain([sync()])
+        .collect();
+    let s = scenario(ops);
+    let metrics = ["gpu__time_duration.sum", "smsp__inst_executed.sum"];
+    /// (tag, the filter's variables, the launches it chooses)
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [usize]);
+    let cases: [Case<'_>; 5] = [
+        (
+            "glob",
+            &[("INJECTION_KERNEL_FILTER", "*gemm*")],
+            &[1, 3, 5, 7],
+        ),
+        (
+            "demangled",
+            &[
+                ("INJECTION_KERNEL_FILTER", "vadd(*"),
+                ("INJECTION_KERNEL_SKIP", "1"),
+                ("INJECTION_KERNEL_COUNT", "2"),
+            ],
+            &[2, 4],
+        ),
+        ("skip", &[("INJECTION_KERNEL_SKIP", "5")], &[5, 6, 7]),
+        ("count", &[("INJECTION_KERNEL_COUNT", "1")], &[0]),
+        (
+            "two globs",
+            &[("INJECTION_KERNEL_FILTER", "nothing*, _Z4gemm*")],
+            &[1, 3, 5, 7],
+        ),
+    ];
+    for (tag, filter, chosen) in cases {
+        let dir = tmpdir(&format!("filter-{}", tag.replace(' ', "-")));
+        let m = metrics.join(",");
+        let mut env: Vec<(&str, &str)> = vec![("INJECTION_METRICS", &m)];
+        env.extend_from_slice(filter);
+        let (out, t, path) = run(&dir, &s, &env, &[]);
+        let ks = launched(&t);
+        assert_eq!(ks.len(), 8, "{tag}");
+        let mut profiled = Vec::new();
+        for (i, k) in ks.iter().enumerate() {
+            let sym = k.kernel.as_ref().unwrap().name.as_str();
+            assert_eq!(
+                sym,
+                if i % 2 == 0 { VADD } else { GEMM },
+                "{tag}: launch {i}"
+            );
+            assert_eq!(
+                k.dur as f64,
+                want(sym, "gpu__time_duration.sum"),
+                "{tag}: {i}"
+            );
+            let got = counters_of(&t, k);
+            if chosen.contains(&i) {
+                assert_eq!(got, expected(sym, &metrics), "{tag}: launch {i}");
+                profiled.push(*k);
+            } else {
+                assert!(got.is_empty(), "{tag}: launch {i} has counters {got:?}");
+            }
+        }
+        no_stray_samples(&t, &profiled);
+        let r = &out.report;
+        assert_eq!(r.ranges_profiled, chosen.len() as u64, "{tag}");
+        assert_eq!(
+            r.profiler_calls["cuptiRangeProfilerStart"],
+            chosen.len() as u64,
+            "{tag}: a session per chosen launch only"
+        );
+        check_tp(&path, &t);
+        cleanup(&dir);
+    }
+}
+
+#[test]
+fn graph_launches_get_no_counters_and_say_so_once() {
+    let dir = tmpdir("graphs");
+    let s = scenario(vec![
+        Op::BeginCapture { stream: 1 },
+        launch("vadd"),
+        launch("gemm"),
+        Op::EndCapture {
+            stream: 1,
+            graph: "g".into(),
+        },
+        Op::GraphLaunch {
+            graph: "g".into(),
+            stream: 1,
+        },
+        launch("gemm"),
+        Op::GraphLaunch {
+            graph: "g".into(),
+            stream: 1,
+        },
+        sync(),
+    ]);
+    let (out, t, path) = run(
+        &dir,
+        &s,
+        &[("INJECTION_METRICS", "gpu__time_duration.sum")],
+        &[],
+    );
+    let said = lines(&out.stderr, "CUDA graphs get no counters");
+    assert_eq!(said.len(), 1, "{}", out.stderr);
+    logged_as_warning(&t, said[0]);
+    assert_eq!(t.kernels().count(), 5, "four graph nodes and a launch");
+    let mut profiled = Vec::new();
+    for k in t.kernels() {
+        let got = counters_of(&t, k);
+        if k.arg("graph_node_id").is_some() {
+            assert!(got.is_empty(), "a graph node has counters: {got:?}");
+        } else {
+            assert_eq!(got, expected(GEMM, &["gpu__time_duration.sum"]));
+            profiled.push(k);
+        }
+    }
+    assert_eq!(profiled.len(), 1);
+    no_stray_samples(&t, &profiled);
+    // Launches into the capture ran nothing: no session for them.
+    assert_eq!(out.report.profiler_calls["cuptiRangeProfilerStart"], 1);
+    check_tp(&path, &t);
+    cleanup(&dir);
+}
+
+/// A fault that ends counters for the process says so in one line, in the trace too, and
+/// every kernel is still traced, with its own timestamps.
+#[test]
+fn profiler_faults_give_one_line_and_kernels_are_traced_as_usual() {
+    let cases = [
+        (
+            "unsupported",
+            Fault::always(ProfilerCall::Enable, "CUPTI_ERROR_NOT_SUPPORTED"),
+            "CUPTI_ERROR_NOT_SUPPORTED",
+            "cuptiRangeProfilerEnable",
+        ),
+        (
+            "second-client",
+            Fault::always(
+                ProfilerCall::Initialize,
+                "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED",
+            ),
+            "CUPTI is already in use by another profiler",
+            "cuptiProfilerInitialize",
+        ),
+        (
+            "no-chip",
+            Fault::always(ProfilerCall::ChipName, "CUPTI_ERROR_NOT_SUPPORTED"),
+            "CUPTI_ERROR_NOT_SUPPORTED",
+            "cuptiDeviceGetChipName",
+        ),
+    ];
+    for (tag, fault, says, failed) in cases {
+        let dir = tmpdir(tag);
+        let mut s = scenario(vec![
+            launch("vadd"),
+            launch("gemm"),
+            launch("vadd"),
+            launch("gemm"),
+            sync(),
+        ]);
+        s.profiler.faults.push(fault);
+        let (out, t, path) = run(&dir, &s, &[], &[]);
+        let off = lines(&out.stderr, "per-kernel counters are off");
+        assert_eq!(off.len(), 1, "{tag}: {}", out.stderr);
+        assert!(off[0].contains(says), "{tag}: {}", off[0]);
+        assert!(off[0].ends_with("traced as usual"), "{tag}: {}", off[0]);
+        logged_as_warning(&t, off[0]);
+        assert!(t.counters.is_empty(), "{tag}");
+        let ks = launched(&t);
+        assert_eq!(ks.len(), 4, "{tag}");
+        for k in &ks {
+            let sym = k.kernel.as_ref().unwrap().name.as_str();
+            assert_eq!(k.dur as f64, want(sym, "gpu__time_duration.sum"), "{tag}");
+        }
+        let calls = &out.report.profiler_calls;
+        assert_eq!(
+            calls[failed], 1,
+            "{tag}: tried once, not per kernel: {calls:#?}"
+        );
+        assert!(
+            !calls.contains_key("cuptiRangeProfilerStart"),
+            "{tag}: {calls:#?}"
+        );
+        assert_eq!(out.report.kernel_replays, 0, "{tag}");
+        check_tp(&path, &t);
+        cleanup(&dir);
+    }
+}
+
+/// A replay that fails for one kernel costs that kernel's counters only (counted as
+/// dropped, said once); the kernel is still traced, the kernels after it get theirs.
+#[test]
+fn a_failed_replay_loses_one_kernels_counters_and_says_so_once() {
+    let cases = [
+        (
+            "stop",
+            Fault::nth(ProfilerCall::Stop, 1, "CUPTI_ERROR_HARDWARE"),
+            "CUPTI_ERROR_HARDWARE",
+        ),
+        (
+            "passes",
+            Fault::nth(ProfilerCall::Stop, 1, "CUPTI_SUCCESS"),
+            "not every replay pass ran",
+        ),
+        (
+            "decode",
+            Fault::nth(ProfilerCall::Decode, 1, "CUPTI_ERROR_UNKNOWN"),
+            "CUPTI_ERROR_UNKNOWN",
+        ),
+    ];
+    for (tag, fault, says) in cases {
+        let dir = tmpdir(&format!("replay-{tag}"));
+        let mut s = scenario(vec![
+            launch("vadd"),
+            launch("gemm"),
+            launch("vadd"),
+            launch("gemm"),
+            sync(),
+        ]);
+        s.profiler.faults.push(fault);
+        let metrics = ["gpu__time_duration.sum", "smsp__inst_executed.sum"];
+        let (out, t, path) = run(
+            &dir,
+            &s,
+            &[("INJECTION_METRICS", &metrics.join(","))],
+            &[("counters", 1)],
+        );
+        let failed = lines(&out.stderr, "replay failed");
+        assert_eq!(failed.len(), 1, "{tag}: {}", out.stderr);
+        assert!(failed[0].contains(says), "{tag}: {}", failed[0]);
+        assert!(
+            failed[0].contains("counted as dropped"),
+            "{tag}: {}",
+            failed[0]
+        );
+        let ks = launched(&t);
+        assert_eq!(ks.len(), 4, "{tag}");
+        let mut profiled = Vec::new();
+        for (i, k) in ks.iter().enumerate() {
+            let sym = k.kernel.as_ref().unwrap().name.as_str();
+            let got = counters_of(&t, k);
+            if i == 1 {
+                assert!(got.is_empty(), "{tag}: the failed kernel has {got:?}");
+            } else {
+                assert_eq!(got, expected(sym, &metrics), "{tag}: launch {i}");
+                assert_eq!(k.dur as f64, want(sym, "gpu__time_duration.sum"));
+                profiled.push(*k);
+            }
+        }
+        no_stray_samples(&t, &profiled);
+        assert_eq!(
+            out.report.profiler_calls["cuptiRangeProfilerStart"], 4,
+            "{tag}"
+        );
+        check_tp(&path, &t);
+        cleanup(&dir);
+    }
+}
+
+/// Without counters the profiler is never touched, whatever else is recorded.
+#[test]
+fn without_counters_the_profiler_is_never_initialised() {
+    for trace in ["gpu", "gpu,api", "gpu,api,markers"] {
+        let dir = tmpdir(&format!("off-{}", trace.replace(',', "-")));
+        let s = scenario(vec![launch("vadd"), launch("gemm"), sync()]);
+        let (out, t, path) = run(&dir, &s, &[("INJECTION_TRACE", trace)], &[]);
+        assert!(
+            out.report.profiler_calls.is_empty(),
+            "{trace}: {:#?}",
+            out.report.profiler_calls
+        );
+        assert!(t.counters.is_empty());
+        assert_eq!(t.kernels().count(), 2, "{trace}");
+        assert!(
+            t.kernels().all(|k| k.dur > 0),
+            "{trace}: kernels keep their timestamps"
+        );
+        check_tp(&path, &t);
+        cleanup(&dir);
+    }
+}
+
+/// A kernel another thread launches while a chosen one is profiled runs inside that launch's
+/// session (CUPTI profiles the context, not a thread): with one range per session it is a
+/// range dropped, not replayed. It must still be traced, with its own timestamps and no
+/// counters, and the chosen kernel must keep its own.
+#[test]
+fn a_kernel_of_another_thread_during_a_profiled_launch_is_still_traced() {
+    let dir = tmpdir("threads");
+    let k = |name: &str, symbol: &str, us| KernelSpec {
+        name: name.into(),
+        symbol: symbol.into(),
+        registers: 32,
+        static_smem: 0,
+        duration_us: us,
+    };
+    let on = |kernel: &str, stream| Op::Launch {
+        kernel: kernel.into(),
+        grid: [8, 1, 1],
+        block: [256, 1, 1],
+        stream,
+        layer: Layer::Runtime,
+    };
+    let s = Scenario {
+        kernels: vec![k("slow", "_Z4slowv", 150_000), k("fast", "_Z4fastv", 10)],
+        threads: vec![
+            ThreadSpec {
+                ops: vec![on("slow", 1), Op::StreamSync { stream: 1 }],
+            },
+            ThreadSpec {
+                ops: vec![
+                    // Inside the slow kernel's launch, which replays it for 150 ms.
+                    Op::SleepUs { us: 25_000 },
+                    on("fast", 2),
+                    on("fast", 2),
+                    Op::StreamSync { stream: 2 },
+                ],
+            },
+        ],
+        profiler: Default::default(),
+    };
+    let (out, t, path) = run(
+        &dir,
+        &s,
+        &[
+            ("INJECTION_METRICS", "gpu__time_duration.sum"),
+            ("INJECTION_KERNEL_FILTER", "slow*"),
+        ],
+        &[],
+    );
+    let ks = launched(&t);
+    assert_eq!(ks.len(), 3, "{}", out.stderr);
+    for k in &ks {
+        let sym = k.kernel.as_ref().unwrap().name.as_str();
+        let got = counters_of(&t, k);
+        if sym == "_Z4slowv" {
+            assert_eq!(
+                got,
+                BTreeMap::from([("gpu__time_duration.sum".into(), 150e6)])
+            );
+        } else {
+            assert!(got.is_empty(), "{got:?}");
+            assert_eq!(k.dur, 10_000, "its own record's timestamps");
+        }
+    }
+    let r = &out.report;
+    assert_eq!(
+        (r.ranges_profiled, r.ranges_dropped, r.kernel_replays),
+        (1, 2, 1),
+        "the fast kernels fell into the slow one's session"
+    );
+    check_tp(&path, &t);
+    cleanup(&dir);
+}
