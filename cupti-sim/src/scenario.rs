@@ -187,6 +187,20 @@ pub enum Op {
         /// Microseconds.
         us: u64,
     },
+    /// Writes the process id into `path`, for a test that waits for the
+    /// program to reach this point.
+    Announce {
+        /// File to write.
+        path: String,
+    },
+    /// Waits until `path` exists (at most `timeout_ms`), for a test that
+    /// acts on the running program in between.
+    WaitFile {
+        /// File to wait for.
+        path: String,
+        /// Longest wait, ms.
+        timeout_ms: u64,
+    },
     /// The ops, `times` times.
     Repeat {
         /// Count.
@@ -426,7 +440,11 @@ impl Scenario {
                         }
                         Op::NvtxMark { message } => bump(&mut self.e.nvtx_marks, message, 1),
                         Op::NvtxStart { message, .. } => bump(&mut self.e.nvtx_ranges, message, 1),
-                        Op::NvtxPop { .. } | Op::NvtxEnd { .. } | Op::SleepUs { .. } => {}
+                        Op::NvtxPop { .. }
+                        | Op::NvtxEnd { .. }
+                        | Op::SleepUs { .. }
+                        | Op::Announce { .. }
+                        | Op::WaitFile { .. } => {}
                         Op::Repeat { times, ops } => {
                             for _ in 0..*times {
                                 self.walk(ops);

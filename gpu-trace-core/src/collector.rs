@@ -12,8 +12,8 @@
 //! and the counts are written into the trace.
 
 use crate::model::{
-    ApiCall, CounterSample, DropKind, Event, KernelCounters, KernelExec, Marker, MarkerEvent,
-    MemoryOp, TextRef, Timestamp,
+    ApiCall, CounterSample, DropKind, Event, KernelCounters, KernelExec, LogEvent, Marker,
+    MarkerEvent, MemoryOp, TextRef, Timestamp,
 };
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -334,6 +334,25 @@ impl Recorder {
             b.text.extend_from_slice(text.as_bytes());
             b.events
                 .push(Event::Marker(MarkerEvent::new(thread, ts, make(r))));
+            true
+        });
+    }
+
+    /// Records a GPU log line at `ts`.
+    pub fn log(&self, ts: Timestamp, warning: bool, text: &str) {
+        if !self.shared.enabled.load(Ordering::Relaxed) {
+            return;
+        }
+        self.with_batch(|b, limits| {
+            if b.events.len() >= limits.events || b.text.len() + text.len() > limits.text {
+                return false;
+            }
+            let r = TextRef {
+                offset: b.text.len() as u32,
+                len: text.len() as u32,
+            };
+            b.text.extend_from_slice(text.as_bytes());
+            b.events.push(Event::Log(LogEvent::new(ts, warning, r)));
             true
         });
     }

@@ -30,9 +30,9 @@ mod sharded;
 mod sink;
 #[doc(hidden)]
 pub mod testing;
-pub mod windows;
 #[cfg(feature = "perfetto")]
 mod tracer;
+pub mod windows;
 #[cfg(all(test, feature = "perfetto"))]
 mod wire_check;
 

@@ -506,6 +506,27 @@ impl MarkerEvent {
     }
 }
 
+/// A line of the trace's GPU log at a point in time (recording windows
+/// opening and closing), written in time order with the other events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogEvent {
+    /// When, ns (CLOCK_BOOTTIME).
+    pub ts: Timestamp,
+    /// A warning (else information).
+    pub warning: bool,
+    /// The line, in the batch's text.
+    pub text: TextRef,
+}
+
+impl LogEvent {
+    /// A line at `ts`.
+    #[inline]
+    pub fn new(ts: Timestamp, warning: bool, text: TextRef) -> Self {
+        Self { ts, warning, text }
+    }
+}
+
 /// Unit of a counter value: numerator over denominator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
@@ -655,6 +676,8 @@ pub enum Event {
     KernelCounters(KernelCounters),
     /// Periodic counter values.
     Counters(CounterSample),
+    /// A GPU log line.
+    Log(LogEvent),
 }
 
 impl Event {
@@ -667,6 +690,7 @@ impl Event {
             Event::Marker(m) => m.ts,
             Event::KernelCounters(c) => c.start,
             Event::Counters(c) => c.ts,
+            Event::Log(l) => l.ts,
         }
     }
 }

@@ -1051,6 +1051,12 @@ fn write_group(inner: &Inner, enc: &mut Encoder, batches: &[crate::collector::Ba
             enc.write_api_calls(batches, &mut TeSink(ctx))
         });
     }
+    if has(|e| matches!(e, crate::model::Event::Log(_))) {
+        write_rs(
+            &mut |enc: &mut Encoder, seq, sink| enc.write_logs(seq, batches, sink),
+            enc,
+        );
+    }
     if has(|e| matches!(e, crate::model::Event::Marker(_))) {
         inner.info.categories.trace(MARKERS, &mut |ctx| {
             enc.write_markers(batches, &mut TeSink(ctx))

@@ -6,9 +6,10 @@
 //! `cudaProfilerStart`/`Stop` capture ranges use: outside a window nothing
 //! of the vendor's tracing is enabled, and each window holds everything
 //! submitted inside it, including work still running when it closes. Each
-//! window is drawn in the trace as a process-wide range `gpu-trace window
-//! N` (domain `gpu-trace`), so that the UI and `gpu-trace stats` see where
-//! the trace has data.
+//! window's opening and closing are lines of the trace's GPU log
+//! (`recording window N opened (why)`, `... closed (why)`, at their time),
+//! so that the UI and `gpu-trace stats` see where the trace has data. A run
+//! that is never switched gets none.
 //!
 //! **Control from outside** is a Unix datagram socket per traced process,
 //! `<dir>/<pid>.sock`, in a directory only this user can enter
@@ -30,8 +31,6 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::config::{Problem, env_lookup, parse_var};
-#[cfg(feature = "perfetto")]
-use crate::model::Marker;
 #[cfg(feature = "perfetto")]
 use crate::{CaptureSwitch, Recorder};
 
@@ -191,7 +190,11 @@ pub fn control_dir() -> PathBuf {
 /// # Errors
 /// A line naming the directory and what is wrong with it.
 pub fn ensure_control_dir(dir: &Path) -> Result<(), String> {
-    match std::fs::DirBuilder::new().mode(0o700).recursive(true).create(dir) {
+    match std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(dir)
+    {
         Ok(()) => {}
         Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
     }
@@ -234,6 +237,8 @@ struct Shared {
     /// Whether windows are drawn: when a plan switches recording, or once
     /// a command came (a run that is never switched gets no window range).
     draw: AtomicBool,
+    /// Whether the switch is open because of a window of ours.
+    ours: AtomicBool,
     /// Whether the open window's start is drawn, and when it opened.
     marked: AtomicBool,
     opened_at: std::sync::atomic::AtomicU64,
@@ -250,6 +255,7 @@ impl Shared {
         if open {
             let n = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
             self.opened_at.store(now, Ordering::Relaxed);
+            self.ours.store(true, Ordering::Relaxed);
             self.switch.set(true);
             let draw = self.draw.load(Ordering::Relaxed);
             if draw {
@@ -259,40 +265,33 @@ impl Shared {
             crate::verbose!("window {n} opened ({why})");
         } else {
             let n = self.opened.load(Ordering::Relaxed);
-            self.mark_end(n, now);
+            if self.ours.swap(false, Ordering::Relaxed) {
+                self.mark_end(n, now, why);
+            }
             self.switch.set(false);
             crate::verbose!("window {n} closed ({why})");
         }
     }
 
     fn mark_start(&self, n: u32, ts: u64, why: &str) {
-        let text = format!("gpu-trace window {n} ({why})");
         self.recorder
-            .marker(crate::clock::thread_id(), ts, &text, |t| Marker::Start {
-                id: window_id(n),
-                domain: None,
-                text: t,
-            });
+            .log(ts, false, &format!("{WINDOW_LOG} {n} opened ({why})"));
     }
 
-    /// Ends window `n`'s range, drawing its start first if it was not.
-    fn mark_end(&self, n: u32, ts: u64) {
+    /// Logs window `n`'s end, and its start first if that was not.
+    fn mark_end(&self, n: u32, ts: u64, why: &str) {
         if !self.marked.swap(true, Ordering::Relaxed) {
             let at = self.opened_at.load(Ordering::Relaxed);
             self.mark_start(n, at, "start");
         }
         self.recorder
-            .marker(crate::clock::thread_id(), ts, "", |_| Marker::End {
-                id: window_id(n),
-            });
+            .log(ts, false, &format!("{WINDOW_LOG} {n} closed ({why})"));
     }
 }
 
-#[cfg(feature = "perfetto")]
-/// Range ids of windows: far from the ids NVTX hands out (small counters).
-fn window_id(n: u32) -> u64 {
-    0x6770_7574_0000_0000 | u64::from(n)
-}
+/// How window lines in the trace's GPU log begin: `recording window N
+/// opened (why)` and `recording window N closed (why)`.
+pub const WINDOW_LOG: &str = "recording window";
 
 #[cfg(feature = "perfetto")]
 impl Windows {
@@ -310,6 +309,7 @@ impl Windows {
             opened: AtomicU32::new(0),
             program: crate::output::program_name(),
             draw: AtomicBool::new(plan.switches()),
+            ours: AtomicBool::new(false),
             marked: AtomicBool::new(false),
             opened_at: std::sync::atomic::AtomicU64::new(0),
         });
@@ -320,7 +320,9 @@ impl Windows {
             match bind() {
                 Ok((s, p)) => (Some(s), Some(p)),
                 Err(e) => {
-                    crate::warn!("no control socket ({e}); gpu-trace start/stop cannot reach this process");
+                    crate::warn!(
+                        "no control socket ({e}); gpu-trace start/stop cannot reach this process"
+                    );
                     (None, None)
                 }
             }
@@ -358,8 +360,12 @@ impl Windows {
             return;
         }
         let s = &self.shared;
-        if s.switch.is_open() && s.draw.load(Ordering::Relaxed) {
-            s.mark_end(s.opened.load(Ordering::Relaxed), crate::clock::boottime_ns());
+        if s.switch.is_open() && s.ours.load(Ordering::Relaxed) && s.draw.load(Ordering::Relaxed) {
+            s.mark_end(
+                s.opened.load(Ordering::Relaxed),
+                crate::clock::boottime_ns(),
+                "exit",
+            );
         }
         if let Some(p) = &self.socket {
             // Wakes the thread out of recv.
@@ -435,7 +441,9 @@ impl Schedule {
 
     /// The switch at `next` happened: what comes after it.
     fn advance(&mut self) {
-        let Some((at, opened)) = self.next else { return };
+        let Some((at, opened)) = self.next else {
+            return;
+        };
         self.next = if opened {
             self.n += 1;
             self.close_after(at)
@@ -504,11 +512,7 @@ fn run(s: &Shared, sock: Option<UnixDatagram>, mut schedule: Schedule) {
         }
         if let Some(p) = from.as_pathname() {
             let state = if s.switch.is_open() { "open" } else { "closed" };
-            let reply = format!(
-                "{state} {} {}",
-                s.opened.load(Ordering::Relaxed),
-                s.program
-            );
+            let reply = format!("{state} {} {}", s.opened.load(Ordering::Relaxed), s.program);
             let _ = sock.send_to(reply.as_bytes(), p);
         }
     }
@@ -520,7 +524,16 @@ fn run(s: &Shared, sock: Option<UnixDatagram>, mut schedule: Schedule) {
 /// # Errors
 /// A line saying why the process could not be reached.
 pub fn send(pid: u32, cmd: &str, timeout: Duration) -> Result<String, String> {
-    let dir = control_dir();
+    send_in(&control_dir(), pid, cmd, timeout)
+}
+
+/// [`send`] through the sockets in `dir` (for tests, which give the
+/// traced process its own `XDG_RUNTIME_DIR`).
+///
+/// # Errors
+/// As [`send`].
+pub fn send_in(dir: &Path, pid: u32, cmd: &str, timeout: Duration) -> Result<String, String> {
+    let dir = dir.to_path_buf();
     let target = socket_path(&dir, pid);
     if !target.exists() {
         return Err(format!(
@@ -601,9 +614,16 @@ mod tests {
     fn plans_name_the_bad_value() {
         let (p, probs) = plan(&[]);
         assert!(!p.switches() && p.control && probs.is_empty());
-        let (p, probs) = plan(&[(vars::WINDOW, "2s"), (vars::EVERY, "1m"), (vars::DELAY, "0")]);
+        let (p, probs) = plan(&[
+            (vars::WINDOW, "2s"),
+            (vars::EVERY, "1m"),
+            (vars::DELAY, "0"),
+        ]);
         assert!(probs.is_empty(), "{probs:?}");
-        assert_eq!(p.cycle, Some((Duration::from_secs(2), Duration::from_secs(60))));
+        assert_eq!(
+            p.cycle,
+            Some((Duration::from_secs(2), Duration::from_secs(60)))
+        );
         let (p, probs) = plan(&[(vars::WINDOW, "2s")]);
         assert_eq!(p.cycle, None);
         assert_eq!(
@@ -620,7 +640,11 @@ mod tests {
             "INJECTION_PAUSED=\"maybe\": expected 0 or 1; using 0"
         );
         let (_, probs) = plan(&[(vars::WINDOW, "1m"), (vars::EVERY, "30s")]);
-        assert!(probs[0].to_string().contains("a window shorter than INJECTION_EVERY"));
+        assert!(
+            probs[0]
+                .to_string()
+                .contains("a window shorter than INJECTION_EVERY")
+        );
     }
 
     #[test]
@@ -646,7 +670,11 @@ mod tests {
         sc.advance();
         assert_eq!(sc.next, Some((s(120), true)));
         // Delay plus cycle: windows at 10, 70, 130 ...
-        let (p, _) = plan(&[(vars::DELAY, "10s"), (vars::WINDOW, "1s"), (vars::EVERY, "60s")]);
+        let (p, _) = plan(&[
+            (vars::DELAY, "10s"),
+            (vars::WINDOW, "1s"),
+            (vars::EVERY, "60s"),
+        ]);
         let mut sc = Schedule::new(&p, t0);
         assert_eq!(sc.next, Some((s(10), true)));
         sc.advance();

@@ -682,7 +682,16 @@ impl Out<'_> {
                     }
                 }
             }
-            wire::packet::GPU_LOG => self.t.logs.push(gpu_log(b)?),
+            wire::packet::GPU_LOG => {
+                let mut l = gpu_log(b)?;
+                l.ts = match stamp {
+                    Ts::Boot(v) => v,
+                    Ts::Custom { clock, value } => {
+                        resolve(&self.snapshots, clock, value).unwrap_or(value)
+                    }
+                };
+                self.t.logs.push(l);
+            }
             wire::packet::GPU_INFO => self.t.devices = gpu_info(b)?,
             wire::packet::TRACE_STATS => self.t.losses = Some(trace_stats(b)?),
             wire::packet::TRACE_CONFIG => self.t.data_sources.extend(config_sources(b)?),
@@ -1356,6 +1365,7 @@ fn counter_event(
 
 fn gpu_log(b: &[u8]) -> Result<LogLine, DecodeError> {
     let mut l = LogLine {
+        ts: 0,
         severity: 0,
         tag: String::new(),
         message: String::new(),

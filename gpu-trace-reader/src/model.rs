@@ -370,6 +370,8 @@ pub struct DeviceInfo {
 /// A `GpuLog` line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogLine {
+    /// When, ns (the packet's timestamp).
+    pub ts: u64,
     /// Severity code.
     pub severity: u64,
     /// Tag.

@@ -51,6 +51,8 @@ pub(crate) static BACKEND: BackendInfo = BackendInfo {
 pub(crate) struct Tool {
     pub(crate) tracer: Tracer,
     shared: Arc<Shared>,
+    /// Recording windows (time plan, control socket), if any.
+    windows: Mutex<Option<gpu_trace_core::windows::Windows>>,
 }
 
 /// How long exit waits for work still running on the GPU.
@@ -366,6 +368,13 @@ impl Tool {
         for p in &problems {
             gpu_trace_core::warn!("{p}");
         }
+        let (mut plan, problems) = gpu_trace_core::windows::Plan::from_env();
+        for p in &problems {
+            gpu_trace_core::warn!("{p}");
+        }
+        // With cudaProfilerApi ranges nothing is recorded before the
+        // application asks, whatever opens windows besides.
+        plan.paused |= cuda.capture_range == CaptureRange::CudaProfilerApi;
         let cupti = match Cupti::load() {
             Ok(c) => c,
             Err(e) => {
@@ -424,7 +433,10 @@ impl Tool {
             config,
             clock,
             limits: Limits::default(),
-            capture_ranges: cuda.capture_range != CaptureRange::Whole,
+            // The control socket can close and reopen recording at any time.
+            capture_ranges: cuda.capture_range != CaptureRange::Whole
+                || plan.switches()
+                || plan.control,
         }) {
             Ok(t) => t,
             Err(e) => {
@@ -490,13 +502,30 @@ impl Tool {
             activity,
             current: Mutex::new(Sources::default()),
         }));
-        Some(Tool { tracer, shared })
+        let windows = gpu_trace_core::windows::Windows::start(
+            &plan,
+            tracer.capture_switch(),
+            tracer.recorder().clone(),
+        );
+        Some(Tool {
+            tracer,
+            shared,
+            windows: Mutex::new(windows),
+        })
     }
 
     /// Final flush and file finalisation at process exit. Work the
     /// application queued but never waited for is waited for first (at most
     /// [`EXIT_DRAIN_LIMIT`]), so that it is in the trace.
     pub(crate) fn shutdown(&self) {
+        if let Some(mut w) = self
+            .windows
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            w.stop();
+        }
         if self.tracer.gpu_enabled() {
             self.drain_gpu();
         }

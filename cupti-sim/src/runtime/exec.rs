@@ -652,6 +652,18 @@ impl Thread<'_> {
                 super::nvtx::end(id);
             }
             Op::SleepUs { us } => std::thread::sleep(Duration::from_micros(*us)),
+            Op::Announce { path } => {
+                // Written whole under another name, then renamed: a reader never sees half.
+                let tmp = format!("{path}.tmp");
+                let _ = std::fs::write(&tmp, std::process::id().to_string());
+                let _ = std::fs::rename(&tmp, path);
+            }
+            Op::WaitFile { path, timeout_ms } => {
+                let until = std::time::Instant::now() + Duration::from_millis(*timeout_ms);
+                while !std::path::Path::new(path).exists() && std::time::Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
             Op::Repeat { times, ops } => {
                 for _ in 0..*times {
                     self.run(ops);

@@ -5,7 +5,7 @@ use gpu_trace_reader::pb::Writer;
 use gpu_trace_reader::wire;
 
 impl Encoder {
-    /// A GpuLog line on a render-stage sequence.
+    /// A GpuLog line on a render-stage sequence, now.
     pub(crate) fn write_log(
         &mut self,
         seq: &mut RsSeq,
@@ -13,7 +13,40 @@ impl Encoder {
         message: &str,
         sink: &mut dyn PacketSink,
     ) {
-        let now = crate::clock::boottime_ns();
+        self.write_log_at(seq, crate::clock::boottime_ns(), warning, message, sink);
+    }
+
+    /// The GpuLog lines recorded in `batches`, in time order.
+    pub(crate) fn write_logs(
+        &mut self,
+        seq: &mut RsSeq,
+        batches: &[crate::collector::Batch],
+        sink: &mut dyn PacketSink,
+    ) {
+        let mut lines: Vec<(u64, bool, std::borrow::Cow<'_, str>)> = batches
+            .iter()
+            .flat_map(|b| {
+                b.events.iter().filter_map(move |e| match e {
+                    crate::model::Event::Log(l) => Some((l.ts, l.warning, b.text(l.text))),
+                    _ => None,
+                })
+            })
+            .collect();
+        lines.sort_by_key(|l| l.0);
+        for (ts, warning, text) in lines {
+            self.write_log_at(seq, ts, warning, &text, sink);
+        }
+    }
+
+    /// A GpuLog line at `ts`.
+    pub(crate) fn write_log_at(
+        &mut self,
+        seq: &mut RsSeq,
+        now: u64,
+        warning: bool,
+        message: &str,
+        sink: &mut dyn PacketSink,
+    ) {
         self.start_rs_sequence(seq, now, sink);
         let p = &mut self.pkt;
         p.clear();

@@ -368,6 +368,7 @@ impl Encoder {
                             self.totals.counter_samples += c.values.len() as u64;
                             0
                         }
+                        Event::Log(_) => 0,
                     })
                     .collect()
             })

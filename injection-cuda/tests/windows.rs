@@ -1,0 +1,295 @@
+//! Recording windows end to end, with the real `libgpu_trace_cuda.so` under the fake CUPTI
+//! (`cupti-sim`): switched from another process through the control socket, and by time.
+//! Each window's kernels are exactly the ones launched inside it.
+
+use cupti_sim::scenario::{KernelSpec, Layer, Op, ThreadSpec};
+use cupti_sim::{RunSpec, Scenario};
+use gpu_trace_core::reader::Trace;
+use gpu_trace_core::testing::{tp_check, validate};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+cupti_sim::child_entry!();
+
+fn tool() -> PathBuf {
+    cupti_sim::host::artifact("gpu_trace_cuda").expect("libgpu_trace_cuda.so built")
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gpu-trace-windows-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn scenario(ops: Vec<Op>) -> Scenario {
+    let k = |name: &str, symbol: &str| KernelSpec {
+        name: name.into(),
+        symbol: symbol.into(),
+        registers: 32,
+        static_smem: 0,
+        duration_us: 10,
+    };
+    let s = Scenario {
+        kernels: vec![
+            k("before", "_Z6beforev"),
+            k("between", "_Z7betweenv"),
+            k("after", "_Z5afterv"),
+        ],
+        threads: vec![ThreadSpec { ops }],
+        profiler: Default::default(),
+    };
+    s.validate().expect("valid scenario");
+    s
+}
+
+fn launches(kernel: &str, n: u32) -> Op {
+    Op::Repeat {
+        times: n,
+        ops: vec![Op::Launch {
+            kernel: kernel.into(),
+            grid: [4, 1, 1],
+            block: [64, 1, 1],
+            stream: 1,
+            layer: Layer::Runtime,
+        }],
+    }
+}
+
+/// Kernels in the trace by name.
+fn kernels(t: &Trace) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for e in &t.gpu_events {
+        if let Some(k) = &e.kernel {
+            *m.entry(k.name.to_string()).or_default() += 1;
+        }
+    }
+    m
+}
+
+/// The windows in the trace's log: (opening line, start, duration).
+fn windows(t: &Trace) -> Vec<(String, u64, u64)> {
+    let mut out: Vec<(String, u64, u64)> = Vec::new();
+    for l in &t.logs {
+        if let Some(rest) = l.message.strip_prefix("recording window ") {
+            if rest.contains(" opened ") {
+                out.push((l.message.clone(), l.ts, 0));
+            } else if let Some(w) = out.last_mut() {
+                w.2 = l.ts - w.1;
+            }
+        }
+    }
+    out
+}
+
+fn run(
+    dir: &Path,
+    s: Scenario,
+    env: &[(&str, String)],
+) -> std::thread::JoinHandle<cupti_sim::Outcome> {
+    let mut spec = RunSpec::new(tool(), s)
+        .env(
+            "INJECTION_OUTPUT",
+            dir.join("trace.pftrace").display().to_string(),
+        )
+        .env("INJECTION_TRACE", "gpu,api")
+        .env("XDG_RUNTIME_DIR", dir.display().to_string())
+        .env("RUST_BACKTRACE", "0");
+    for (k, v) in env {
+        spec = spec.env(*k, v.clone());
+    }
+    std::thread::spawn(move || cupti_sim::host::run_checked(spec, Duration::from_secs(120)))
+}
+
+/// Waits for the program to announce itself in `path`; its pid.
+fn wait_announce(path: &Path) -> u32 {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(s) = std::fs::read_to_string(path)
+            && let Ok(pid) = s.trim().parse()
+        {
+            return pid;
+        }
+        assert!(
+            Instant::now() < until,
+            "the program never reached {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn check_trace(path: &Path) -> Trace {
+    let t = Trace::open(path).expect("trace");
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    assert_eq!(t.drop_counts(), Some(vec![]), "nothing dropped");
+    validate(path);
+    if let Some(a) = tp_check(path, &t, &[]) {
+        assert_eq!(a.unfinished, 0, "slices that never end");
+        assert_eq!(a.gpu_slices, t.gpu_events.len());
+    }
+    t
+}
+
+#[test]
+fn another_process_stops_and_restarts_recording_and_each_window_holds_exactly_its_kernels() {
+    let dir = tmpdir("control");
+    let (a, a_go, b, b_go) = (
+        dir.join("a"),
+        dir.join("a.go"),
+        dir.join("b"),
+        dir.join("b.go"),
+    );
+    let p = |p: &Path| p.display().to_string();
+    let s = scenario(vec![
+        launches("before", 3),
+        Op::StreamSync { stream: 1 },
+        Op::Announce { path: p(&a) },
+        Op::WaitFile {
+            path: p(&a_go),
+            timeout_ms: 60_000,
+        },
+        launches("between", 4),
+        Op::StreamSync { stream: 1 },
+        Op::Announce { path: p(&b) },
+        Op::WaitFile {
+            path: p(&b_go),
+            timeout_ms: 60_000,
+        },
+        launches("after", 2),
+        Op::StreamSync { stream: 1 },
+    ]);
+    let child = run(&dir, s, &[]);
+    let sockets = dir.join("gpu-trace");
+    let pid = wait_announce(&a);
+    let status = gpu_trace_core::windows::send_in(&sockets, pid, "status", Duration::from_secs(10))
+        .expect("status");
+    assert!(status.starts_with("open 1 "), "{status}");
+    let r = gpu_trace_core::windows::send_in(&sockets, pid, "stop", Duration::from_secs(10))
+        .expect("stop");
+    assert!(r.starts_with("closed 1 "), "{r}");
+    std::fs::write(&a_go, "").unwrap();
+    assert_eq!(wait_announce(&b), pid);
+    let r = gpu_trace_core::windows::send_in(&sockets, pid, "start", Duration::from_secs(10))
+        .expect("start");
+    assert!(r.starts_with("open 2 "), "{r}");
+    std::fs::write(&b_go, "").unwrap();
+    let out = child.join().expect("run");
+    assert!(
+        !out.stderr
+            .lines()
+            .any(|l| l.contains("window") && !l.starts_with("gpu-trace:")),
+        "{}",
+        out.stderr
+    );
+    // The socket is gone with the process.
+    assert!(!gpu_trace_core::windows::socket_path(&sockets, pid).exists());
+    let t = check_trace(&dir.join("trace.pftrace"));
+    assert_eq!(
+        kernels(&t),
+        BTreeMap::from([("_Z5afterv".to_owned(), 2), ("_Z6beforev".to_owned(), 3)]),
+        "kernels of the closed window are not recorded, the others all are"
+    );
+    let w = windows(&t);
+    assert_eq!(
+        w.iter().map(|(n, ..)| n.as_str()).collect::<Vec<_>>(),
+        [
+            "recording window 1 opened (start)",
+            "recording window 2 opened (gpu-trace start)"
+        ],
+        "{w:?}"
+    );
+    // Each window's kernels lie inside it.
+    for e in &t.gpu_events {
+        let Some(k) = &e.kernel else { continue };
+        let (_, ts, dur) = if k.name.as_str() == "_Z6beforev" {
+            &w[0]
+        } else {
+            &w[1]
+        };
+        assert!(
+            e.ts >= *ts && e.ts + e.dur <= ts + dur,
+            "{} outside its window",
+            k.name
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_delay_and_a_duration_record_only_the_middle() {
+    let dir = tmpdir("timed");
+    // Generous margins: the window opens 1.5 s after start and lasts 1.5 s; the program
+    // launches at about 0, 3 s (inside: 1.5 + 1.5 = 3 s is the end, so the middle part is
+    // launched at 2.25 s) and 4.5 s.
+    let s = scenario(vec![
+        launches("before", 3),
+        Op::StreamSync { stream: 1 },
+        Op::SleepUs { us: 2_250_000 },
+        launches("between", 4),
+        Op::StreamSync { stream: 1 },
+        Op::SleepUs { us: 2_250_000 },
+        launches("after", 2),
+        Op::StreamSync { stream: 1 },
+    ]);
+    let out = run(
+        &dir,
+        s,
+        &[
+            ("INJECTION_DELAY", "1500ms".to_owned()),
+            ("INJECTION_DURATION", "1500ms".to_owned()),
+        ],
+    )
+    .join()
+    .expect("run");
+    let t = check_trace(&dir.join("trace.pftrace"));
+    assert_eq!(
+        kernels(&t),
+        BTreeMap::from([("_Z7betweenv".to_owned(), 4)]),
+        "{}",
+        out.stderr
+    );
+    let w = windows(&t);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0].0, "recording window 1 opened (scheduled)");
+    assert!((1_400_000_000..1_700_000_000).contains(&w[0].2), "{w:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_window_settings_are_named_and_the_program_runs_whole() {
+    let dir = tmpdir("bad");
+    let s = scenario(vec![launches("before", 2), Op::StreamSync { stream: 1 }]);
+    let out = run(
+        &dir,
+        s,
+        &[
+            ("INJECTION_WINDOW", "2s".to_owned()),
+            ("INJECTION_DELAY", "soon".to_owned()),
+        ],
+    )
+    .join()
+    .expect("run");
+    let ours: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("INJECTION_"))
+        .collect();
+    assert_eq!(
+        ours,
+        [
+            "gpu-trace: INJECTION_DELAY=\"soon\": expected a duration up to 7d, such as 30s, 500ms, 2m or 1h; using no delay",
+            "gpu-trace: INJECTION_WINDOW=\"2s\": expected INJECTION_EVERY as well (the period of the windows); using no duty cycle",
+        ],
+        "{}",
+        out.stderr
+    );
+    let t = check_trace(&dir.join("trace.pftrace"));
+    assert_eq!(kernels(&t), BTreeMap::from([("_Z6beforev".to_owned(), 2)]));
+    assert!(
+        windows(&t).is_empty(),
+        "a run never switched draws no window"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
