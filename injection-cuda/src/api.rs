@@ -369,6 +369,19 @@ impl ApiState {
         self.nvtx_domains.load().get(&h).copied()
     }
 
+    /// Whether an NVTX message says `name`.
+    pub(crate) fn message_is(&self, m: &NvtxMessage<'_>, name: &str) -> bool {
+        match m {
+            NvtxMessage::Ascii(c) => c.to_bytes() == name.as_bytes(),
+            NvtxMessage::Registered(h) => self
+                .nvtx_strings
+                .load()
+                .get(h)
+                .is_some_and(|t| &**t == name),
+            other => message_cow(other) == name,
+        }
+    }
+
     fn text<'m>(&self, m: &NvtxMessage<'m>) -> MarkerText<'m> {
         match m {
             NvtxMessage::Registered(h) => match self.nvtx_strings.load().get(h) {

@@ -13,7 +13,7 @@ pub struct Paths(Shared);
 impl Paths {
     /// The same state `InitializeInjection` builds.
     pub fn new(tracer: &Tracer) -> Self {
-        Self(Shared::new(tracer, crate::config::CaptureRange::Whole))
+        Self(Shared::new(tracer, &crate::config::CudaConfig::default()))
     }
 
     /// Whether API calls are recorded (a session asks for them).

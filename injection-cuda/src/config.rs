@@ -16,6 +16,8 @@ pub mod vars {
     pub const COUNTERS_REPLAY: &str = "INJECTION_COUNTERS_REPLAY";
     /// Profiled kernels collected per profiler session under user replay.
     pub const COUNTERS_BATCH: &str = "INJECTION_COUNTERS_BATCH";
+    /// How many capture ranges are recorded (then recording stops).
+    pub const CAPTURE_COUNT: &str = "INJECTION_CAPTURE_COUNT";
 }
 
 /// How the range profiler gets every pass of a profiled kernel.
@@ -68,15 +70,23 @@ pub enum CaptureRange {
     /// `nsys --capture-range=cudaProfilerApi`; any number of ranges. Outside
     /// them nothing is enabled in CUPTI but the two profiler callbacks.
     CudaProfilerApi,
+    /// Only inside NVTX ranges named [`CudaConfig::capture_nvtx`]
+    /// (`nvtx:NAME`), as `nsys --capture-range=nvtx`: pushed/popped ranges
+    /// on the thread that opened one, or start/end ranges.
+    Nvtx,
 }
 
 /// The CUDA backend's validated settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CudaConfig {
     /// Which API layer becomes slices.
     pub api_layer: ApiLayer,
     /// When recording runs.
     pub capture_range: CaptureRange,
+    /// The NVTX range name of [`CaptureRange::Nvtx`].
+    pub capture_nvtx: Option<String>,
+    /// Capture ranges recorded before recording stops (`None`: all).
+    pub capture_count: Option<u32>,
     /// How profiled kernels are replayed.
     pub counters_replay: CountersReplay,
     /// Profiled kernels per user-replay session (1 to [`MAX_COUNTERS_BATCH`]).
@@ -88,6 +98,8 @@ impl Default for CudaConfig {
         Self {
             api_layer: ApiLayer::default(),
             capture_range: CaptureRange::default(),
+            capture_nvtx: None,
+            capture_count: None,
             counters_replay: CountersReplay::default(),
             counters_batch: DEFAULT_COUNTERS_BATCH,
         }
@@ -123,11 +135,28 @@ impl CudaConfig {
         match parse_var(
             &get,
             vars::CAPTURE_RANGE,
-            "none or cudaProfilerApi",
+            "none, cudaProfilerApi or nvtx:NAME",
             "none (the whole run)",
-            |v| parse_choice(v, &ranges),
+            |v| match v.trim().split_once(':') {
+                Some((kind, name))
+                    if kind.eq_ignore_ascii_case("nvtx") && !name.trim().is_empty() =>
+                {
+                    Some((CaptureRange::Nvtx, Some(name.trim().to_owned())))
+                }
+                _ => parse_choice(v, &ranges).map(|r| (r, None)),
+            },
         ) {
-            Ok(v) => c.capture_range = v.unwrap_or_default(),
+            Ok(v) => (c.capture_range, c.capture_nvtx) = v.unwrap_or_default(),
+            Err(p) => problems.push(p),
+        }
+        match parse_var(
+            &get,
+            vars::CAPTURE_COUNT,
+            "a whole number of ranges from 1",
+            "every range",
+            |v| v.trim().parse::<u32>().ok().filter(|&n| n > 0),
+        ) {
+            Ok(v) => c.capture_count = v,
             Err(p) => problems.push(p),
         }
         let replays = [
@@ -197,7 +226,21 @@ mod tests {
         assert_eq!(c.capture_range, CaptureRange::Whole);
         assert_eq!(
             p[0].to_string(),
-            "INJECTION_CAPTURE_RANGE=\"nvtx\": expected none or cudaProfilerApi; using none (the whole run)"
+            "INJECTION_CAPTURE_RANGE=\"nvtx\": expected none, cudaProfilerApi or nvtx:NAME; using none (the whole run)"
+        );
+        let (c, p) = cfg(&[
+            (vars::CAPTURE_RANGE, "nvtx: step 100 "),
+            (vars::CAPTURE_COUNT, "2"),
+        ]);
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(
+            (c.capture_range, c.capture_nvtx.as_deref(), c.capture_count),
+            (CaptureRange::Nvtx, Some("step 100"), Some(2))
+        );
+        let (_, p) = cfg(&[(vars::CAPTURE_COUNT, "0")]);
+        assert_eq!(
+            p[0].to_string(),
+            "INJECTION_CAPTURE_COUNT=\"0\": expected a whole number of ranges from 1; using every range"
         );
     }
 
@@ -207,11 +250,20 @@ mod tests {
         assert!(p.is_empty());
         assert_eq!(c.counters_replay, CountersReplay::Auto);
         assert_eq!(c.counters_batch, DEFAULT_COUNTERS_BATCH);
-        let (c, p) = cfg(&[(vars::COUNTERS_REPLAY, "kernel"), (vars::COUNTERS_BATCH, "1")]);
+        let (c, p) = cfg(&[
+            (vars::COUNTERS_REPLAY, "kernel"),
+            (vars::COUNTERS_BATCH, "1"),
+        ]);
         assert!(p.is_empty());
-        assert_eq!((c.counters_replay, c.counters_batch), (CountersReplay::Kernel, 1));
+        assert_eq!(
+            (c.counters_replay, c.counters_batch),
+            (CountersReplay::Kernel, 1)
+        );
         let (c, p) = cfg(&[(vars::COUNTERS_REPLAY, "app"), (vars::COUNTERS_BATCH, "0")]);
-        assert_eq!((c.counters_replay, c.counters_batch), (CountersReplay::Auto, DEFAULT_COUNTERS_BATCH));
+        assert_eq!(
+            (c.counters_replay, c.counters_batch),
+            (CountersReplay::Auto, DEFAULT_COUNTERS_BATCH)
+        );
         assert_eq!(
             p[0].to_string(),
             "INJECTION_COUNTERS_REPLAY=\"app\": expected auto, kernel or user; using auto"

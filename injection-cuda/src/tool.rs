@@ -68,6 +68,9 @@ pub(crate) struct Shared {
     /// With `INJECTION_CAPTURE_RANGE=cudaProfilerApi`: the switch, and the
     /// profiler start/stop callbacks that flip it.
     capture: Option<Capture>,
+    /// With `INJECTION_CAPTURE_RANGE=nvtx:NAME`: the NVTX ranges that open
+    /// and close recording.
+    nvtx_capture: Option<crate::nvtx_capture::NvtxCapture>,
     /// Per-kernel counters (set once CUPTI is known).
     counting: OnceLock<Arc<Counting>>,
 }
@@ -109,7 +112,8 @@ impl Capture {
 }
 
 impl Shared {
-    pub(crate) fn new(tracer: &Tracer, capture_range: CaptureRange) -> Self {
+    pub(crate) fn new(tracer: &Tracer, cuda: &CudaConfig) -> Self {
+        let capture_range = cuda.capture_range;
         Shared {
             api: ApiState::new(tracer.recorder().clone(), tracer.names().clone()),
             records: RecordState::new(
@@ -125,8 +129,17 @@ impl Shared {
             markers_on: AtomicBool::new(false),
             contexts: Mutex::new(Vec::new()),
             counting: OnceLock::new(),
+            nvtx_capture: match (&cuda.capture_range, &cuda.capture_nvtx) {
+                (CaptureRange::Nvtx, Some(name)) => Some(crate::nvtx_capture::NvtxCapture::new(
+                    name.clone(),
+                    cuda.capture_count,
+                    tracer.capture_switch(),
+                    tracer.recorder().clone(),
+                )),
+                _ => None,
+            },
             capture: match capture_range {
-                CaptureRange::Whole => None,
+                CaptureRange::Whole | CaptureRange::Nvtx => None,
                 CaptureRange::CudaProfilerApi => {
                     let c = Capture::new(tracer.capture_switch());
                     if c.is_none() {
@@ -138,6 +151,16 @@ impl Shared {
                     c
                 }
             },
+        }
+    }
+
+    /// An NVTX event, from CUPTI's NVTX domain or our own NVTX injection.
+    pub(crate) fn on_nvtx(&self, ev: &cupti::nvtx::NvtxEvent<'_>) {
+        if let Some(c) = &self.nvtx_capture {
+            c.on_nvtx(ev, |m, name| self.api.message_is(m, name));
+        }
+        if self.markers_on.load(Ordering::Relaxed) {
+            self.api.on_nvtx(ev);
         }
     }
 
@@ -183,9 +206,7 @@ impl Shared {
         match cb {
             Callback::Api(a) if self.capture.as_ref().is_some_and(|c| c.on_api(a)) => {}
             Callback::Api(a) if self.api_on.load(Ordering::Relaxed) => self.api.on_api(a),
-            Callback::Nvtx(n) if self.markers_on.load(Ordering::Relaxed) => {
-                self.api.on_nvtx(&n.event())
-            }
+            Callback::Nvtx(n) => self.on_nvtx(&n.event()),
             Callback::Resource(r) => match (r.event(), r.context()) {
                 (ResourceEvent::ContextCreated, Some(c)) => {
                     self.contexts
@@ -275,6 +296,8 @@ impl CudaBackend {
 
     fn set_markers(&self, on: bool) {
         self.shared.markers_on.store(on, Ordering::Relaxed);
+        // An NVTX capture range needs the NVTX callbacks all the time.
+        let on = on || self.shared.nvtx_capture.is_some();
         let r = if on {
             self.subscriber.enable_domain(Domain::Nvtx)
         } else {
@@ -374,7 +397,7 @@ impl Tool {
         }
         // With cudaProfilerApi ranges nothing is recorded before the
         // application asks, whatever opens windows besides.
-        plan.paused |= cuda.capture_range == CaptureRange::CudaProfilerApi;
+        plan.paused |= cuda.capture_range != CaptureRange::Whole;
         let cupti = match Cupti::load() {
             Ok(c) => c,
             Err(e) => {
@@ -445,7 +468,7 @@ impl Tool {
             }
         };
 
-        let shared = Arc::new(Shared::new(&tracer, cuda.capture_range));
+        let shared = Arc::new(Shared::new(&tracer, &cuda));
         let (filter, problems) = gpu_trace_core::filter::KernelFilter::from_env();
         for p in &problems {
             gpu_trace_core::warn!("{p}");
@@ -477,6 +500,13 @@ impl Tool {
         };
         if let Err(e) = subscriber.enable_domain(Domain::Resource) {
             gpu_trace_core::verbose!("resource callbacks unavailable: {e}");
+        }
+        if shared.nvtx_capture.is_some()
+            && let Err(e) = subscriber.enable_domain(Domain::Nvtx)
+        {
+            gpu_trace_core::warn!(
+                "cannot watch NVTX ranges ({e}); the NVTX capture range will not open"
+            );
         }
         if let Some(c) = &shared.capture {
             for &(d, id) in c.start.iter().chain(&c.stop) {
@@ -537,6 +567,15 @@ impl Tool {
                 crate::config::vars::CAPTURE_RANGE
             );
         }
+        if let Some(n) = &self.shared.nvtx_capture
+            && n.taken() == 0
+        {
+            gpu_trace_core::warn!(
+                "{}=nvtx:{}: the application never opened an NVTX range of that name, so the trace holds no GPU work or API calls",
+                crate::config::vars::CAPTURE_RANGE,
+                n.name()
+            );
+        }
         if let Some(c) = self.shared.counting.get() {
             c.finish();
             c.report();
@@ -558,9 +597,7 @@ impl Tool {
 
     /// An NVTX call from our own NVTX injection.
     pub(crate) fn on_nvtx(&self, ev: &cupti::nvtx::NvtxEvent<'_>) {
-        if self.shared.markers_on.load(Ordering::Relaxed) {
-            self.shared.api.on_nvtx(ev);
-        }
+        self.shared.on_nvtx(ev);
     }
 
     fn drain_gpu(&self) {

@@ -293,3 +293,54 @@ fn bad_window_settings_are_named_and_the_program_runs_whole() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_nvtx_capture_range_records_only_inside_the_named_ranges_up_to_the_count() {
+    let dir = tmpdir("nvtx");
+    let push = |m: &str| Op::NvtxPush {
+        message: m.into(),
+        domain: None,
+    };
+    let pop = || Op::NvtxPop { domain: None };
+    let s = scenario(vec![
+        launches("before", 2),
+        push("step 1"),
+        launches("before", 1),
+        pop(),
+        push("step 2"),
+        push("inner"),
+        launches("between", 3),
+        pop(),
+        launches("between", 1),
+        pop(),
+        Op::StreamSync { stream: 1 },
+        push("step 2"),
+        launches("after", 2),
+        pop(),
+        Op::StreamSync { stream: 1 },
+    ]);
+    let out = run(
+        &dir,
+        s,
+        &[
+            ("INJECTION_CAPTURE_RANGE", "nvtx:step 2".to_owned()),
+            ("INJECTION_CAPTURE_COUNT", "1".to_owned()),
+        ],
+    )
+    .join()
+    .expect("run");
+    let t = check_trace(&dir.join("trace.pftrace"));
+    assert_eq!(
+        kernels(&t),
+        BTreeMap::from([("_Z7betweenv".to_owned(), 4)]),
+        "only the first \"step 2\" range, nested ranges included\n{}",
+        out.stderr
+    );
+    let w = windows(&t);
+    assert_eq!(
+        w.iter().map(|(n, ..)| n.as_str()).collect::<Vec<_>>(),
+        ["recording window 1 opened (NVTX range \"step 2\")"],
+        "{w:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,82 @@
+//! `gpu-trace start|stop|status [PID|all]`: switch recording in running
+//! traced processes of this user, through each one's control socket
+//! (`gpu_trace_core::windows`).
+
+use gpu_trace_core::windows;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Which processes a command is for.
+#[derive(clap::Args, Debug)]
+pub struct ControlArgs {
+    /// A traced process id, or `all` (default) for every traced process of
+    /// this user.
+    #[arg(value_name = "PID|all")]
+    target: Option<String>,
+}
+
+/// How long a process has to answer.
+const ANSWER_LIMIT: Duration = Duration::from_secs(5);
+
+/// Runs `cmd` (`start`, `stop` or `status`) for the chosen processes:
+/// one line per process. Exit 0 when every one answered, 1 when one did
+/// not or none is traced, 2 for a bad argument.
+pub fn run(cmd: &str, args: &ControlArgs) -> ExitCode {
+    let pids = match args.target.as_deref().map(str::trim) {
+        None | Some("all") => windows::traced_pids(),
+        Some(p) => match p.parse::<u32>() {
+            Ok(pid) if pid > 0 => vec![pid],
+            _ => {
+                eprintln!("gpu-trace: {cmd} {p:?}: expected a process id or all");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    if pids.is_empty() {
+        eprintln!(
+            "gpu-trace: no traced process of this user is running (their control sockets live in {})",
+            windows::control_dir().display()
+        );
+        return ExitCode::from(1);
+    }
+    let mut failed = false;
+    for pid in pids {
+        match windows::send(pid, cmd, ANSWER_LIMIT) {
+            Ok(reply) => println!("{pid}: {}", describe(&reply)),
+            Err(e) => {
+                eprintln!("gpu-trace: {e}");
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `open 2 python` → `recording (window 2), python`.
+fn describe(reply: &str) -> String {
+    let mut it = reply.splitn(3, ' ');
+    let (state, n, program) = (it.next(), it.next(), it.next().unwrap_or("?"));
+    match (state, n) {
+        (Some("open"), Some(n)) => format!("recording (window {n}), {program}"),
+        (Some("closed"), Some("0")) => format!("paused (no window yet), {program}"),
+        (Some("closed"), Some(n)) => format!("paused after window {n}, {program}"),
+        _ => reply.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+
+    #[test]
+    fn replies_read_as_sentences() {
+        assert_eq!(describe("open 2 python"), "recording (window 2), python");
+        assert_eq!(describe("closed 0 train"), "paused (no window yet), train");
+        assert_eq!(describe("closed 3 a b"), "paused after window 3, a b");
+        assert_eq!(describe("what"), "what");
+    }
+}
