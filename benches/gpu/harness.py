@@ -45,6 +45,10 @@ Modes:
                   filter costs the kernels it leaves out
   gt_counters_1in1000  counters on for one launch in 1,000 (skip half, then count
                   launches/1000): the other 999 against gt_gpu
+  gt_paused_ctl   gpu-trace as in gt_full, started paused (INJECTION_PAUSED=1): the tool
+                  loaded with its control socket, no window ever opens
+  gt_duty         gpu-trace as in gt_full in a duty cycle (--duty WINDOW/EVERY, default
+                  1s/20s: INJECTION_WINDOW, INJECTION_EVERY)
   torch_cuda      torch.profiler, CUDA activity only (PyTorch workloads only)
   torch_cpu_cuda  torch.profiler, CPU + CUDA (PyTorch workloads only)
 """
@@ -144,6 +148,7 @@ def main():
     ap.add_argument("--no-rotate", action="store_true",
                     help="run the modes in the same order every repetition (default: each repetition starts one mode later)")
     ap.add_argument("--build-only", metavar="DIR", help="build the test programs and the floor library into DIR, then stop")
+    ap.add_argument("--duty", default="1s/20s", help="window/period of gt_duty")
     ap.add_argument("--modes", default="baseline,floor,cfg_idle,cfg_gpu,nvidia_sample,gt_idle,gt_gpu,gt_full,torch_cuda,torch_cpu_cuda")
     a = ap.parse_args()
     if a.build_only:
@@ -208,11 +213,15 @@ def main():
                 env["PERFETTO_PRODUCER_SOCK_NAME"] = f"{tracedir}/no-traced.sock"
             elif mode == "gt_gpu":
                 env["INJECTION_TRACE"] = "gpu"
-            elif mode in ("gt_full", "gt_paused"):
+            elif mode in ("gt_full", "gt_paused", "gt_paused_ctl", "gt_duty"):
                 env["INJECTION_TRACE"] = "gpu,api,nvtx"
                 env["NVTX_INJECTION64_PATH"] = env["CUDA_INJECTION64_PATH"]
                 if mode == "gt_paused":
                     env["INJECTION_CAPTURE_RANGE"] = "cudaProfilerApi"
+                elif mode == "gt_paused_ctl":
+                    env["INJECTION_PAUSED"] = "1"
+                elif mode == "gt_duty":
+                    env["INJECTION_WINDOW"], env["INJECTION_EVERY"] = a.duty.split("/")
             elif mode == "gt_api":
                 env["INJECTION_TRACE"] = "gpu,api"
             elif mode.startswith("gt_counters"):

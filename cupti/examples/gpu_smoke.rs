@@ -390,7 +390,14 @@ fn profile(cupti: &Cupti, ctx: Context, kernel_once: SmokeFn, r: &mut Report) ->
         &format!("bad metric rejected on its own: {:?}", config.rejected()),
     );
     println!("info: {} replay pass(es)", config.num_passes());
-    let mut rp = RangeProfiler::enable(cupti, ctx, &config, 1, cupti::profiler::Replay::Kernel, cupti::profiler::Ranges::Auto)?;
+    let mut rp = RangeProfiler::enable(
+        cupti,
+        ctx,
+        &config,
+        1,
+        cupti::profiler::Replay::Kernel,
+        cupti::profiler::Ranges::Auto,
+    )?;
     // SAFETY: plain C call into the test library.
     let (rc, ranges) = rp.profile(c"gpu_trace_smoke_kernel", || unsafe { kernel_once() })?;
     r.check(rc == 0, &format!("profiled launch returned {rc}"));
