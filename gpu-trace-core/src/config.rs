@@ -244,12 +244,12 @@ impl Config {
         }
 
         if let Some(v) = get(vars::OUTPUT) {
-            match validate_output_pattern(&v) {
+            match validate_output_pattern(&v).and_then(|()| output_vars_set(&v, &get)) {
                 Ok(()) => {
                     c.output = v;
                     c.output_from_env = true;
                 }
-                Err(why) => bad(vars::OUTPUT, &v, why, format!("{DEFAULT_OUTPUT:?}")),
+                Err(why) => bad(vars::OUTPUT, &v, &why, format!("{DEFAULT_OUTPUT:?}")),
             }
         }
 
@@ -473,24 +473,38 @@ pub fn parse_size_kb(v: &str) -> Option<u32> {
     n.checked_mul(mult).and_then(|kb| u32::try_from(kb).ok())
 }
 
-fn validate_output_pattern(v: &str) -> Result<(), &'static str> {
+const OUTPUT_ESCAPES: &str =
+    "%p (pid), %n (program), %h (host), %q{VAR} (environment variable VAR) or %%";
+
+fn validate_output_pattern(v: &str) -> Result<(), String> {
     if v.trim().is_empty() {
-        return Err("a file path or pattern (%p pid, %n program, %h host)");
+        return Err(format!("a file path or pattern ({OUTPUT_ESCAPES})"));
     }
     if v.contains('\0') {
-        return Err("a path without NUL bytes");
+        return Err("a path without NUL bytes".to_owned());
+    }
+    if crate::output::pattern_vars(v).is_err() {
+        return Err(format!("a path whose % escapes are {OUTPUT_ESCAPES}"));
     }
     let mut chars = v.chars();
     while let Some(c) = chars.next() {
         if c == '%' {
             match chars.next() {
-                Some('p' | 'n' | 'h' | '%') => {}
-                _ => {
-                    return Err(
-                        "a path whose % escapes are %p (pid), %n (program), %h (host) or %%",
-                    );
-                }
+                Some('p' | 'n' | 'h' | 'q' | '%') => {}
+                _ => return Err(format!("a path whose % escapes are {OUTPUT_ESCAPES}")),
             }
+        }
+    }
+    Ok(())
+}
+
+/// Every `%q{VAR}` of a valid pattern names a variable that is set.
+fn output_vars_set(v: &str, get: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+    for var in crate::output::pattern_vars(v).unwrap_or_default() {
+        if get(var).is_none() {
+            return Err(format!(
+                "%q{{{var}}} to name a set environment variable, and {var} is not set"
+            ));
         }
     }
     Ok(())
@@ -587,6 +601,8 @@ mod tests {
             (vars::SUFFIX, ""),
             (vars::OUTPUT, "trace-%q.pftrace"),
             (vars::OUTPUT, "   "),
+            (vars::OUTPUT, "trace-%q{}.pftrace"),
+            (vars::OUTPUT, "trace-%q{GPU_TRACE_SURELY_UNSET}.pftrace"),
             (vars::MODE, "cloud"),
             (vars::BUFFER_SIZE, "12x"),
             (vars::BUFFER_SIZE, "16"),
@@ -619,6 +635,19 @@ mod tests {
                 _ => {}
             }
         }
+    }
+
+    #[test]
+    fn output_variables_must_be_set() {
+        let (c, p) = cfg(&[(vars::OUTPUT, "r-%q{RANK}.pftrace"), ("RANK", "0")]);
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(c.output, "r-%q{RANK}.pftrace");
+        let (c, p) = cfg(&[(vars::OUTPUT, "r-%q{RANK}.pftrace")]);
+        assert_eq!(c.output, DEFAULT_OUTPUT);
+        assert_eq!(
+            p[0].to_string(),
+            "INJECTION_OUTPUT=\"r-%q{RANK}.pftrace\": expected %q{RANK} to name a set environment variable, and RANK is not set; using \"%n-%p.pftrace\""
+        );
     }
 
     #[test]

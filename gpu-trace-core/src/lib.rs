@@ -16,6 +16,7 @@ pub mod clock;
 mod collector;
 pub mod config;
 pub mod correlate;
+pub mod cuda_config;
 #[cfg(feature = "perfetto")]
 mod emit;
 pub mod filter;
@@ -42,7 +43,7 @@ pub use gpu_trace_reader as reader;
 pub use backend::{BackendInfo, Categories};
 pub use collector::{Batch, Limits, Recorder, STALL_LIMIT};
 pub use config::Config;
-pub use output::RECORD_LOG_VAR;
+pub use output::{Announcement, RECORD_LOG_VAR};
 #[cfg(feature = "perfetto")]
 pub use sink::{RegisterError, SessionError};
 #[cfg(feature = "perfetto")]

@@ -2,17 +2,98 @@
 //!
 //! The in-process service opens the file itself with `O_CREAT|O_EXCL` and,
 //! if that fails, silently never starts. So the path is settled here first:
-//! patterns are expanded, an existing file is never overwritten (a numbered
-//! name is chosen and announced), and an unwritable place falls back to the
-//! working directory and then the temp directory, with one clear line.
+//! patterns are expanded, a name without an extension gets `.pftrace`, an
+//! existing file is never overwritten (a numbered name is chosen and
+//! announced), and an unwritable place falls back to the working directory
+//! and then the temp directory, with one clear line.
+//!
+//! Under `gpu-trace record`, each process also tells the launcher what
+//! became of it through the record log ([`announce_trace`],
+//! [`announce_untraced`], read back with [`read_record_log`]).
 
 use std::fs::OpenOptions;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 /// Set by `gpu-trace record`: a file to which every traced process appends
-/// the path of its trace, so that the launcher can summarise them.
+/// the path of its trace, or why it runs untraced, so that the launcher can
+/// summarise them.
 pub const RECORD_LOG_VAR: &str = "GPU_TRACE_RECORD_LOG";
+
+/// The extension given to an output name that has none.
+pub const EXTENSION: &str = "pftrace";
+
+/// One line of the record log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Announcement {
+    /// A process is writing this trace.
+    Trace {
+        /// The process.
+        pid: u32,
+        /// The trace.
+        path: PathBuf,
+    },
+    /// A process loaded gpu-trace but runs untraced, and why (one short
+    /// clause, such as "CUPTI is already in use by another profiler").
+    Untraced {
+        /// The process.
+        pid: u32,
+        /// Why.
+        reason: String,
+    },
+}
+
+fn announce(line: &str) {
+    use std::io::Write;
+    let Some(log) = std::env::var_os(RECORD_LOG_VAR) else {
+        return;
+    };
+    // One short write with O_APPEND: lines from concurrent processes do not
+    // interleave.
+    if let Ok(mut f) = OpenOptions::new().append(true).create(true).open(log) {
+        let _ = f.write_all(format!("{line}\n").as_bytes());
+    }
+}
+
+/// Tells `gpu-trace record` (if it runs this process) that `path` is
+/// being written.
+pub fn announce_trace(path: &Path) {
+    announce(&format!(
+        "trace\t{}\t{}",
+        std::process::id(),
+        path.display()
+    ));
+}
+
+/// Tells `gpu-trace record` (if it runs this process) that this process
+/// runs untraced, and why.
+pub fn announce_untraced(reason: &str) {
+    let reason = reason.replace(['\n', '\t'], " ");
+    announce(&format!("untraced\t{}\t{reason}", std::process::id()));
+}
+
+/// The announcements in a record log's text, in order; lines that are not
+/// announcements are skipped.
+pub fn read_record_log(text: &str) -> Vec<Announcement> {
+    text.lines()
+        .filter_map(|l| {
+            let (kind, rest) = l.split_once('\t')?;
+            let (pid, rest) = rest.split_once('\t')?;
+            let pid = pid.parse().ok()?;
+            match kind {
+                "trace" => Some(Announcement::Trace {
+                    pid,
+                    path: PathBuf::from(rest),
+                }),
+                "untraced" => Some(Announcement::Untraced {
+                    pid,
+                    reason: rest.to_owned(),
+                }),
+                _ => None,
+            }
+        })
+        .collect()
+}
 
 /// The program's name for file names: the script for `python train.py`,
 /// the module for `python -m pkg.mod`, else the executable's file name.
@@ -26,6 +107,12 @@ pub fn program_name() -> String {
         })
         .unwrap_or_else(|_| std::env::args().collect());
     program_name_from(&args)
+}
+
+/// The name [`program_name`] gives a process whose command line is `args`
+/// (what `%n` becomes), for a launcher that knows the command it runs.
+pub fn program_name_of(args: &[String]) -> String {
+    program_name_from(args)
 }
 
 fn base(s: &str) -> &str {
@@ -78,28 +165,120 @@ fn hostname() -> String {
     sanitize(&u.nodename().to_string_lossy())
 }
 
-/// Expands `%p` (pid), `%n` (program), `%h` (host) and `%%`.
-pub fn expand(pattern: &str, pid: u32, program: &str) -> String {
+/// The environment variables a pattern's `%q{VAR}` escapes name, in order.
+/// `Err` with the offending text when an escape is malformed.
+pub fn pattern_vars(pattern: &str) -> Result<Vec<&str>, String> {
+    let mut out = Vec::new();
+    let mut rest = pattern;
+    while let Some(i) = rest.find('%') {
+        let after = &rest[i + 1..];
+        match after.chars().next() {
+            Some('q') => {
+                let body = after[1..]
+                    .strip_prefix('{')
+                    .and_then(|b| b.find('}').map(|end| &b[..end]))
+                    .filter(|v| is_var_name(v))
+                    .ok_or_else(|| after.chars().take(12).collect::<String>())?;
+                out.push(body);
+                rest = &after[1 + body.len() + 2..];
+            }
+            Some(c) => rest = &after[c.len_utf8()..],
+            None => break,
+        }
+    }
+    Ok(out)
+}
+
+fn is_var_name(v: &str) -> bool {
+    let mut b = v.bytes();
+    b.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+        && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+/// A `%q{VAR}` whose variable is not set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("%q{{{0}}} names the environment variable {0}, which is not set")]
+pub struct UnsetVar(pub String);
+
+/// Expands `%p` (pid), `%n` (program), `%h` (host), `%q{VAR}` (the value
+/// of environment variable `VAR`, read through `env`) and `%%`.
+///
+/// # Errors
+/// [`UnsetVar`] when a `%q{VAR}` names a variable `env` does not know.
+pub fn expand_with(
+    pattern: &str,
+    pid: u32,
+    program: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, UnsetVar> {
     let mut out = String::with_capacity(pattern.len() + 16);
-    let mut chars = pattern.chars();
-    while let Some(c) = chars.next() {
+    let mut chars = pattern.char_indices();
+    while let Some((i, c)) = chars.next() {
         if c != '%' {
             out.push(c);
             continue;
         }
         match chars.next() {
-            Some('p') => out.push_str(&pid.to_string()),
-            Some('n') => out.push_str(program),
-            Some('h') => out.push_str(&hostname()),
-            Some('%') => out.push('%'),
-            Some(other) => {
+            Some((_, 'p')) => out.push_str(&pid.to_string()),
+            Some((_, 'n')) => out.push_str(program),
+            Some((_, 'h')) => out.push_str(&hostname()),
+            Some((_, '%')) => out.push('%'),
+            Some((_, 'q')) if pattern[i + 2..].starts_with('{') => {
+                let body = &pattern[i + 3..];
+                match body.find('}') {
+                    Some(end) if is_var_name(&body[..end]) => {
+                        let var = &body[..end];
+                        out.push_str(&env(var).ok_or_else(|| UnsetVar(var.to_owned()))?);
+                        // Skip `{VAR}`.
+                        for _ in 0..end + 2 {
+                            chars.next();
+                        }
+                    }
+                    _ => out.push_str("%q"),
+                }
+            }
+            Some((_, other)) => {
                 out.push('%');
                 out.push(other);
             }
             None => out.push('%'),
         }
     }
-    out
+    Ok(out)
+}
+
+/// [`expand_with`] over the process environment; an unset `%q{VAR}`
+/// becomes the empty string.
+pub fn expand(pattern: &str, pid: u32, program: &str) -> String {
+    let env = |v: &str| Some(crate::config::env_lookup(v).unwrap_or_default());
+    expand_with(pattern, pid, program, &env).unwrap_or_default()
+}
+
+/// Where `pattern` puts the trace of process `pid` running `program`,
+/// before fallbacks and numbering: expanded, inside a directory if it
+/// names one (or ends in `/`), `.pftrace` added to a name without an
+/// extension, relative to the working directory.
+///
+/// # Errors
+/// [`UnsetVar`] as [`expand_with`].
+pub fn wanted_path(
+    pattern: &str,
+    pid: u32,
+    program: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<PathBuf, UnsetVar> {
+    let mut wanted = PathBuf::from(expand_with(pattern, pid, program, env)?);
+    if pattern.ends_with('/') || wanted.is_dir() {
+        wanted.push(expand(crate::config::DEFAULT_OUTPUT, pid, program));
+    } else if wanted.extension().is_none() {
+        wanted.set_extension(EXTENSION);
+    }
+    if wanted.is_relative() {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        wanted = cwd.join(wanted);
+    }
+    Ok(wanted)
 }
 
 /// The outcome of settling the output path.
@@ -119,14 +298,9 @@ pub struct NoOutput(pub String);
 /// Settles the output path for `pattern`.
 pub fn resolve(pattern: &str, pid: u32, program: &str) -> Result<Resolved, NoOutput> {
     let default_name = expand(crate::config::DEFAULT_OUTPUT, pid, program);
-    let mut wanted = PathBuf::from(expand(pattern, pid, program));
-    if pattern.ends_with('/') || wanted.is_dir() {
-        wanted.push(&default_name);
-    }
+    let wanted = wanted_path(pattern, pid, program, &crate::config::env_lookup)
+        .map_err(|e| NoOutput(e.to_string()))?;
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    if wanted.is_relative() {
-        wanted = cwd.join(wanted);
-    }
     let mut notes = Vec::new();
     let candidates = [
         wanted.clone(),
@@ -233,6 +407,61 @@ mod tests {
     fn expansion() {
         assert_eq!(expand("%n-%p.pftrace", 42, "train"), "train-42.pftrace");
         assert_eq!(expand("100%%-%p", 7, "x"), "100%-7");
+        let env = |v: &str| (v == "RANK").then(|| "3".to_owned());
+        assert_eq!(
+            expand_with("r%q{RANK}-%p.%q{RANK}", 9, "x", &env).unwrap(),
+            "r3-9.3"
+        );
+        assert_eq!(
+            expand_with("r%q{WORLD}", 9, "x", &env)
+                .unwrap_err()
+                .to_string(),
+            "%q{WORLD} names the environment variable WORLD, which is not set"
+        );
+        // Not an escape of a variable: left as written.
+        assert_eq!(expand_with("a%qb", 1, "x", &env).unwrap(), "a%qb");
+    }
+
+    #[test]
+    fn pattern_variables() {
+        assert_eq!(
+            pattern_vars("t-%q{RANK}-%q{_X1}.pftrace").unwrap(),
+            ["RANK", "_X1"]
+        );
+        assert_eq!(pattern_vars("%%q{A}").unwrap(), Vec::<&str>::new());
+        assert_eq!(pattern_vars("%n-%p").unwrap(), Vec::<&str>::new());
+        for bad in ["%q", "%q{}", "%q{1A}", "%q{RANK", "%q{A-B}", "%qRANK"] {
+            assert!(pattern_vars(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_name_without_an_extension_gets_pftrace() {
+        let env = |_: &str| None;
+        let p = |pat: &str| wanted_path(pat, 5, "prog", &env).unwrap();
+        assert_eq!(p("/x/run"), PathBuf::from("/x/run.pftrace"));
+        assert_eq!(p("/x/run.perfetto"), PathBuf::from("/x/run.perfetto"));
+        assert_eq!(p("/x/run-%p"), PathBuf::from("/x/run-5.pftrace"));
+        assert_eq!(p("/x/"), PathBuf::from("/x/prog-5.pftrace"));
+        assert!(p("rel").ends_with("rel.pftrace") && p("rel").is_absolute());
+    }
+
+    #[test]
+    fn record_log_round_trip() {
+        let text = "trace\t7\t/a/b\tc.pftrace\nuntraced\t42\tno CUPTI\nnoise\nuntraced\tx\ty\n";
+        assert_eq!(
+            read_record_log(text),
+            [
+                Announcement::Trace {
+                    pid: 7,
+                    path: "/a/b\tc.pftrace".into()
+                },
+                Announcement::Untraced {
+                    pid: 42,
+                    reason: "no CUPTI".into()
+                }
+            ]
+        );
     }
 
     #[test]

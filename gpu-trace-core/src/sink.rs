@@ -68,6 +68,12 @@ pub enum RegisterError {
     Refused(String),
 }
 
+/// A line of the Perfetto SDK's own log: in the verbose log, under our
+/// prefix, and nowhere otherwise.
+fn perfetto_log(_level: perfetto_log_sys::Level, file: &str, line: u32, message: &str) {
+    crate::verbose!("perfetto: {file}:{line} {message}");
+}
+
 /// Initialises the producer and registers everything, once per process.
 pub(crate) fn register(
     suffix: &str,
@@ -91,6 +97,9 @@ pub(crate) fn register(
             })
         };
     }
+    // Perfetto's service runs in the application: its log lines would land
+    // on the application's stderr. They are ours to show, when verbose.
+    perfetto_log_sys::set_sink(perfetto_log);
     Producer::init(
         ProducerInitArgsBuilder::new()
             .backends(backends)

@@ -6,7 +6,6 @@ use crate::config::{Config, Mode};
 use crate::emit::{ClockSpec, Encoder, Totals};
 use crate::model::{CounterId, CounterSpec, Device, DropKind};
 use crate::names::{Kernels, Names};
-use crate::output::RECORD_LOG_VAR;
 use crate::reader::ServiceLosses;
 use crate::registry::{Counters, Devices};
 use crate::sink::{self, CounterRequest, DsSink, FileSession, TeSink};
@@ -509,7 +508,7 @@ impl Tracer {
             *inner.reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.reader());
             *tracer.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
             crate::verbose!("writing {}", resolved.path.display());
-            announce(&resolved.path);
+            crate::output::announce_trace(&resolved.path);
             tracer.output = Some(resolved.path);
         }
         inner.refresh_sources();
@@ -779,22 +778,6 @@ impl CaptureSwitch {
     /// application never asked for recording).
     pub fn ever_opened(&self) -> bool {
         self.0.captured.load(Ordering::Relaxed)
-    }
-}
-
-fn announce(path: &std::path::Path) {
-    use std::io::Write;
-    let Some(log) = std::env::var_os(RECORD_LOG_VAR) else {
-        return;
-    };
-    // One short write with O_APPEND: lines from concurrent processes do not
-    // interleave.
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(log)
-    {
-        let _ = f.write_all(format!("{}\n", path.display()).as_bytes());
     }
 }
 

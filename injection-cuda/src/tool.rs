@@ -402,6 +402,12 @@ impl Tool {
             Ok(c) => c,
             Err(e) => {
                 gpu_trace_core::warn!("CUPTI is not usable ({e}); the application runs untraced");
+                gpu_trace_core::output::announce_untraced(&match e {
+                    cupti::Error::LibraryNotFound { .. } => {
+                        "no CUPTI (libcupti.so.13 of CUDA 13 or newer) was found".to_owned()
+                    }
+                    e => format!("CUPTI is not usable ({e})"),
+                });
                 return None;
             }
         };
@@ -419,16 +425,22 @@ impl Tool {
             }) {
                 Ok(s) => s,
                 Err(cupti::Error::MultipleSubscribers { holder, .. }) => {
+                    let holder = holder.as_deref().unwrap_or("another profiler");
                     gpu_trace_core::warn!(
-                        "CUPTI is already in use by {} (nsys, ncu and torch.profiler each take it); gpu-trace stays off in this process and writes no trace",
-                        holder.as_deref().unwrap_or("another profiler")
+                        "CUPTI is already in use by {holder} (nsys, ncu and torch.profiler each take it); gpu-trace stays off in this process and writes no trace"
                     );
+                    gpu_trace_core::output::announce_untraced(&format!(
+                        "another profiler ({holder}) holds CUPTI"
+                    ));
                     return None;
                 }
                 Err(e) => {
                     gpu_trace_core::warn!(
                         "cannot subscribe to CUPTI ({e}); the application runs untraced"
                     );
+                    gpu_trace_core::output::announce_untraced(&format!(
+                        "cannot subscribe to CUPTI ({e})"
+                    ));
                     return None;
                 }
             }
@@ -464,6 +476,7 @@ impl Tool {
             Ok(t) => t,
             Err(e) => {
                 gpu_trace_core::warn!("{e}; the application runs untraced");
+                gpu_trace_core::output::announce_untraced(&e.to_string());
                 return None;
             }
         };

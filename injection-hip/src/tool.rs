@@ -323,6 +323,31 @@ impl Tool for HipTool {
     }
 
     fn initialize(&self, rt: &Runtime) -> rocprofiler::Result<Session> {
+        self.start(rt).inspect_err(|e| {
+            gpu_trace_core::output::announce_untraced(&format!(
+                "rocprofiler-sdk refused the tool's setup ({e})"
+            ));
+        })
+    }
+
+    fn finalize(&self, _rt: &Runtime, session: Session) {
+        self.finish(session.services.as_deref());
+    }
+
+    #[cfg(feature = "failpoints")]
+    fn load_runtime() -> rocprofiler::Result<Runtime> {
+        let hidden = crate::failpoint::hidden_symbols();
+        if hidden.is_empty() {
+            Runtime::from_process()
+        } else {
+            crate::ffi::runtime_without(&hidden)
+        }
+    }
+}
+
+impl HipTool {
+    /// [`Tool::initialize`]: the contexts, then the tracer.
+    fn start(&self, rt: &Runtime) -> rocprofiler::Result<Session> {
         quiet_panics();
         for p in &self.problems {
             gpu_trace_core::warn!("{p}");
@@ -447,6 +472,7 @@ impl Tool for HipTool {
             Err(e) => {
                 // The contexts drop unstarted: the application runs untouched.
                 gpu_trace_core::warn!("{e}; the application runs untraced");
+                gpu_trace_core::output::announce_untraced(&e.to_string());
                 return Ok(Session { services: None });
             }
         };
@@ -500,22 +526,6 @@ impl Tool for HipTool {
         })
     }
 
-    fn finalize(&self, _rt: &Runtime, session: Session) {
-        self.finish(session.services.as_deref());
-    }
-
-    #[cfg(feature = "failpoints")]
-    fn load_runtime() -> rocprofiler::Result<Runtime> {
-        let hidden = crate::failpoint::hidden_symbols();
-        if hidden.is_empty() {
-            Runtime::from_process()
-        } else {
-            crate::ffi::runtime_without(&hidden)
-        }
-    }
-}
-
-impl HipTool {
     /// Final flush and file finalisation; once, in the process that started tracing.
     fn finish(&self, services: Option<&Services>) {
         if std::process::id() != self.pid || self.finalized.swap(true, Ordering::AcqRel) {

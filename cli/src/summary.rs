@@ -1,0 +1,284 @@
+//! The few lines `record` prints after the run: each file with its size,
+//! how long it spans, what it holds and what was lost, then the kernels
+//! that took the most GPU time over all of them, names shortened. The full
+//! report is `gpu-trace stats`.
+
+use gpu_trace_reader::{GpuEvent, KernelInfo, Parts, Slice, Stage, Trace, Visitor};
+use rustc_hash::FxHashMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Kernels listed.
+pub(crate) const TOP: usize = 10;
+/// Longest kernel name shown, in characters.
+pub(crate) const NAME_WIDTH: usize = 72;
+
+/// What one trace holds.
+#[derive(Default)]
+struct Counts {
+    first: Option<u64>,
+    last: u64,
+    kernels: u64,
+    copies: u64,
+    memsets: u64,
+    api: u64,
+    ranges: u64,
+    /// GPU time by kernel, found by the kernel's interned record.
+    by_kernel: FxHashMap<usize, (Arc<KernelInfo>, u64, u64)>,
+    /// Kernels without an interned record, by name.
+    by_name: FxHashMap<String, (u64, u64)>,
+}
+
+impl Counts {
+    fn span(&mut self, ts: u64, dur: u64) {
+        self.first = Some(self.first.map_or(ts, |f| f.min(ts)));
+        self.last = self.last.max(ts.saturating_add(dur));
+    }
+}
+
+impl Visitor for Counts {
+    fn parts(&self) -> Parts {
+        Parts {
+            kernel_launch: false,
+        }
+    }
+
+    fn gpu_event(&mut self, e: &GpuEvent) {
+        self.span(e.ts, e.dur);
+        match e.stage {
+            Stage::Kernel => {
+                self.kernels += 1;
+                match &e.kernel {
+                    Some(k) => {
+                        let entry = self
+                            .by_kernel
+                            .entry(Arc::as_ptr(k) as usize)
+                            .or_insert_with(|| (k.clone(), 0, 0));
+                        entry.1 += 1;
+                        entry.2 += e.dur;
+                    }
+                    None => {
+                        let entry = self.by_name.entry(e.name.to_string()).or_default();
+                        entry.0 += 1;
+                        entry.1 += e.dur;
+                    }
+                }
+            }
+            Stage::Memcpy => self.copies += 1,
+            Stage::Memset => self.memsets += 1,
+            Stage::Other(_) => {}
+        }
+    }
+
+    fn slice(&mut self, s: &Slice, _begin: u32) {
+        self.span(s.ts, s.dur);
+        if s.gpu_api.is_some() {
+            self.api += 1;
+        } else {
+            self.ranges += 1;
+        }
+    }
+}
+
+/// `name` cut to `width` characters, with `…` where it was cut.
+pub(crate) fn shorten(name: &str, width: usize) -> String {
+    if name.chars().count() <= width {
+        return name.to_owned();
+    }
+    let mut s: String = name.chars().take(width.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+fn size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn duration(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{:.1} us", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1} ms", ns as f64 / 1e6),
+        _ => format!("{:.2} s", ns as f64 / 1e9),
+    }
+}
+
+/// Thousands separated by commas.
+fn count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", count(n), if n == 1 { one } else { many })
+}
+
+/// What was lost in `t`, or `None` when nothing was.
+fn losses(t: &Trace) -> Option<String> {
+    let mut lost: Vec<String> = Vec::new();
+    match t.drop_counts() {
+        None => lost.push("unknown: the trace was not finalised".to_owned()),
+        Some(d) => lost.extend(
+            d.into_iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(k, n)| format!("{k}={n}")),
+        ),
+    }
+    if let Some(l) = t.losses {
+        lost.extend(l.describe().into_iter().map(|d| format!("perfetto_{d}")));
+    }
+    if !t.problems.is_empty() {
+        lost.push(plural(t.problems.len() as u64, "problem", "problems"));
+    }
+    (!lost.is_empty()).then(|| lost.join(" "))
+}
+
+/// The summary of the traces at `paths`, each line prefixed `gpu-trace:`.
+pub(crate) fn render(paths: &[PathBuf]) -> String {
+    let mut out = String::new();
+    let mut kernels: FxHashMap<String, (u64, u64)> = FxHashMap::default();
+    let mut gpu_total = 0u64;
+    for p in paths {
+        let bytes = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let mut c = Counts::default();
+        let t = match Trace::visit_showing_progress(p, "gpu-trace:", &mut c) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = writeln!(
+                    out,
+                    "gpu-trace: wrote {} ({}), which cannot be read: {e}",
+                    p.display(),
+                    size(bytes)
+                );
+                continue;
+            }
+        };
+        let span = c.first.map_or(0, |f| c.last.saturating_sub(f));
+        let mut what = vec![
+            plural(c.kernels, "kernel", "kernels"),
+            plural(c.copies, "copy", "copies"),
+        ];
+        if c.memsets > 0 {
+            what.push(plural(c.memsets, "memset", "memsets"));
+        }
+        what.push(plural(c.api, "API call", "API calls"));
+        if c.ranges > 0 {
+            what.push(plural(c.ranges, "range", "ranges"));
+        }
+        let _ = writeln!(
+            out,
+            "gpu-trace: wrote {} ({}): {} over {}; lost: {}",
+            p.display(),
+            size(bytes),
+            what.join(", "),
+            duration(span),
+            losses(&t).unwrap_or_else(|| "nothing".to_owned())
+        );
+        for (k, n, d) in c.by_kernel.into_values() {
+            let name = if k.demangled.is_empty() {
+                k.name.clone()
+            } else {
+                k.demangled.clone()
+            };
+            let e = kernels.entry(name).or_default();
+            e.0 += n;
+            e.1 += d;
+            gpu_total += d;
+        }
+        for (name, (n, d)) in c.by_name {
+            let e = kernels.entry(name).or_default();
+            e.0 += n;
+            e.1 += d;
+            gpu_total += d;
+        }
+    }
+    if !kernels.is_empty() {
+        let mut rows: Vec<(String, u64, u64)> =
+            kernels.into_iter().map(|(k, (n, d))| (k, n, d)).collect();
+        rows.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+        let shown = rows.len().min(TOP);
+        let _ = writeln!(
+            out,
+            "gpu-trace: top {shown} of {} kernels by GPU time{}:",
+            rows.len(),
+            if paths.len() > 1 { " (all files)" } else { "" }
+        );
+        let _ = writeln!(
+            out,
+            "gpu-trace:   {:>6} {:>10} {:>10}  name",
+            "time%", "total", "count"
+        );
+        for (name, n, d) in rows.into_iter().take(TOP) {
+            let pct = if gpu_total == 0 {
+                0.0
+            } else {
+                d as f64 * 100.0 / gpu_total as f64
+            };
+            let _ = writeln!(
+                out,
+                "gpu-trace:   {pct:>5.1}% {:>10} {:>10}  {}",
+                duration(d),
+                count(n),
+                shorten(&name, NAME_WIDTH)
+            );
+        }
+    }
+    let files = if paths.len() <= 4 {
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    } else {
+        "FILE... (the files above)".to_owned()
+    };
+    if !paths.is_empty() {
+        let _ = writeln!(out, "gpu-trace: the full report: gpu-trace stats {files}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_names_are_cut_with_an_ellipsis() {
+        assert_eq!(shorten("vadd", 10), "vadd");
+        let long =
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>";
+        let s = shorten(long, 20);
+        assert_eq!(s.chars().count(), 20);
+        assert_eq!(s, "void at::native::ve…");
+    }
+
+    #[test]
+    fn numbers_read_as_people_write_them() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(1234567), "1,234,567");
+        assert_eq!(count(100), "100");
+        assert_eq!(duration(1_500), "1.5 us");
+        assert_eq!(duration(2_000_000_000), "2.00 s");
+        assert_eq!(size(512), "512 B");
+        assert_eq!(size(3 * 1024 * 1024), "3.0 MiB");
+    }
+}
