@@ -207,11 +207,20 @@ mod tests {
         assert!(p.is_empty());
         assert_eq!(c.counters_replay, CountersReplay::Auto);
         assert_eq!(c.counters_batch, DEFAULT_COUNTERS_BATCH);
-        let (c, p) = cfg(&[(vars::COUNTERS_REPLAY, "kernel"), (vars::COUNTERS_BATCH, "1")]);
+        let (c, p) = cfg(&[
+            (vars::COUNTERS_REPLAY, "kernel"),
+            (vars::COUNTERS_BATCH, "1"),
+        ]);
         assert!(p.is_empty());
-        assert_eq!((c.counters_replay, c.counters_batch), (CountersReplay::Kernel, 1));
+        assert_eq!(
+            (c.counters_replay, c.counters_batch),
+            (CountersReplay::Kernel, 1)
+        );
         let (c, p) = cfg(&[(vars::COUNTERS_REPLAY, "app"), (vars::COUNTERS_BATCH, "0")]);
-        assert_eq!((c.counters_replay, c.counters_batch), (CountersReplay::Auto, DEFAULT_COUNTERS_BATCH));
+        assert_eq!(
+            (c.counters_replay, c.counters_batch),
+            (CountersReplay::Auto, DEFAULT_COUNTERS_BATCH)
+        );
         assert_eq!(
             p[0].to_string(),
             "INJECTION_COUNTERS_REPLAY=\"app\": expected auto, kernel or user; using auto"

@@ -35,10 +35,10 @@
 //! profiler measures one launch at a time, and a graph launch is many.
 //! That is said once per process.
 
+use crate::config::CountersReplay;
 use cupti::Cupti;
 use cupti::callback::{ApiCallback, Site};
 use cupti::cbid::{ApiDomain, CallKind};
-use crate::config::CountersReplay;
 use cupti::profiler::{
     MetricCatalog, MetricConfig, MetricInfo, MetricKind, Profiler, RangeProfiler, RangeValues,
     Ranges, Replay,
@@ -571,7 +571,12 @@ impl Counting {
             };
             match opened {
                 Ok(true) => {
-                    if st.contexts.get(&handle).and_then(Option::as_ref).is_some_and(|c| c.dm.replay == Replay::User) {
+                    if st
+                        .contexts
+                        .get(&handle)
+                        .and_then(Option::as_ref)
+                        .is_some_and(|c| c.dm.replay == Replay::User)
+                    {
                         self.join.user_replay.store(true, Ordering::Relaxed);
                     }
                     st.open = Some(handle);
@@ -742,11 +747,7 @@ impl Counting {
     }
 
     /// The range profiler of `ctx`, made on first use.
-    fn profiler_for<'s>(
-        &self,
-        st: &'s mut State,
-        ctx: cupti::Context,
-    ) -> Option<&'s mut Ctx> {
+    fn profiler_for<'s>(&self, st: &'s mut State, ctx: cupti::Context) -> Option<&'s mut Ctx> {
         if st.off {
             return None;
         }
@@ -758,11 +759,7 @@ impl Counting {
         st.contexts.get_mut(&handle).and_then(Option::as_mut)
     }
 
-    fn make_profiler(
-        &self,
-        st: &mut State,
-        ctx: cupti::Context,
-    ) -> Option<Ctx> {
+    fn make_profiler(&self, st: &mut State, ctx: cupti::Context) -> Option<Ctx> {
         if st.profiler.is_none() {
             match Profiler::initialize(&self.cupti) {
                 Ok(p) => st.profiler = Some(p),
@@ -789,7 +786,14 @@ impl Counting {
                 d?
             }
         };
-        match RangeProfiler::enable(&self.cupti, ctx, &dm.config, dm.batch, dm.replay, Ranges::Auto) {
+        match RangeProfiler::enable(
+            &self.cupti,
+            ctx,
+            &dm.config,
+            dm.batch,
+            dm.replay,
+            Ranges::Auto,
+        ) {
             Ok(rp) => Some(Ctx {
                 ctx,
                 rp,
@@ -882,7 +886,11 @@ impl Counting {
                 Replay::Kernel
             }
         };
-        let batch = if replay == Replay::User { self.batch } else { 1 };
+        let batch = if replay == Replay::User {
+            self.batch
+        } else {
+            1
+        };
         if replay == Replay::User && config.accepted().any(|m| m.contains("inst_executed")) {
             let line = format!(
                 "counters use user replay (one pass, no kernel replay): CUPTI instruments each profiled kernel, which adds about 8 instructions per warp to inst_executed counts; {}=kernel gives exact counts at about 20 ms per kernel",
@@ -895,7 +903,8 @@ impl Counting {
             "counters on {chip} (device {device}): {} metric(s), {passes} pass(es) per profiled kernel, {}",
             config.accepted().count(),
             match replay {
-                Replay::User => format!("user replay (no replay, up to {batch} kernels per session)"),
+                Replay::User =>
+                    format!("user replay (no replay, up to {batch} kernels per session)"),
                 _ => "kernel replay".to_owned(),
             }
         );

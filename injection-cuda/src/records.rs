@@ -245,7 +245,11 @@ impl RecordState {
         // the counters' join places it.
         // CUPTI's own kernel, launched inside the profiled launch (so with
         // its correlation id): not the program's work.
-        if self.join.get().is_some_and(|j| j.is_profiler_kernel(k.name())) {
+        if self
+            .join
+            .get()
+            .is_some_and(|j| j.is_profiler_kernel(k.name()))
+        {
             return;
         }
         let profiled = self
