@@ -45,6 +45,9 @@ pub struct Report {
     pub ranges_dropped: u64,
     /// Kernel executions kernel replay added: each profiled launch runs once per pass.
     pub kernel_replays: u64,
+    /// Records of `WaitNs` kernels, which CUPTI's profiler launches itself (one after each
+    /// kernel profiled under user replay).
+    pub profiler_kernels: u64,
     /// Protocol violations by the tool.
     pub violations: Vec<String>,
 }

@@ -685,6 +685,11 @@ impl Counting {
                         "the profiler returned {} range(s) for {n} profiled kernel(s); their counters are missing (counted as dropped)",
                         ranges.len()
                     ),
+                    // Under user replay nothing was replayed, and the whole
+                    // batch is lost.
+                    Err(e) if n > 0 && dm.replay == Replay::User => gpu_trace_core::warn_once!(
+                        "a profiler session of {n} kernel(s) failed ({e}); their counters are missing (counted as dropped)"
+                    ),
                     Err(e) if n > 0 => gpu_trace_core::warn_once!(
                         "a profiled kernel's replay failed ({e}); its counters are missing (counted as dropped)"
                     ),
@@ -703,11 +708,19 @@ impl Counting {
     }
 
     /// What profiling cost, said at exit (verbose) and written into the
-    /// trace.
+    /// trace, with the CUPTI kernels left out.
     pub(crate) fn report(&self) {
         let n = self.cost.kernels.load(Ordering::Relaxed);
         if n == 0 {
             return;
+        }
+        // CUPTI's own kernels are counted as their records come: those still
+        // in CUPTI's buffers (the last ones, at least) are delivered first.
+        if self.join.user_replay.load(Ordering::Relaxed)
+            && let Some(a) = cupti::activity::Activity::get()
+            && let Err(e) = a.flush_all(true)
+        {
+            gpu_trace_core::verbose!("activity flush failed: {e}");
         }
         let ms = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e6;
         let line = format!(

@@ -7,15 +7,18 @@
 
 use cupti_sim::counters::{Fault, ProfilerCall};
 use cupti_sim::scenario::{KernelSpec, Layer, Op, ThreadSpec};
-use cupti_sim::{Outcome, RunSpec, Scenario};
+use cupti_sim::{Outcome, Report, RunSpec, Scenario};
 use gpu_trace_core::reader::pb::{Fields, Value};
-use gpu_trace_core::reader::{GpuEvent, Trace, wire};
+use gpu_trace_core::reader::{GpuEvent, Slice, Trace, wire};
 use gpu_trace_core::testing::{tp_check, tp_tables, validate};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 cupti_sim::child_entry!();
+
+/// Kernel replay asked for (the default, `auto`, takes user replay for one-pass sets).
+const KERNEL_REPLAY: (&str, &str) = ("INJECTION_COUNTERS_REPLAY", "kernel");
 
 const VADD: &str = "_Z4vaddPfS_S_i";
 const GEMM: &str = "_Z4gemmPKfS0_Pfi";
@@ -469,7 +472,12 @@ fn kernel_replay_places_each_profiled_kernel_with_its_exact_counters_inside() {
         "smsp__inst_executed.sum",
         "dram__bytes_read.sum",
     ];
-    let (out, t, path) = run(&dir, &s, &[("INJECTION_METRICS", &metrics.join(","))], &[]);
+    let (out, t, path) = run(
+        &dir,
+        &s,
+        &[("INJECTION_METRICS", &metrics.join(",")), KERNEL_REPLAY],
+        &[],
+    );
     let ks = launched(&t);
     let symbols: Vec<&str> = ks
         .iter()
@@ -524,52 +532,63 @@ fn kernel_replay_places_each_profiled_kernel_with_its_exact_counters_inside() {
     cleanup(&dir);
 }
 
+/// A set of several passes is collected by kernel replay, whether asked for or chosen by
+/// `auto` (the default).
 #[test]
 fn a_metric_set_of_three_passes_replays_each_kernel_three_times() {
-    let dir = tmpdir("passes");
-    let mut s = scenario(vec![launch("vadd"), launch("gemm"), sync()]);
-    s.profiler.metric_mut("dram__bytes_read").passes = 3;
-    let metrics = ["gpu__time_duration.sum", "dram__bytes_read.sum"];
-    let (out, t, path) = run(
-        &dir,
-        &s,
-        &[
-            ("INJECTION_METRICS", &metrics.join(",")),
-            ("INJECTION_VERBOSE", "1"),
-        ],
-        &[],
-    );
-    assert_eq!(
-        lines(&out.stderr, "replay pass(es)"),
-        [
-            "gpu-trace: counters on GH100 (device 0): 2 metric(s), 3 replay pass(es) per profiled kernel"
-        ],
-        "{}",
-        out.stderr
-    );
-    assert_eq!(
-        out.report.kernel_replays, 6,
-        "two kernels, three passes each"
-    );
-    let ks = launched(&t);
-    for k in &ks {
-        let sym = &k.kernel.as_ref().unwrap().name;
-        // One pass's duration, not the three the launch took.
-        assert_eq!(counters_of(&t, k), expected(sym, &metrics), "{sym}");
-        assert_eq!(k.dur as f64, want(sym, "gpu__time_duration.sum"));
-        let l = t
-            .slices
-            .iter()
-            .find(|l| l.submissions.contains(&k.event_id))
-            .unwrap();
-        assert!(l.dur >= 3 * k.dur, "the launch ran every pass: {l:?}");
+    for replay in ["auto", "kernel"] {
+        let dir = tmpdir(&format!("passes-{replay}"));
+        let mut s = scenario(vec![launch("vadd"), launch("gemm"), sync()]);
+        s.profiler.metric_mut("dram__bytes_read").passes = 3;
+        let metrics = ["gpu__time_duration.sum", "dram__bytes_read.sum"];
+        let (out, t, path) = run(
+            &dir,
+            &s,
+            &[
+                ("INJECTION_METRICS", &metrics.join(",")),
+                ("INJECTION_VERBOSE", "1"),
+                ("INJECTION_COUNTERS_REPLAY", replay),
+            ],
+            &[],
+        );
+        assert_eq!(
+            lines(&out.stderr, "pass(es) per profiled kernel"),
+            [
+                "gpu-trace: counters on GH100 (device 0): 2 metric(s), 3 pass(es) per profiled kernel, kernel replay"
+            ],
+            "{replay}: {}",
+            out.stderr
+        );
+        assert_eq!(
+            out.report.kernel_replays, 6,
+            "{replay}: two kernels, three passes each"
+        );
+        assert_eq!(
+            out.report.profiler_calls["cuptiRangeProfilerStart"], 2,
+            "{replay}: a session per kernel"
+        );
+        let ks = launched(&t);
+        for k in &ks {
+            let sym = &k.kernel.as_ref().unwrap().name;
+            // One pass's duration, not the three the launch took.
+            assert_eq!(counters_of(&t, k), expected(sym, &metrics), "{sym}");
+            assert_eq!(k.dur as f64, want(sym, "gpu__time_duration.sum"));
+            let l = t
+                .slices
+                .iter()
+                .find(|l| l.submissions.contains(&k.event_id))
+                .unwrap();
+            assert!(l.dur >= 3 * k.dur, "the launch ran every pass: {l:?}");
+        }
+        check_tp(&path, &t);
+        cleanup(&dir);
     }
-    check_tp(&path, &t);
-    cleanup(&dir);
 }
 
 /// `INJECTION_KERNEL_FILTER`, `_SKIP` and `_COUNT` choose the profiled launches; the others
-/// are traced as usual, with their own timestamps and no counters.
+/// are traced as usual, with their own timestamps and no counters. Under kernel replay each
+/// chosen launch is a session of its own (user replay's sessions:
+/// [`user_replay_sessions_end_at_a_launch_the_filter_does_not_choose`]).
 #[test]
 fn the_kernel_filter_chooses_exactly_the_profiled_launches() {
     // v g v g v g v g
@@ -607,7 +626,7 @@ fn the_kernel_filter_chooses_exactly_the_profiled_launches() {
     for (tag, filter, chosen) in cases {
         let dir = tmpdir(&format!("filter-{}", tag.replace(' ', "-")));
         let m = metrics.join(",");
-        let mut env: Vec<(&str, &str)> = vec![("INJECTION_METRICS", &m)];
+        let mut env: Vec<(&str, &str)> = vec![("INJECTION_METRICS", &m), KERNEL_REPLAY];
         env.extend_from_slice(filter);
         let (out, t, path) = run(&dir, &s, &env, &[]);
         let ks = launched(&t);
@@ -761,8 +780,10 @@ fn profiler_faults_give_one_line_and_kernels_are_traced_as_usual() {
     }
 }
 
-/// A replay that fails for one kernel costs that kernel's counters only (counted as
-/// dropped, said once); the kernel is still traced, the kernels after it get theirs.
+/// Under kernel replay, a replay that fails for one kernel costs that kernel's counters only
+/// (counted as dropped, said once); the kernel is still traced, the kernels after it get
+/// theirs. (User replay loses the session's batch:
+/// [`a_failed_user_replay_session_loses_its_batch_and_says_so_once`].)
 #[test]
 fn a_failed_replay_loses_one_kernels_counters_and_says_so_once() {
     let cases = [
@@ -796,7 +817,7 @@ fn a_failed_replay_loses_one_kernels_counters_and_says_so_once() {
         let (out, t, path) = run(
             &dir,
             &s,
-            &[("INJECTION_METRICS", &metrics.join(","))],
+            &[("INJECTION_METRICS", &metrics.join(",")), KERNEL_REPLAY],
             &[("counters", 1)],
         );
         let failed = lines(&out.stderr, "replay failed");
@@ -854,75 +875,580 @@ fn without_counters_the_profiler_is_never_initialised() {
     }
 }
 
-/// A kernel another thread launches while a chosen one is profiled runs inside that launch's
-/// session (CUPTI profiles the context, not a thread): with one range per session it is a
-/// range dropped, not replayed. It must still be traced, with its own timestamps and no
-/// counters, and the chosen kernel must keep its own.
+/// A launch of another thread that is not profiled must not fall into a profiled launch's
+/// session (CUPTI profiles the context, not a thread: its kernel would become a range of the
+/// session, dropped or mistaken for the profiled one). It waits for the launch gate and closes
+/// the session first, so it is never a range: it is traced with its own timestamps and no
+/// counters, and the chosen kernel keeps its own.
+/// - Kernel replay: the fast launches come while the slow launch replays its kernel (150 ms)
+///   and wait for that launch to return.
+/// - User replay (`auto`, one pass): the slow launch has returned and its session stays open
+///   while its kernel runs; the first fast launch closes it.
 #[test]
 fn a_kernel_of_another_thread_during_a_profiled_launch_is_still_traced() {
-    let dir = tmpdir("threads");
-    let k = |name: &str, symbol: &str, us| KernelSpec {
-        name: name.into(),
-        symbol: symbol.into(),
-        registers: 32,
-        static_smem: 0,
-        duration_us: us,
-    };
-    let on = |kernel: &str, stream| Op::Launch {
-        kernel: kernel.into(),
-        grid: [8, 1, 1],
-        block: [256, 1, 1],
-        stream,
-        layer: Layer::Runtime,
-    };
-    let s = Scenario {
-        kernels: vec![k("slow", "_Z4slowv", 150_000), k("fast", "_Z4fastv", 10)],
-        threads: vec![
-            ThreadSpec {
-                ops: vec![on("slow", 1), Op::StreamSync { stream: 1 }],
-            },
-            ThreadSpec {
-                ops: vec![
-                    // Inside the slow kernel's launch, which replays it for 150 ms.
-                    Op::SleepUs { us: 25_000 },
-                    on("fast", 2),
-                    on("fast", 2),
-                    Op::StreamSync { stream: 2 },
-                ],
-            },
-        ],
-        profiler: Default::default(),
-    };
+    for replay in ["kernel", "auto"] {
+        let dir = tmpdir(&format!("threads-{replay}"));
+        let k = |name: &str, symbol: &str, us| KernelSpec {
+            name: name.into(),
+            symbol: symbol.into(),
+            registers: 32,
+            static_smem: 0,
+            duration_us: us,
+        };
+        let on = |kernel: &str, stream| Op::Launch {
+            kernel: kernel.into(),
+            grid: [8, 1, 1],
+            block: [256, 1, 1],
+            stream,
+            layer: Layer::Runtime,
+        };
+        let s = Scenario {
+            kernels: vec![k("slow", "_Z4slowv", 150_000), k("fast", "_Z4fastv", 10)],
+            threads: vec![
+                ThreadSpec {
+                    ops: vec![on("slow", 1), Op::StreamSync { stream: 1 }],
+                },
+                ThreadSpec {
+                    ops: vec![
+                        // While the slow kernel runs (replayed inside its launch, or queued).
+                        Op::SleepUs { us: 25_000 },
+                        on("fast", 2),
+                        on("fast", 2),
+                        Op::StreamSync { stream: 2 },
+                    ],
+                },
+            ],
+            profiler: Default::default(),
+        };
+        let (out, t, path) = run(
+            &dir,
+            &s,
+            &[
+                ("INJECTION_METRICS", "gpu__time_duration.sum"),
+                ("INJECTION_KERNEL_FILTER", "slow*"),
+                ("INJECTION_COUNTERS_REPLAY", replay),
+            ],
+            &[],
+        );
+        let ks = launched(&t);
+        assert_eq!(ks.len(), 3, "{replay}: {}", out.stderr);
+        let sym = |k: &GpuEvent| k.kernel.as_ref().unwrap().name.clone();
+        let slow = *ks.iter().find(|k| sym(k) == "_Z4slowv").unwrap();
+        let slow_end = slow.ts + slow.dur;
+        assert_eq!(
+            counters_of(&t, slow),
+            BTreeMap::from([("gpu__time_duration.sum".into(), 150e6)]),
+            "{replay}"
+        );
+        assert_eq!(slow.dur, 150_000_000, "{replay}");
+        let slow_launch = launch_of(&t, slow);
+        let fast: Vec<_> = ks.iter().filter(|k| sym(k) == "_Z4fastv").collect();
+        assert!(
+            launch_of(&t, fast[0]).ts < slow_end,
+            "{replay}: the first fast launch came while the slow kernel ran"
+        );
+        for k in fast {
+            let got = counters_of(&t, k);
+            assert!(got.is_empty(), "{replay}: {got:?}");
+            assert_eq!(k.dur, 10_000, "{replay}: its own record's timestamps");
+            if replay == "kernel" {
+                assert!(
+                    k.ts >= slow_end,
+                    "the fast launch waited for the profiled launch: {k:?} {slow:?}"
+                );
+            }
+        }
+        if replay == "auto" {
+            assert!(
+                slow_launch.ts + slow_launch.dur < slow_end,
+                "user replay: the launch returned while its kernel ran (its own timestamps)"
+            );
+        }
+        let r = &out.report;
+        assert_eq!(
+            (r.ranges_profiled, r.ranges_dropped),
+            (1, 0),
+            "{replay}: the fast kernels fell into no session"
+        );
+        assert_eq!(r.kernel_replays, u64::from(replay == "kernel"), "{replay}");
+        assert_eq!(sessions(r), 1, "{replay}");
+        check_tp(&path, &t);
+        cleanup(&dir);
+    }
+}
+
+/// The launch slice that submitted kernel `k`.
+fn launch_of<'a>(t: &'a Trace, k: &GpuEvent) -> &'a Slice {
+    t.slices
+        .iter()
+        .find(|l| l.submissions.contains(&k.event_id))
+        .unwrap_or_else(|| panic!("no launch of {k:?}"))
+}
+
+/// The profiler sessions of a run in which none failed: each makes one start, push, pop, stop
+/// and decode call.
+fn sessions(r: &Report) -> u64 {
+    let c = &r.profiler_calls;
+    let n = c.get("cuptiRangeProfilerStart").copied().unwrap_or(0);
+    for f in [
+        "cuptiRangeProfilerPushRange",
+        "cuptiRangeProfilerPopRange",
+        "cuptiRangeProfilerStop",
+        "cuptiRangeProfilerDecodeData",
+    ] {
+        assert_eq!(
+            c.get(f).copied().unwrap_or(0),
+            n,
+            "{f}, one a session: {c:#?}"
+        );
+    }
+    n
+}
+
+/// `v g v g v g v ...`: `n` launches, then a sync.
+fn alternating(n: usize) -> Scenario {
+    scenario(
+        (0..n)
+            .map(|i| launch(if i % 2 == 0 { "vadd" } else { "gemm" }))
+            .chain([sync()])
+            .collect(),
+    )
+}
+
+// ----------------------------------------------------------------------------- user replay
+
+/// User replay (what `auto` takes for a one-pass set): one session holds up to
+/// `INJECTION_COUNTERS_BATCH` consecutive profiled kernels, one auto range each. Every kernel
+/// runs once, as launched, keeps its own GPU timestamps (none is placed) and gets exactly its
+/// own values.
+#[test]
+fn user_replay_batches_kernels_into_sessions_and_keeps_their_timestamps() {
+    let dir = tmpdir("batches");
+    let s = alternating(7);
+    let metrics = [
+        "gpu__time_duration.sum",
+        "dram__bytes_read.sum",
+        "dram__bytes_write.sum",
+    ];
     let (out, t, path) = run(
         &dir,
         &s,
         &[
-            ("INJECTION_METRICS", "gpu__time_duration.sum"),
-            ("INJECTION_KERNEL_FILTER", "slow*"),
+            ("INJECTION_METRICS", &metrics.join(",")),
+            ("INJECTION_COUNTERS_BATCH", "3"),
+            ("INJECTION_VERBOSE", "1"),
         ],
         &[],
     );
+    assert_eq!(
+        lines(&out.stderr, "pass(es) per profiled kernel"),
+        [
+            "gpu-trace: counters on GH100 (device 0): 3 metric(s), 1 pass(es) per profiled kernel, user replay (no replay, up to 3 kernels per session)"
+        ],
+        "{}",
+        out.stderr
+    );
     let ks = launched(&t);
-    assert_eq!(ks.len(), 3, "{}", out.stderr);
-    for k in &ks {
+    assert_eq!(ks.len(), 7);
+    for (i, k) in ks.iter().enumerate() {
         let sym = k.kernel.as_ref().unwrap().name.as_str();
-        let got = counters_of(&t, k);
-        if sym == "_Z4slowv" {
-            assert_eq!(
-                got,
-                BTreeMap::from([("gpu__time_duration.sum".into(), 150e6)])
-            );
-        } else {
-            assert!(got.is_empty(), "{got:?}");
-            assert_eq!(k.dur, 10_000, "its own record's timestamps");
+        assert_eq!(sym, if i % 2 == 0 { VADD } else { GEMM }, "launch {i}");
+        assert_eq!(k.dur as f64, want(sym, "gpu__time_duration.sum"), "{i}");
+        assert_eq!(counters_of(&t, k), expected(sym, &metrics), "launch {i}");
+        if i > 0 {
+            // Its record's interval: queued on the stream behind the kernel before it (a
+            // kernel placed at its launch's return would overlap the one before).
+            let p = ks[i - 1];
+            assert!(k.ts >= p.ts + p.dur, "{i}: {k:?} after {p:?}");
         }
     }
+    no_stray_samples(&t, &ks);
+    assert!(
+        t.log("profiled kernels have no GPU timestamps").is_none(),
+        "nothing placed: {:#?}",
+        t.logs
+    );
     let r = &out.report;
     assert_eq!(
-        (r.ranges_profiled, r.ranges_dropped, r.kernel_replays),
-        (1, 2, 1),
-        "the fast kernels fell into the slow one's session"
+        sessions(r),
+        3,
+        "7 kernels, 3 a session: {:#?}",
+        r.profiler_calls
     );
+    assert_eq!(
+        (r.ranges_profiled, r.ranges_dropped, r.kernel_replays),
+        (7, 0, 0)
+    );
+    assert_eq!(r.profiler_calls["cuptiRangeProfilerEnable"], 1);
+    check_tp(&path, &t);
+    cleanup(&dir);
+}
+
+/// Under user replay a launch the filter does not choose closes the open session before it
+/// runs (its kernel must not become a range of it), and the chosen launches after it open a
+/// new one.
+#[test]
+fn user_replay_sessions_end_at_a_launch_the_filter_does_not_choose() {
+    // g g v g g
+    let s = scenario(vec![
+        launch("gemm"),
+        launch("gemm"),
+        launch("vadd"),
+        launch("gemm"),
+        launch("gemm"),
+        sync(),
+    ]);
+    let metrics = ["gpu__time_duration.sum", "dram__bytes_read.sum"];
+    /// (tag, the filter's variables, the launches it chooses, the sessions)
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [usize], u64);
+    let cases: [Case<'_>; 3] = [
+        // {0 1} closed by the vadd, {3 4} at exit.
+        (
+            "glob",
+            &[("INJECTION_KERNEL_FILTER", "*gemm*")],
+            &[0, 1, 3, 4],
+            2,
+        ),
+        // {0 1} closed by the vadd, {3} by the last launch: the count is reached.
+        (
+            "count",
+            &[
+                ("INJECTION_KERNEL_FILTER", "*gemm*"),
+                ("INJECTION_KERNEL_COUNT", "3"),
+            ],
+            &[0, 1, 3],
+            2,
+        ),
+        // The skipped launch opens nothing; {1 2 3 4}.
+        ("skip", &[("INJECTION_KERNEL_SKIP", "1")], &[1, 2, 3, 4], 1),
+    ];
+    for (tag, filter, chosen, want_sessions) in cases {
+        let dir = tmpdir(&format!("user-filter-{tag}"));
+        let m = metrics.join(",");
+        let mut env: Vec<(&str, &str)> = vec![("INJECTION_METRICS", &m)];
+        env.extend_from_slice(filter);
+        let (out, t, path) = run(&dir, &s, &env, &[]);
+        let ks = launched(&t);
+        assert_eq!(ks.len(), 5, "{tag}");
+        let mut profiled = Vec::new();
+        for (i, k) in ks.iter().enumerate() {
+            let sym = k.kernel.as_ref().unwrap().name.as_str();
+            assert_eq!(sym, if i == 2 { VADD } else { GEMM }, "{tag}: launch {i}");
+            assert_eq!(
+                k.dur as f64,
+                want(sym, "gpu__time_duration.sum"),
+                "{tag}: {i}"
+            );
+            let got = counters_of(&t, k);
+            if chosen.contains(&i) {
+                assert_eq!(got, expected(sym, &metrics), "{tag}: launch {i}");
+                profiled.push(*k);
+            } else {
+                assert!(got.is_empty(), "{tag}: launch {i} has counters {got:?}");
+            }
+        }
+        no_stray_samples(&t, &profiled);
+        let r = &out.report;
+        assert_eq!(
+            (r.ranges_profiled, r.ranges_dropped),
+            (chosen.len() as u64, 0),
+            "{tag}: only the chosen kernels are ranges"
+        );
+        assert_eq!(sessions(r), want_sessions, "{tag}");
+        check_tp(&path, &t);
+        cleanup(&dir);
+    }
+}
+
+/// Under user replay a failed stop or decode loses the session's whole batch: counted as
+/// dropped, said once however many sessions fail; every kernel is still traced once, and the
+/// sessions after it get their counters.
+#[test]
+fn a_failed_user_replay_session_loses_its_batch_and_says_so_once() {
+    let decode_twice = Fault {
+        times: Some(2),
+        ..Fault::always(ProfilerCall::Decode, "CUPTI_ERROR_UNKNOWN")
+    };
+    // (tag, fault, said, the kernels that lose their counters, decode calls)
+    let cases = [
+        (
+            "stop",
+            Fault::nth(ProfilerCall::Stop, 1, "CUPTI_ERROR_HARDWARE"),
+            "CUPTI_ERROR_HARDWARE",
+            3..6,
+            2,
+        ),
+        (
+            "passes",
+            Fault::nth(ProfilerCall::Stop, 1, "CUPTI_SUCCESS"),
+            "not every replay pass ran",
+            3..6,
+            2,
+        ),
+        ("decode", decode_twice, "CUPTI_ERROR_UNKNOWN", 0..6, 3),
+    ];
+    for (tag, fault, says, lost, decodes) in cases {
+        let dir = tmpdir(&format!("user-fail-{tag}"));
+        let mut s = alternating(7);
+        s.profiler.faults.push(fault);
+        let metrics = ["gpu__time_duration.sum", "dram__bytes_read.sum"];
+        let (out, t, path) = run(
+            &dir,
+            &s,
+            &[
+                ("INJECTION_METRICS", &metrics.join(",")),
+                ("INJECTION_COUNTERS_BATCH", "3"),
+            ],
+            &[("counters", lost.len() as u64)],
+        );
+        let failed = lines(&out.stderr, "failed");
+        assert_eq!(failed.len(), 1, "{tag}: {}", out.stderr);
+        assert!(
+            failed[0].starts_with("gpu-trace: a profiler session of 3 kernel(s) failed (")
+                && failed[0].contains(says)
+                && failed[0].ends_with("); their counters are missing (counted as dropped)"),
+            "{tag}: {}",
+            failed[0]
+        );
+        let ks = launched(&t);
+        assert_eq!(ks.len(), 7, "{tag}");
+        let mut profiled = Vec::new();
+        for (i, k) in ks.iter().enumerate() {
+            let sym = k.kernel.as_ref().unwrap().name.as_str();
+            assert_eq!(k.dur as f64, want(sym, "gpu__time_duration.sum"), "{tag}");
+            let got = counters_of(&t, k);
+            if lost.contains(&i) {
+                assert!(
+                    got.is_empty(),
+                    "{tag}: launch {i} of a failed session has {got:?}"
+                );
+            } else {
+                assert_eq!(got, expected(sym, &metrics), "{tag}: launch {i}");
+                profiled.push(*k);
+            }
+        }
+        no_stray_samples(&t, &profiled);
+        let c = &out.report.profiler_calls;
+        assert_eq!(c["cuptiRangeProfilerStart"], 3, "{tag}");
+        assert_eq!(c["cuptiRangeProfilerStop"], 3, "{tag}");
+        assert_eq!(c["cuptiRangeProfilerDecodeData"], decodes, "{tag}");
+        check_tp(&path, &t);
+        cleanup(&dir);
+    }
+}
+
+/// A session still open at exit is closed by the tool's exit handler before the trace is
+/// written: the last kernels' counters are in it. One still open when the counters session
+/// ends (here `cudaProfilerStop` ending the capture range) is closed then: a kernel launched
+/// after it is no range of it.
+#[test]
+fn an_open_user_replay_session_is_closed_at_exit_and_when_counters_end() {
+    let metrics = ["gpu__time_duration.sum", "dram__bytes_write.sum"];
+    let m = metrics.join(",");
+    /// (tag, the program, its environment)
+    type Case<'a> = (&'a str, Vec<Op>, Vec<(&'a str, &'a str)>);
+    let cases: [Case<'_>; 2] = [
+        // No sync: the program exits with its kernels running and the session open.
+        (
+            "exit",
+            vec![launch("vadd"), launch("gemm")],
+            vec![("INJECTION_METRICS", &m)],
+        ),
+        (
+            "stop",
+            vec![
+                Op::ProfilerStart,
+                launch("vadd"),
+                launch("gemm"),
+                sync(),
+                Op::ProfilerStop,
+                launch("vadd"),
+                sync(),
+            ],
+            vec![
+                ("INJECTION_METRICS", &m),
+                ("INJECTION_CAPTURE_RANGE", "cudaProfilerApi"),
+            ],
+        ),
+    ];
+    for (tag, ops, env) in cases {
+        let dir = tmpdir(&format!("open-{tag}"));
+        let s = scenario(ops);
+        let (out, t, path) = run(&dir, &s, &env, &[]);
+        let ks = launched(&t);
+        assert_eq!(ks.len(), 2, "{tag}: {}", out.stderr);
+        for k in &ks {
+            let sym = k.kernel.as_ref().unwrap().name.as_str();
+            assert_eq!(counters_of(&t, k), expected(sym, &metrics), "{tag}: {sym}");
+        }
+        no_stray_samples(&t, &ks);
+        let r = &out.report;
+        assert_eq!((r.ranges_profiled, r.ranges_dropped), (2, 0), "{tag}");
+        assert_eq!(sessions(r), 1, "{tag}");
+        check_tp(&path, &t);
+        cleanup(&dir);
+    }
+}
+
+/// CUPTI instruments kernels under user replay, which biases instruction counts: a one-pass
+/// set with an `inst_executed` metric says so once (in the trace too); kernel replay, or a set
+/// without one, says nothing.
+#[test]
+fn user_replay_with_an_instruction_count_warns_once() {
+    let said = "gpu-trace: counters use user replay (one pass, no kernel replay): CUPTI instruments each profiled kernel, which adds about 8 instructions per warp to inst_executed counts; INJECTION_COUNTERS_REPLAY=kernel gives exact counts at about 20 ms per kernel";
+    // (tag, replay, metrics (empty: the defaults), warned)
+    let cases = [
+        ("defaults", "auto", "", true),
+        (
+            "user",
+            "user",
+            "smsp__inst_executed.sum,gpu__time_duration.sum",
+            true,
+        ),
+        ("kernel", "kernel", "", false),
+        (
+            "no-inst",
+            "auto",
+            "gpu__time_duration.sum,dram__bytes_read.sum",
+            false,
+        ),
+    ];
+    for (tag, replay, metrics, warned) in cases {
+        let dir = tmpdir(&format!("inst-{tag}"));
+        let s = alternating(3);
+        let mut env = vec![("INJECTION_COUNTERS_REPLAY", replay)];
+        if !metrics.is_empty() {
+            env.push(("INJECTION_METRICS", metrics));
+        }
+        let (out, t, path) = run(&dir, &s, &env, &[]);
+        let got = lines(&out.stderr, "inst_executed counts");
+        if warned {
+            assert_eq!(got, [said], "{tag}: {}", out.stderr);
+            logged_as_warning(&t, said);
+        } else {
+            assert!(got.is_empty(), "{tag}: {got:?}");
+            assert!(t.log("counters use user replay").is_none(), "{tag}");
+        }
+        let ks = launched(&t);
+        assert_eq!(ks.len(), 3, "{tag}");
+        assert!(
+            ks.iter().all(|k| !counters_of(&t, k).is_empty()),
+            "{tag}: every kernel profiled"
+        );
+        check_tp(&path, &t);
+        cleanup(&dir);
+    }
+}
+
+/// Under user replay CUPTI launches a `WaitNs` kernel of its own after each profiled kernel
+/// (the sim does, as on an H200): it is left out of the trace, counted in one line, and every
+/// kernel of the program is in it with its counters. Kernel replay launches none.
+#[test]
+fn cuptis_own_wait_ns_kernels_are_left_out_of_the_trace() {
+    for replay in ["auto", "kernel"] {
+        let dir = tmpdir(&format!("waitns-{replay}"));
+        let s = alternating(4);
+        let (out, t, path) = run(
+            &dir,
+            &s,
+            &[
+                ("INJECTION_METRICS", "gpu__time_duration.sum"),
+                ("INJECTION_COUNTERS_REPLAY", replay),
+                ("INJECTION_VERBOSE", "1"),
+            ],
+            &[],
+        );
+        let user = replay == "auto";
+        assert_eq!(
+            out.report.profiler_kernels,
+            if user { 4 } else { 0 },
+            "{replay}: WaitNs records the sim wrote"
+        );
+        assert!(
+            t.gpu_events.iter().all(|g| g.name != "WaitNs"),
+            "{replay}: a WaitNs kernel in the trace"
+        );
+        let ks = launched(&t);
+        assert_eq!(ks.len(), 4, "{replay}");
+        for k in &ks {
+            let sym = k.kernel.as_ref().unwrap().name.as_str();
+            assert_eq!(
+                counters_of(&t, k),
+                expected(sym, &["gpu__time_duration.sum"]),
+                "{replay}: {sym}"
+            );
+        }
+        let line = "counters: 4 WaitNs kernel(s) that CUPTI's profiler launched itself are left out of the trace";
+        if user {
+            assert_eq!(
+                lines(&out.stderr, "WaitNs"),
+                [format!("gpu-trace: {line}")],
+                "{}",
+                out.stderr
+            );
+            assert!(t.logs.iter().any(|l| l.message == line), "{:#?}", t.logs);
+        } else {
+            assert!(lines(&out.stderr, "WaitNs").is_empty(), "{}", out.stderr);
+        }
+        check_tp(&path, &t);
+        cleanup(&dir);
+    }
+}
+
+/// `INJECTION_COUNTERS_REPLAY=user` with a set that needs several passes: the tool cannot
+/// replay a launch, so kernel replay collects it, said in one line (in the trace too); no
+/// user-replay warning follows.
+#[test]
+fn user_replay_asked_for_a_set_of_three_passes_falls_back_to_kernel_replay() {
+    let dir = tmpdir("user-passes");
+    let mut s = alternating(2);
+    s.profiler.metric_mut("dram__bytes_read").passes = 3;
+    let metrics = [
+        "gpu__time_duration.sum",
+        "dram__bytes_read.sum",
+        "smsp__inst_executed.sum",
+    ];
+    let (out, t, path) = run(
+        &dir,
+        &s,
+        &[
+            ("INJECTION_METRICS", &metrics.join(",")),
+            ("INJECTION_COUNTERS_REPLAY", "user"),
+            ("INJECTION_VERBOSE", "1"),
+        ],
+        &[],
+    );
+    let said = lines(&out.stderr, "INJECTION_COUNTERS_REPLAY=user");
+    assert_eq!(
+        said,
+        [
+            "gpu-trace: INJECTION_COUNTERS_REPLAY=user: the metrics need 3 passes and a launch cannot be replayed by the tool, so kernels are replayed by CUPTI (kernel replay)"
+        ],
+        "{}",
+        out.stderr
+    );
+    logged_as_warning(&t, said[0]);
+    assert_eq!(
+        lines(&out.stderr, "pass(es) per profiled kernel"),
+        [
+            "gpu-trace: counters on GH100 (device 0): 3 metric(s), 3 pass(es) per profiled kernel, kernel replay"
+        ]
+    );
+    assert!(
+        lines(&out.stderr, "counters use user replay").is_empty(),
+        "{}",
+        out.stderr
+    );
+    let ks = launched(&t);
+    assert_eq!(ks.len(), 2);
+    for k in &ks {
+        let sym = k.kernel.as_ref().unwrap().name.as_str();
+        assert_eq!(counters_of(&t, k), expected(sym, &metrics), "{sym}");
+    }
+    let r = &out.report;
+    assert_eq!(r.kernel_replays, 6, "two kernels, three passes each");
+    assert_eq!(sessions(r), 2, "a session per kernel");
+    assert_eq!(r.profiler_kernels, 0);
     check_tp(&path, &t);
     cleanup(&dir);
 }

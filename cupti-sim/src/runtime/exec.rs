@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use cupti_sys as sys;
 
+use super::range_profiler::Profiled;
 use super::{FAKE, activity_ts, cbid, emit, fire, kind_on, lock, static_cstr, violation};
 use crate::scenario::{CONTEXT_HANDLE, CopyKind, Layer, Op, Scenario, stream_handle};
 
@@ -112,14 +113,24 @@ fn call_named(funs: &[Fun], symbol: Option<&std::ffi::CStr>, body: impl FnOnce(u
 /// Queues `dur_ns` of work on `stream`: it starts when the stream is free (and not before
 /// the call), in the activity clock.
 fn run_on(stream: u32, dur_ns: u64) -> (u64, u64) {
-    let now = activity_ts();
+    run_after(stream, activity_ts() + 1_000, dur_ns)
+}
+
+/// [`run_on`], starting no earlier than `not_before`.
+fn run_after(stream: u32, not_before: u64, dur_ns: u64) -> (u64, u64) {
     let mut g = lock(&FAKE.gpu);
     let tail = g.tails.entry(stream).or_insert(0);
-    let start = (now + 1_000).max(*tail + 100);
+    let start = not_before.max(*tail + 100);
     let end = start + dur_ns;
     *tail = end;
     (start, end)
 }
+
+/// The stream of CUPTI's own `WaitNs` kernels (a key of [`run_on`]'s queues no scenario
+/// uses; its records' `streamId` is this + 10, as for the scenario's streams).
+const WAIT_NS_STREAM: u32 = 0x00ff_0000;
+/// How long a `WaitNs` kernel runs, ns.
+const WAIT_NS_DURATION: u64 = 2_000;
 
 fn wait_until(ts: u64) {
     loop {
@@ -156,10 +167,14 @@ fn kernel_record(
     let k = s.kernel(kernel).expect("validated");
     let work = crate::counters::Work::of(k, grid, block);
     // Kernel replay runs a profiled kernel once per pass before the launch returns.
-    let replay = super::range_profiler::PROFILER.kernel(CONTEXT_HANDLE, work);
-    let passes = u64::from(replay.unwrap_or(1));
+    let profiled = super::range_profiler::PROFILER.kernel(CONTEXT_HANDLE, work);
+    let replayed = match profiled {
+        Profiled::Replayed(p) => Some(p),
+        Profiled::No | Profiled::Once => None,
+    };
+    let passes = u64::from(replayed.unwrap_or(1));
     let (start, end) = run_on(stream, k.duration_us * 1_000 * passes);
-    if replay.is_some() {
+    if replayed.is_some() {
         wait_until(end);
     }
     let kind = sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -171,7 +186,7 @@ fn kernel_record(
     let mut r: sys::CUpti_ActivityKernel10 = unsafe { std::mem::zeroed() };
     r.kind = kind;
     // CUPTI leaves a replayed kernel's record without timestamps.
-    if replay.is_none() {
+    if replayed.is_none() {
         r.start = start;
         r.end = end;
         r.completed = end;
@@ -189,6 +204,33 @@ fn kernel_record(
         r.graphNodeId = node;
         r.graphId = graph;
     }
+    emit(kind, "CONCURRENT_KERNEL", r);
+    if profiled == Profiled::Once {
+        wait_ns_record(corr, end);
+    }
+}
+
+/// The kernel CUPTI's range profiler launches itself after each kernel it profiles under user
+/// replay (seen on an H200): `WaitNs`, one thread, on a stream of its own, under the profiled
+/// launch's correlation id.
+fn wait_ns_record(corr: u32, after: u64) {
+    let kind = sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    let (start, end) = run_after(WAIT_NS_STREAM, after, WAIT_NS_DURATION);
+    // SAFETY: plain C data; all zeroes is valid (as above).
+    let mut r: sys::CUpti_ActivityKernel10 = unsafe { std::mem::zeroed() };
+    r.kind = kind;
+    r.start = start;
+    r.end = end;
+    r.completed = end;
+    r.deviceId = 0;
+    r.contextId = 1;
+    r.streamId = WAIT_NS_STREAM + 10;
+    [r.gridX, r.gridY, r.gridZ] = [1, 1, 1];
+    [r.blockX, r.blockY, r.blockZ] = [1, 1, 1];
+    r.registersPerThread = 16;
+    r.correlationId = corr;
+    r.name = static_cstr("WaitNs").as_ptr();
+    lock(&FAKE.report).profiler_kernels += 1;
     emit(kind, "CONCURRENT_KERNEL", r);
 }
 

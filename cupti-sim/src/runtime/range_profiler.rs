@@ -7,9 +7,9 @@
 //! pushed is profiled. In auto range it becomes a range of its own (named by its index in the
 //! session, as CUPTI numbers auto ranges); in user range its work goes to every open range.
 //! Under kernel replay the launch runs the kernel once per pass and its activity record has no
-//! timestamps, as CUPTI's has; under user replay the kernel runs once and the tool replays the
-//! session: each `cuptiRangeProfilerStop` ends a pass, the last one says every pass was
-//! submitted.
+//! timestamps, as CUPTI's has; under user replay the kernel runs once, followed by CUPTI's own
+//! `WaitNs` kernel on a stream of its own (as on an H200), and the tool replays the session:
+//! each `cuptiRangeProfilerStop` ends a pass, the last one says every pass was submitted.
 //!
 //! The images are the fake's own formats, written into the tool's buffers: a configuration
 //! image holds its metric names and passes, a counter data image the decoded ranges (name and
@@ -44,6 +44,19 @@ const LEVELS: char = '\u{1f}';
 
 const HOST_TOKEN: usize = 0x6800_0000;
 const PROFILER_TOKEN: usize = 0x6900_0000;
+
+/// How a kernel that ran was profiled ([`Sim::kernel`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Profiled {
+    /// Not: no session with a pushed range on its context, or its range was dropped.
+    No,
+    /// Under kernel replay: the launch runs it this many times (once per pass) and its record
+    /// has no timestamps.
+    Replayed(u32),
+    /// Under user replay: it runs once, as launched, and CUPTI follows it with a `WaitNs`
+    /// kernel of its own.
+    Once,
+}
 
 /// The profiler of the process.
 pub(crate) static PROFILER: LazyLock<Sim> = LazyLock::new(Sim::default);
@@ -218,11 +231,10 @@ impl Sim {
         self.st().spec = spec;
     }
 
-    /// A kernel of `work` runs on context `ctx`: profiled if a session is open there. Returns
-    /// the passes to run it for when kernel replay profiles it.
-    pub(crate) fn kernel(&self, ctx: u64, work: Work) -> Option<u32> {
+    /// A kernel of `work` runs on context `ctx`: profiled if a session is open there, and how.
+    pub(crate) fn kernel(&self, ctx: u64, work: Work) -> Profiled {
         let mut st = self.st();
-        let mut replay = None;
+        let mut profiled = Profiled::No;
         for rp in st.profilers.values_mut().filter(|rp| rp.ctx == ctx) {
             let (Some(c), Some(s)) = (&rp.config, &mut rp.session) else {
                 continue;
@@ -248,15 +260,17 @@ impl Sim {
                 count_range(true);
                 continue;
             }
-            if c.kernel_replay {
-                replay = Some(c.passes);
-            }
+            profiled = if c.kernel_replay {
+                Profiled::Replayed(c.passes)
+            } else {
+                Profiled::Once
+            };
         }
         drop(st);
-        if let Some(p) = replay {
+        if let Profiled::Replayed(p) = profiled {
             lock(&FAKE.report).kernel_replays += u64::from(p);
         }
-        replay
+        profiled
     }
 
     /// # Safety
@@ -1234,13 +1248,13 @@ mod tests {
             assert_eq!(t.start(), OK);
             assert_eq!(
                 t.sim.kernel(CONTEXT_HANDLE, work(1, 1)),
-                None,
+                Profiled::No,
                 "outside a range"
             );
             assert_eq!(t.push(c"batch"), OK);
             for w in kernels {
                 // User replay: the kernel runs once, with its timestamps.
-                assert_eq!(t.sim.kernel(CONTEXT_HANDLE, w), None);
+                assert_eq!(t.sim.kernel(CONTEXT_HANDLE, w), Profiled::Once);
             }
             assert_eq!(t.pop(), OK);
             let (r, all) = t.stop();
@@ -1274,10 +1288,16 @@ mod tests {
         );
         assert_eq!(t.start(), OK);
         assert_eq!(t.push(c"kernel"), OK);
-        assert_eq!(t.sim.kernel(CONTEXT_HANDLE, work(20, 1)), Some(3));
-        assert_eq!(t.sim.kernel(CONTEXT_HANDLE, work(30, 1)), Some(3));
+        assert_eq!(
+            t.sim.kernel(CONTEXT_HANDLE, work(20, 1)),
+            Profiled::Replayed(3)
+        );
+        assert_eq!(
+            t.sim.kernel(CONTEXT_HANDLE, work(30, 1)),
+            Profiled::Replayed(3)
+        );
         // The pass holds two ranges: the third kernel is not profiled, not replayed.
-        assert_eq!(t.sim.kernel(CONTEXT_HANDLE, work(40, 1)), None);
+        assert_eq!(t.sim.kernel(CONTEXT_HANDLE, work(40, 1)), Profiled::No);
         assert_eq!(t.pop(), OK);
         assert_eq!(t.stop(), (OK, true));
         assert_eq!(t.decode(), (OK, 1));
@@ -1300,8 +1320,8 @@ mod tests {
         );
         assert_eq!(t.start(), OK);
         assert_eq!(t.push(c"step"), OK);
-        assert_eq!(t.sim.kernel(CONTEXT_HANDLE, work(20, 1)), None);
-        assert_eq!(t.sim.kernel(CONTEXT_HANDLE, work(30, 1)), None);
+        assert_eq!(t.sim.kernel(CONTEXT_HANDLE, work(20, 1)), Profiled::Once);
+        assert_eq!(t.sim.kernel(CONTEXT_HANDLE, work(30, 1)), Profiled::Once);
         assert_eq!(t.pop(), OK);
         assert_eq!(t.pop(), BAD_OP, "nothing pushed");
         assert_eq!(t.stop(), (OK, true));
