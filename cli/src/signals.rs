@@ -4,8 +4,12 @@
 //! SIGINT, SIGTERM, SIGHUP and SIGQUIT are caught from before the program
 //! starts. One the terminal generated (Ctrl-C, Ctrl-\, a hang-up) went to
 //! the whole foreground process group, the program included, so it is not
-//! sent again; one sent with `kill` is passed on to the program. A second
-//! SIGINT within [`KILL_WINDOW`] of the first kills the program.
+//! sent again. SIGINT is never passed on: it is the signal sent to a group
+//! (by the terminal, or `kill -INT -PGID`), and a second one would reach a
+//! program in the middle of its own Ctrl-C handling (Python's
+//! KeyboardInterrupt cleanup, a checkpoint) and cut it short. SIGTERM,
+//! SIGHUP and SIGQUIT sent with `kill` are passed on. A second SIGINT
+//! within [`KILL_WINDOW`] of the first kills the program.
 
 use rustix::process::{Pid, Signal};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
@@ -58,7 +62,8 @@ impl Catcher {
                         eprintln!("gpu-trace: {}: stopping", signal_name(sig));
                         std::process::exit(128 + sig);
                     }
-                    let by_terminal = origin.cause == Cause::Kernel;
+                    // The program got it too (see the module doc).
+                    let by_terminal = origin.cause == Cause::Kernel || sig == SIGINT;
                     if sig == SIGINT {
                         if first_int.is_some_and(|t| t.elapsed() < KILL_WINDOW) {
                             eprintln!(

@@ -76,6 +76,7 @@ fn scenario() -> cupti_sim::Scenario {
                 Op::DeviceSync,
             ],
         }],
+        profiler: Default::default(),
     };
     s.validate().unwrap();
     s
@@ -444,7 +445,7 @@ fn sigint_to_the_process_group_ends_the_program_not_the_launcher() {
     let (code, all) = r.finish();
     assert_eq!(code, Some(130), "{all}");
     assert!(
-        all.contains("gpu-trace: SIGINT passed to the program: waiting for the program to exit and write its trace; Ctrl-C again within 3 s kills it"),
+        all.contains("gpu-trace: SIGINT: waiting for the program to exit and write its trace; Ctrl-C again within 3 s kills it"),
         "{all}"
     );
 }
