@@ -24,6 +24,7 @@ use crate::config::{ApiLayer, CaptureRange, CudaConfig};
 use crate::counters::Counting;
 use cupti::callback::{Callback, Domain, ResourceEvent, Subscriber};
 use cupti::cbid::{ApiDomain, CallKind};
+use gpu_trace_core::filter::SessionFilter;
 use gpu_trace_core::{
     Backend, BackendInfo, CaptureSwitch, Config, GpuClock, Limits, Sources, Tracer, TracerOptions,
 };
@@ -139,6 +140,20 @@ impl Shared {
         }
     }
 
+    /// An NVTX call: a marker when markers are recorded; a range the
+    /// counters filter may look at; a domain or registered string, kept
+    /// whatever is recorded (rare, and later markers and ranges use them).
+    fn on_nvtx(&self, ev: &cupti::nvtx::NvtxEvent<'_>) {
+        use cupti::nvtx::NvtxEvent as E;
+        let markers = self.markers_on.load(Ordering::Relaxed);
+        if markers
+            || gpu_trace_core::filter::tx::is_on()
+            || matches!(ev, E::DomainCreate { .. } | E::RegisterString { .. })
+        {
+            self.api.on_nvtx(ev, markers);
+        }
+    }
+
     pub(crate) fn set_api_on(&self, on: bool) {
         self.api_on.store(on, Ordering::Relaxed);
     }
@@ -164,9 +179,7 @@ impl Shared {
         match cb {
             Callback::Api(a) if self.capture.as_ref().is_some_and(|c| c.on_api(a)) => {}
             Callback::Api(a) if self.api_on.load(Ordering::Relaxed) => self.api.on_api(a),
-            Callback::Nvtx(n) if self.markers_on.load(Ordering::Relaxed) => {
-                self.api.on_nvtx(&n.event())
-            }
+            Callback::Nvtx(n) => self.on_nvtx(&n.event()),
             Callback::Resource(r) => match (r.event(), r.context()) {
                 (ResourceEvent::ContextCreated, Some(c)) => {
                     self.contexts
@@ -253,7 +266,8 @@ impl CudaBackend {
 
     fn set_markers(&self, on: bool) {
         self.shared.markers_on.store(on, Ordering::Relaxed);
-        let r = if on {
+        // The counters filter may still need the ranges.
+        let r = if on || gpu_trace_core::filter::tx::is_on() {
             self.subscriber.enable_domain(Domain::Nvtx)
         } else {
             self.subscriber.disable_domain(Domain::Nvtx)
@@ -268,14 +282,22 @@ impl CudaBackend {
     /// Counters need the driver's launch callbacks (entry and exit of each
     /// kernel launch, and graph launches to say they are not profiled),
     /// whether or not API calls are recorded.
-    fn set_counters(&self, wanted: Option<&[String]>) {
+    fn set_counters(&self, wanted: Option<&[String]>, selection: Option<&SessionFilter>) {
         let Some(c) = self.shared.counting.get() else {
             if wanted.is_some() {
                 gpu_trace_core::warn_once!("per-kernel counters are unavailable in this process");
             }
             return;
         };
-        c.set(wanted);
+        c.set(wanted, selection);
+        // NVTX ranges reach CUPTI's callbacks when NVTX_INJECTION64_PATH
+        // names libcupti (ours get them through our NVTX injection).
+        if wanted.is_some()
+            && c.needs_ranges()
+            && let Err(e) = self.subscriber.enable_domain(Domain::Nvtx)
+        {
+            gpu_trace_core::warn_once!("cannot switch NVTX callbacks for the counters filter: {e}");
+        }
         let api_has_them = self.shared.api_on.load(Ordering::Relaxed)
             && self.api_domains.contains(&ApiDomain::Driver);
         for k in [CallKind::KernelLaunch, CallKind::GraphLaunch] {
@@ -314,8 +336,8 @@ impl Backend for CudaBackend {
             self.set_markers(s.markers);
         }
         // After the API switch, which may have turned launch callbacks off.
-        if s.counters != cur.counters || s.api != cur.api {
-            self.set_counters(s.counters.as_deref());
+        if s.counters != cur.counters || s.kernel_filter != cur.kernel_filter || s.api != cur.api {
+            self.set_counters(s.counters.as_deref(), s.kernel_filter.as_ref());
         }
         gpu_trace_core::verbose!(
             "recording gpu={} api={} ({:?}) nvtx={} counters={:?}",
@@ -506,9 +528,7 @@ impl Tool {
 
     /// An NVTX call from our own NVTX injection.
     pub(crate) fn on_nvtx(&self, ev: &cupti::nvtx::NvtxEvent<'_>) {
-        if self.shared.markers_on.load(Ordering::Relaxed) {
-            self.shared.api.on_nvtx(ev);
-        }
+        self.shared.on_nvtx(ev);
     }
 
     fn drain_gpu(&self) {
