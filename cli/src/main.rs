@@ -51,13 +51,25 @@ struct RecordArgs {
     #[arg(short, long)]
     metrics: Option<String>,
     /// Counters only for kernels whose mangled or demangled name matches
-    /// one of these globs (comma-separated, `*` and `?`).
+    /// one of these globs (comma-separated, `*` and `?`; a `mangled:`,
+    /// `demangled:` or `function:` prefix matches that name only).
     #[arg(long, value_name = "GLOBS")]
     kernels: Option<String>,
-    /// Counters: leave out the first N matching kernel launches.
+    /// Counters only for launches inside an NVTX/roctx push/pop range
+    /// (on the launching thread, at any depth) that one of these globs
+    /// matches (comma-separated).
+    #[arg(long, value_name = "GLOBS")]
+    nvtx_include: Option<String>,
+    /// No counters for launches inside an NVTX/roctx push/pop range that
+    /// one of these globs matches (comma-separated; wins over
+    /// --nvtx-include).
+    #[arg(long, value_name = "GLOBS")]
+    nvtx_exclude: Option<String>,
+    /// Counters: leave out the first N launches that pass the name and
+    /// range filters.
     #[arg(long, value_name = "N")]
     kernel_skip: Option<String>,
-    /// Counters: profile N matching launches (after the skipped ones).
+    /// Counters: profile N such launches (after the skipped ones).
     #[arg(long, value_name = "N")]
     kernel_count: Option<String>,
     /// file (default), system (serve a running traced) or both.
@@ -132,12 +144,8 @@ fn find_lib(name: &str, lib_dir: Option<&Path>) -> Option<PathBuf> {
 /// The counters filter's flags, checked before anything runs: a value the
 /// injection would refuse stops here, naming the flag.
 fn check_filter_flags(a: &RecordArgs) -> Result<(), String> {
-    use gpu_trace_core::filter::{KernelFilter, vars};
-    let flags = [
-        (vars::KERNELS, "--kernels", &a.kernels),
-        (vars::SKIP, "--kernel-skip", &a.kernel_skip),
-        (vars::COUNT, "--kernel-count", &a.kernel_count),
-    ];
+    use gpu_trace_core::filter::KernelFilter;
+    let flags = filter_flags(a);
     let get = |var: &str| flags.iter().find(|f| f.0 == var).and_then(|f| f.2.clone());
     let (_, problems) = KernelFilter::from_lookup(&get);
     match problems.first() {
@@ -147,6 +155,18 @@ fn check_filter_flags(a: &RecordArgs) -> Result<(), String> {
             Err(format!("{flag} {:?}: expected {}", p.value, p.expected))
         }
     }
+}
+
+/// The counters filter's flags: variable, flag, value.
+fn filter_flags(a: &RecordArgs) -> [(&'static str, &'static str, &Option<String>); 5] {
+    use gpu_trace_core::filter::vars;
+    [
+        (vars::KERNELS, "--kernels", &a.kernels),
+        (vars::NVTX_INCLUDE, "--nvtx-include", &a.nvtx_include),
+        (vars::NVTX_EXCLUDE, "--nvtx-exclude", &a.nvtx_exclude),
+        (vars::SKIP, "--kernel-skip", &a.kernel_skip),
+        (vars::COUNT, "--kernel-count", &a.kernel_count),
+    ]
 }
 
 fn record(a: RecordArgs) -> ExitCode {
@@ -194,10 +214,10 @@ fn record(a: RecordArgs) -> ExitCode {
         // The CUDA backend's own settings (injection-cuda's `config::vars`).
         ("INJECTION_API_LAYER", &a.api_layer),
         ("INJECTION_CAPTURE_RANGE", &a.capture_range),
-        (gpu_trace_core::filter::vars::KERNELS, &a.kernels),
-        (gpu_trace_core::filter::vars::SKIP, &a.kernel_skip),
-        (gpu_trace_core::filter::vars::COUNT, &a.kernel_count),
-    ] {
+    ]
+    .into_iter()
+    .chain(filter_flags(&a).map(|(var, _, val)| (var, val)))
+    {
         if let Some(v) = val {
             cmd.env(var, v);
         }
