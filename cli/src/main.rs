@@ -6,6 +6,7 @@
 //! `CUDA_INJECTION64_PATH=...` run gives the same trace.
 
 mod check;
+mod control;
 mod libs;
 mod metrics;
 mod options;
@@ -26,6 +27,9 @@ Examples:
   gpu-trace check                          # what this machine can trace, and where the libraries are
   gpu-trace record -- python train.py      # train-<pid>.pftrace, and a short summary
   gpu-trace stats train-1234.pftrace       # the full report
+  gpu-trace record --paused -- python train.py &   # then, from anywhere:
+  gpu-trace start all; sleep 5; gpu-trace stop all # record a 5 s window of a live job
+  gpu-trace record --window 2s --every 60s -- python train.py   # 2 s of every minute
   gpu-trace record --help                  # options, the output patterns, signals
 
 Open a .pftrace in https://ui.perfetto.dev. Every option of `record` has an
@@ -46,6 +50,15 @@ enum Cmd {
     Stats(StatsArgs),
     /// List the per-kernel metrics a GPU offers (as ncu --query-metrics).
     Metrics(metrics::MetricsArgs),
+    /// Start recording (open a window) in running traced processes:
+    /// those started with `record --paused`, or paused by `stop`.
+    Start(control::ControlArgs),
+    /// Stop recording (close the window) in running traced processes; the
+    /// work already submitted is still written.
+    Stop(control::ControlArgs),
+    /// Say which traced processes of this user are running and whether
+    /// each is recording.
+    Status(control::ControlArgs),
     /// Say what this machine can trace: the CUDA driver, CUPTI, NVML,
     /// counter permission, rocprofiler-sdk, and where each was found.
     Check(CheckArgs),
@@ -177,6 +190,9 @@ fn main() -> ExitCode {
         Cmd::Stats(a) => stats_cmd(a),
         Cmd::Metrics(a) => metrics::metrics_cmd(a),
         Cmd::Check(a) => check::check_cmd(a.lib_dir.as_deref()),
+        Cmd::Start(a) => control::run("start", &a),
+        Cmd::Stop(a) => control::run("stop", &a),
+        Cmd::Status(a) => control::run("status", &a),
         Cmd::Completions(a) => completions_cmd(a),
         Cmd::Man(a) => man_cmd(a),
     }

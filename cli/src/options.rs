@@ -7,6 +7,7 @@ use gpu_trace_core::Config;
 use gpu_trace_core::config::{Problem, env_lookup, vars};
 use gpu_trace_core::cuda_config::{self, CudaConfig};
 use gpu_trace_core::filter::{self, KernelFilter};
+use gpu_trace_core::windows;
 use std::path::PathBuf;
 
 /// A flag of `record` that sets an injection variable.
@@ -21,7 +22,7 @@ pub(crate) struct Flag {
 
 /// The variables `record` sets from its flags, with the flags' clap ids
 /// and long names.
-pub(crate) const FLAGS: [(&str, &str, &str); 11] = [
+pub(crate) const FLAGS: [(&str, &str, &str); 19] = [
     (vars::OUTPUT, "output", "--output"),
     (vars::TRACE, "trace", "--trace"),
     (vars::METRICS, "metrics", "--metrics"),
@@ -38,9 +39,21 @@ pub(crate) const FLAGS: [(&str, &str, &str); 11] = [
         "capture_range",
         "--capture-range",
     ),
+    (
+        cuda_config::vars::CAPTURE_COUNT,
+        "capture_count",
+        "--capture-count",
+    ),
     (filter::vars::KERNELS, "kernels", "--kernels"),
+    (filter::vars::NVTX_INCLUDE, "nvtx_include", "--nvtx-include"),
+    (filter::vars::NVTX_EXCLUDE, "nvtx_exclude", "--nvtx-exclude"),
     (filter::vars::SKIP, "kernel_skip", "--kernel-skip"),
     (filter::vars::COUNT, "kernel_count", "--kernel-count"),
+    (windows::vars::PAUSED, "paused", "--paused"),
+    (windows::vars::DELAY, "delay", "--delay"),
+    (windows::vars::DURATION, "duration", "--duration"),
+    (windows::vars::WINDOW, "window", "--window"),
+    (windows::vars::EVERY, "every", "--every"),
 ];
 
 /// The validated settings of one `record`.
@@ -88,6 +101,7 @@ pub(crate) fn check(flags: &[Flag], verbose: bool) -> Result<Checked, String> {
     problems.extend(p);
     problems.extend(KernelFilter::from_lookup(&get).1);
     problems.extend(CudaConfig::from_lookup(get).1);
+    problems.extend(windows::Plan::from_lookup(&get).1);
     if let Some(p) = problems.first() {
         return Err(match flag_of(p.var) {
             Some(f) => format!("{} {:?}: expected {}", f.typed, p.value, p.expected),

@@ -61,15 +61,47 @@ pub(crate) struct RecordArgs {
     #[arg(short, long, value_name = "LIST")]
     pub(crate) metrics: Option<String>,
     /// Counters only for kernels whose mangled or demangled name matches
-    /// one of these globs (comma-separated, `*` and `?`).
+    /// one of these globs (comma-separated, `*` and `?`; a `mangled:`,
+    /// `demangled:` or `function:` prefix matches that name only).
     #[arg(long, value_name = "GLOBS")]
     pub(crate) kernels: Option<String>,
-    /// Counters: leave out the first N matching kernel launches.
+    /// Counters only for launches inside an NVTX/roctx push/pop range (on
+    /// the launching thread, at any depth) that one of these globs matches
+    /// (comma-separated).
+    #[arg(long, value_name = "GLOBS")]
+    pub(crate) nvtx_include: Option<String>,
+    /// No counters for launches inside an NVTX/roctx push/pop range that one
+    /// of these globs matches (comma-separated; wins over --nvtx-include).
+    #[arg(long, value_name = "GLOBS")]
+    pub(crate) nvtx_exclude: Option<String>,
+    /// Counters: leave out the first N launches that pass the name and
+    /// range filters.
     #[arg(long, value_name = "N")]
     pub(crate) kernel_skip: Option<String>,
-    /// Counters: profile N matching launches (after the skipped ones).
+    /// Counters: profile N such launches (after the skipped ones).
     #[arg(long, value_name = "N")]
     pub(crate) kernel_count: Option<String>,
+    /// Start with recording off; `gpu-trace start PID` (or a --delay)
+    /// opens a window.
+    #[arg(long)]
+    pub(crate) paused: bool,
+    /// Open the first recording window after this long (30s, 500ms, 2m).
+    #[arg(long, value_name = "TIME")]
+    pub(crate) delay: Option<String>,
+    /// Close the first window after this long; nothing more is recorded
+    /// unless a --window/--every cycle or `gpu-trace start` opens another.
+    #[arg(long, value_name = "TIME")]
+    pub(crate) duration: Option<String>,
+    /// Duty cycle: record windows of this length, one every --every.
+    #[arg(long, value_name = "TIME", requires = "every")]
+    pub(crate) window: Option<String>,
+    /// Duty cycle: the period of the windows (with --window), e.g.
+    /// `--window 2s --every 60s` records 2 s of each minute.
+    #[arg(long, value_name = "TIME", requires = "window")]
+    pub(crate) every: Option<String>,
+    /// With --capture-range: record this many ranges, then stop.
+    #[arg(long, value_name = "N")]
+    pub(crate) capture_count: Option<String>,
     /// file (default), system (serve a running traced) or both.
     #[arg(long, value_name = "file|system|both")]
     pub(crate) mode: Option<String>,
@@ -89,7 +121,9 @@ pub(crate) struct RecordArgs {
     /// cudaProfilerStop (torch.cuda.profiler.start()/stop()), any number of
     /// times, like nsys --capture-range=cudaProfilerApi. Outside those
     /// ranges tracing costs next to nothing.
-    #[arg(long, value_name = "none|cudaProfilerApi")]
+    /// `nvtx:NAME` records only inside NVTX ranges named NAME (the
+    /// `step 100` range), as nsys --capture-range=nvtx.
+    #[arg(long, value_name = "none|cudaProfilerApi|nvtx:NAME")]
     pub(crate) capture_range: Option<String>,
     /// Log what the injection (and Perfetto inside it) does to stderr.
     #[arg(short, long)]
@@ -120,6 +154,14 @@ impl RecordArgs {
             "kernels" => self.kernels.clone(),
             "kernel_skip" => self.kernel_skip.clone(),
             "kernel_count" => self.kernel_count.clone(),
+            "nvtx_include" => self.nvtx_include.clone(),
+            "nvtx_exclude" => self.nvtx_exclude.clone(),
+            "capture_count" => self.capture_count.clone(),
+            "paused" => self.paused.then(|| "1".to_owned()),
+            "delay" => self.delay.clone(),
+            "duration" => self.duration.clone(),
+            "window" => self.window.clone(),
+            "every" => self.every.clone(),
             _ => None,
         }
     }

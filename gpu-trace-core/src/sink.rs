@@ -162,8 +162,9 @@ pub(crate) fn register(
             .will_notify_on_stop(true)
             .handles_incremental_state_clear(true)
             .on_setup(|inst, cfg, _args| {
-                let req = parse_counter_config(cfg);
                 crate::guard::catch("counter setup", || {
+                    let mut req = parse_counter_config(cfg);
+                    req.session = NEXT_SESSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     with_route(|r| r.set_counter_request(inst, Some(req)))
                 });
             })
@@ -210,7 +211,15 @@ pub(crate) struct CounterRequest {
     pub names: Vec<String>,
     /// Whether per-kernel (instrumented) sampling was asked for.
     pub instrumented: bool,
+    /// `instrumented_sampling_config`: which kernels (`None`: the
+    /// environment's filter decides).
+    pub selection: Option<Arc<crate::filter::FilterSpec>>,
+    /// Tells sessions apart (set up one after the other).
+    pub session: u64,
 }
+
+/// Numbers the counters sessions set up in this process.
+static NEXT_SESSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Reads `GpuCounterConfig` out of a `DataSourceConfig`.
 pub(crate) fn parse_counter_config(cfg: &[u8]) -> CounterRequest {
@@ -242,8 +251,21 @@ pub(crate) fn parse_counter_config(cfg: &[u8]) -> CounterRequest {
                         crate::warn!("trace config counter_names: expected UTF-8 text; ignored")
                     }
                 },
-                c::GCC_INSTRUMENTED_SAMPLING => req.instrumented = v.as_u64() == Some(1),
-                c::GCC_INSTRUMENTED_SAMPLING_CONFIG => req.instrumented = true,
+                c::GCC_INSTRUMENTED_SAMPLING_CONFIG => {
+                    req.instrumented = true;
+                    let (spec, problems) = crate::filter::FilterSpec::from_sampling_config(
+                        v.as_bytes().unwrap_or_default(),
+                    );
+                    for p in problems {
+                        crate::warn!("{p}");
+                    }
+                    req.selection = Some(Arc::new(spec));
+                }
+                // The other arm of the oneof: every kernel again.
+                c::GCC_INSTRUMENTED_SAMPLING => {
+                    req.instrumented = v.as_u64() == Some(1);
+                    req.selection = None;
+                }
                 _ => {}
             }
         }
@@ -768,4 +790,54 @@ pub(crate) fn file_trace_config(
 /// Convenience for the tracer.
 pub(crate) fn set_route(inner: Option<Arc<Inner>>) {
     ROUTE.store(inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_trace_reader::wire::config as c;
+
+    fn data_source_config(f: impl FnOnce(&mut gpu_trace_reader::pb::Writer)) -> Vec<u8> {
+        let mut w = gpu_trace_reader::pb::Writer::new();
+        w.string(c::DSC_NAME, "gpu.counters.nv")
+            .nested(c::DSC_GPU_COUNTER_CONFIG, f);
+        w.as_bytes().to_vec()
+    }
+
+    #[test]
+    fn a_sampling_config_selects_kernels_and_the_bool_does_not() {
+        let cfg = data_source_config(|g| {
+            g.string(c::GCC_COUNTER_NAMES, "sm__cycles_elapsed.avg")
+                .nested(c::GCC_INSTRUMENTED_SAMPLING_CONFIG, |isc| {
+                    isc.string(c::ISC_ACTIVITY_TX_INCLUDE_GLOBS, "train*")
+                        .nested(c::ISC_ACTIVITY_RANGES, |r| {
+                            r.varint(c::AR_SKIP, 1).varint(c::AR_COUNT, 2);
+                        });
+                });
+        });
+        let req = parse_counter_config(&cfg);
+        assert!(req.instrumented);
+        assert_eq!(req.names, ["sm__cycles_elapsed.avg"]);
+        let spec = req.selection.expect("a selection");
+        assert_eq!(spec.tx_include, ["train*"]);
+        assert_eq!(
+            spec.windows,
+            [crate::filter::Window {
+                skip: 1,
+                count: Some(2)
+            }]
+        );
+
+        let plain = parse_counter_config(&data_source_config(|g| {
+            g.bool(c::GCC_INSTRUMENTED_SAMPLING, true);
+        }));
+        assert!(plain.instrumented && plain.selection.is_none());
+        // An empty sampling config is a selection of every kernel (it
+        // replaces the environment's filter).
+        let empty = parse_counter_config(&data_source_config(|g| {
+            g.bytes(c::GCC_INSTRUMENTED_SAMPLING_CONFIG, &[]);
+        }));
+        assert!(empty.instrumented);
+        assert!(empty.selection.is_some_and(|s| s.is_everything()));
+    }
 }

@@ -30,6 +30,9 @@ pub struct Sources {
     /// Per-kernel counters, with the metric names to collect (empty: the
     /// backend's defaults). `None` when no counters session runs.
     pub counters: Option<Vec<String>>,
+    /// Which kernels get counters, when the counters session says
+    /// (`instrumented_sampling_config`); `None`: the environment's filter.
+    pub kernel_filter: Option<crate::filter::SessionFilter>,
 }
 
 /// Lines for the trace's log (`GpuLog`), from any thread: a backend's
@@ -204,6 +207,35 @@ pub(crate) struct Inner {
     summary_written: AtomicBool,
 }
 
+/// The kernel selection of the counters sessions running: the first one's
+/// (in the service's order of data-source instances), whether it names
+/// kernels or leaves them to the environment's filter. Sessions that ask
+/// for another selection get the first one's, which is said once.
+fn kernel_filter<'a>(
+    mut reqs: impl Iterator<Item = &'a CounterRequest>,
+) -> Option<crate::filter::SessionFilter> {
+    let first = reqs.next()?;
+    if reqs.any(|r| r.selection != first.selection) {
+        crate::log::once(
+            "kernel selections differ",
+            format_args!(
+                "counters sessions running at once select different kernels; all get the kernels of the first one ({})",
+                first
+                    .selection
+                    .as_ref()
+                    .map_or_else(|| "the environment's filter".to_owned(), |s| s.describe())
+            ),
+        );
+    }
+    first
+        .selection
+        .as_ref()
+        .map(|spec| crate::filter::SessionFilter {
+            session: first.session,
+            spec: spec.clone(),
+        })
+}
+
 impl Inner {
     pub(crate) fn wake(&self) {
         let mut c = self.ctl.lock().unwrap_or_else(|e| e.into_inner());
@@ -250,7 +282,7 @@ impl Inner {
             return Sources::default();
         }
         let gpu_wanted = self.config.recording.gpu || self.config.mode.system();
-        let counters = if reg.ctr.is_enabled() {
+        let (counters, kernel_filter) = if reg.ctr.is_enabled() {
             let reqs = self
                 .counter_requests
                 .lock()
@@ -266,15 +298,16 @@ impl Inner {
             if names.is_empty() {
                 names = self.config.metrics.clone();
             }
-            Some(names)
+            (Some(names), kernel_filter(reqs.iter().flatten()))
         } else {
-            None
+            (None, None)
         };
         Sources {
             gpu: gpu_wanted && reg.rs.is_enabled(),
             api: self.info.categories.enabled(API),
             markers: self.info.categories.enabled(MARKERS),
             counters,
+            kernel_filter,
         }
     }
 
@@ -1163,4 +1196,41 @@ fn loss_report(
         counts.join(" "),
         advice.join("; ")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter::FilterSpec;
+
+    fn request(session: u64, tx: Option<&str>) -> CounterRequest {
+        CounterRequest {
+            instrumented: true,
+            session,
+            selection: tx.map(|g| {
+                Arc::new(FilterSpec {
+                    tx_include: vec![g.to_owned()],
+                    ..Default::default()
+                })
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_first_counters_session_selects_the_kernels() {
+        assert_eq!(kernel_filter([].iter()), None);
+        assert_eq!(kernel_filter([request(3, None)].iter()), None);
+        let f = kernel_filter([request(4, Some("train*")), request(5, None)].iter())
+            .expect("the first session's");
+        assert_eq!(
+            (f.session, f.spec.tx_include.as_slice()),
+            (4, &["train*".to_owned()][..])
+        );
+        assert_eq!(
+            kernel_filter([request(6, None), request(7, Some("x"))].iter()),
+            None,
+            "the first leaves it to the environment"
+        );
+    }
 }

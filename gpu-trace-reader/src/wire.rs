@@ -230,4 +230,19 @@ pub mod config {
     pub const GCC_COUNTER_NAMES: u32 = 6;
     pub const GCC_INSTRUMENTED_SAMPLING: u32 = 3;
     pub const GCC_INSTRUMENTED_SAMPLING_CONFIG: u32 = 5;
+    /// `GpuCounterConfig.InstrumentedSamplingConfig`.
+    pub const ISC_ACTIVITY_NAME_FILTERS: u32 = 3;
+    pub const ISC_ACTIVITY_RANGES: u32 = 5;
+    pub const ISC_ACTIVITY_TX_INCLUDE_GLOBS: u32 = 6;
+    pub const ISC_ACTIVITY_TX_EXCLUDE_GLOBS: u32 = 7;
+    /// `InstrumentedSamplingConfig.ActivityNameFilter`.
+    pub const ANF_NAME_GLOB: u32 = 1;
+    pub const ANF_NAME_BASE: u32 = 2;
+    /// `ActivityNameFilter.NameBase` values.
+    pub const NAME_BASE_MANGLED_KERNEL_NAME: u64 = 0;
+    pub const NAME_BASE_DEMANGLED_KERNEL_NAME: u64 = 1;
+    pub const NAME_BASE_FUNCTION_NAME: u64 = 2;
+    /// `InstrumentedSamplingConfig.ActivityRange`.
+    pub const AR_SKIP: u32 = 1;
+    pub const AR_COUNT: u32 = 2;
 }

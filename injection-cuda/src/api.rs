@@ -297,24 +297,44 @@ impl ApiState {
     }
 
     /// An NVTX call (from our NVTX injection, or CUPTI's NVTX callbacks
-    /// when NVTX was pointed at libcupti).
-    pub(crate) fn on_nvtx(&self, ev: &NvtxEvent<'_>) {
-        let ts = boottime_ns();
-        let thread = tid();
+    /// when NVTX was pointed at libcupti). `markers`: record it as a
+    /// marker; push/pop ranges also go to the counters filter's range
+    /// tracking ([`gpu_trace_core::filter::tx`]), and domains and
+    /// registered strings are always kept.
+    pub(crate) fn on_nvtx(&self, ev: &NvtxEvent<'_>, markers: bool) {
+        use gpu_trace_core::filter::tx;
         match *ev {
             NvtxEvent::Push {
                 domain, message, ..
             } => {
-                let domain = self.domain_name(domain);
                 let text = self.text(&message);
-                self.recorder
-                    .marker(thread, ts, &text, |text| Marker::Push { domain, text });
+                tx::push(domain.unwrap_or(0), &text);
+                if markers {
+                    let domain = self.domain_name(domain);
+                    self.recorder
+                        .marker(tid(), boottime_ns(), &text, |text| Marker::Push {
+                            domain,
+                            text,
+                        });
+                }
+                return;
             }
             NvtxEvent::Pop { domain } => {
-                let domain = self.domain_name(domain);
-                self.recorder
-                    .marker(thread, ts, "", |_| Marker::Pop { domain });
+                tx::pop(domain.unwrap_or(0));
+                if markers {
+                    let domain = self.domain_name(domain);
+                    self.recorder
+                        .marker(tid(), boottime_ns(), "", |_| Marker::Pop { domain });
+                }
+                return;
             }
+            NvtxEvent::DomainCreate { .. } | NvtxEvent::RegisterString { .. } => {}
+            _ if !markers => return,
+            _ => {}
+        }
+        let ts = boottime_ns();
+        let thread = tid();
+        match *ev {
             NvtxEvent::Mark {
                 domain, message, ..
             } => {

@@ -45,7 +45,7 @@ use cupti::profiler::{
 };
 use gpu_trace_core::Notes;
 use gpu_trace_core::Recorder;
-use gpu_trace_core::filter::KernelFilter;
+use gpu_trace_core::filter::{KernelFilter, KernelSelector, SessionFilter};
 use gpu_trace_core::model::{
     CounterGroup, CounterId, CounterSpec, DropKind, KernelCounters, KernelExec, Unit,
 };
@@ -308,7 +308,8 @@ pub(crate) struct Counting {
     notes: Notes,
     join: Arc<Join>,
     recorder: Recorder,
-    filter: KernelFilter,
+    /// Which launches are profiled (kernels known by mangled name).
+    selector: KernelSelector<Box<str>>,
     replay: CountersReplay,
     batch: usize,
     /// Counters wanted now (a counters session runs).
@@ -321,9 +322,9 @@ pub(crate) struct Counting {
     /// One profiled launch at a time: set while one runs.
     busy: Mutex<bool>,
     free: Condvar,
-    /// Launch names the filter decided on (mangled name → matches).
-    names: RwLock<FxHashMap<Box<str>, bool>>,
     graphs_said: Once,
+    /// The filter names NVTX ranges that cannot be seen: said once.
+    blind_said: Once,
     cost: Cost,
 }
 
@@ -343,7 +344,7 @@ impl Counting {
             join: Arc::new(Join::new(recorder.clone(), notes.clone())),
             notes,
             recorder,
-            filter,
+            selector: KernelSelector::new(filter),
             replay,
             batch: batch.max(1),
             on: AtomicBool::new(false),
@@ -352,8 +353,8 @@ impl Counting {
             state: Mutex::new(State::default()),
             busy: Mutex::new(false),
             free: Condvar::new(),
-            names: RwLock::new(FxHashMap::default()),
             graphs_said: Once::new(),
+            blind_said: Once::new(),
             cost: Cost::default(),
         }
     }
@@ -362,13 +363,27 @@ impl Counting {
         self.join.clone()
     }
 
-    /// A counters session started (`Some(names)`) or ended (`None`).
-    pub(crate) fn set(&self, wanted: Option<&[String]>) {
+    /// A counters session started (`Some(names)`) or ended (`None`);
+    /// `selection` is its own kernel filter (`None`: the environment's).
+    pub(crate) fn set(&self, wanted: Option<&[String]>, selection: Option<&SessionFilter>) {
         match wanted {
             Some(names) => {
                 *self.wanted.write().unwrap_or_else(|e| e.into_inner()) = names.to_vec();
-                if !self.filter.is_everything() {
-                    gpu_trace_core::verbose!("counters for {}", self.filter.describe());
+                self.selector.set(selection);
+                let current = self.selector.current();
+                let filter = current.filter();
+                if !filter.is_everything() {
+                    gpu_trace_core::verbose!("counters for {}", filter.describe());
+                }
+                if filter.has_ranges() && std::env::var_os("NVTX_INJECTION64_PATH").is_none() {
+                    self.blind_said.call_once(|| {
+                        let line = format!(
+                            "the counters filter names NVTX ranges ({}), but NVTX_INJECTION64_PATH is not set, so no NVTX range is seen; set it to libgpu_trace_cuda.so (gpu-trace record does)",
+                            filter.describe()
+                        );
+                        gpu_trace_core::warn!("{line}");
+                        self.notes.warn(line);
+                    });
                 }
                 self.on.store(true, Ordering::Release);
             }
@@ -447,6 +462,12 @@ impl Counting {
         true
     }
 
+    /// Whether the filter in force looks at NVTX ranges (the NVTX callbacks
+    /// must then run).
+    pub(crate) fn needs_ranges(&self) -> bool {
+        self.selector.current().filter().has_ranges()
+    }
+
     pub(crate) fn is_on(&self) -> bool {
         self.on.load(Ordering::Acquire)
     }
@@ -458,7 +479,7 @@ impl Counting {
         }
         match (cb.kind(), cb.site()) {
             (CallKind::KernelLaunch, Site::Enter) => {
-                if self.is_on() && !self.filter.is_done() && self.chosen(cb) {
+                if self.is_on() && self.chosen(cb) {
                     self.begin(cb);
                 } else {
                     // Its kernel must not become a range of the open session.
@@ -487,38 +508,24 @@ impl Counting {
         }
     }
 
+    /// Whether the filter in force picks this launch (and counts it).
     fn chosen(&self, cb: &ApiCallback<'_>) -> bool {
-        if self.filter.is_everything() {
-            return true;
+        let sel = self.selector.current();
+        let filter = sel.filter();
+        let chosen = !filter.is_done()
+            && sel.choose(
+                || kernel_name(cb),
+                |mangled: &str| (mangled.to_owned(), gpu_trace_core::names::demangle(mangled)),
+            );
+        if chosen && gpu_trace_core::log::verbose() && !filter.is_everything() {
+            let name = cb.symbol_name().map(|s| s.to_string_lossy());
+            gpu_trace_core::log::line(format_args!(
+                "counters: the filter picks {} (correlation id {})",
+                name.as_deref().unwrap_or("a kernel"),
+                cb.correlation_id()
+            ));
         }
-        self.name_matches(cb) && self.filter.take()
-    }
-
-    /// Whether the launched kernel's name passes the filter's globs; each
-    /// name is demangled and matched once, then looked up without a copy.
-    fn name_matches(&self, cb: &ApiCallback<'_>) -> bool {
-        if !self.filter.has_globs() {
-            return true;
-        }
-        let mangled = cb
-            .symbol_name()
-            .map(|s| s.to_string_lossy())
-            .unwrap_or_default();
-        if let Some(&m) = self
-            .names
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&*mangled)
-        {
-            return m;
-        }
-        let demangled = gpu_trace_core::names::demangle(&mangled);
-        let m = self.filter.matches(&mangled, demangled.as_deref());
-        self.names
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(mangled.into(), m);
-        m
+        chosen
     }
 
     fn begin(&self, cb: &ApiCallback<'_>) {
@@ -989,6 +996,13 @@ fn values_of(dm: &DeviceMetrics, range: RangeValues) -> (Box<[(CounterId, f64)]>
         .map(|(id, (_, v))| (*id, v))
         .collect();
     (values, duration)
+}
+
+/// The launched kernel's mangled name (borrowed from CUPTI).
+fn kernel_name<'a>(cb: &ApiCallback<'a>) -> std::borrow::Cow<'a, str> {
+    cb.symbol_name()
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default()
 }
 
 fn describe(e: &cupti::Error) -> String {

@@ -24,6 +24,7 @@ use crate::config::{ApiLayer, CaptureRange, CudaConfig};
 use crate::counters::Counting;
 use cupti::callback::{Callback, Domain, ResourceEvent, Subscriber};
 use cupti::cbid::{ApiDomain, CallKind};
+use gpu_trace_core::filter::SessionFilter;
 use gpu_trace_core::{
     Backend, BackendInfo, CaptureSwitch, Config, GpuClock, Limits, Sources, Tracer, TracerOptions,
 };
@@ -154,13 +155,21 @@ impl Shared {
         }
     }
 
-    /// An NVTX event, from CUPTI's NVTX domain or our own NVTX injection.
+    /// An NVTX call: the NVTX capture range's; a marker when markers are
+    /// recorded; a range the counters filter may look at; a domain or
+    /// registered string, kept whatever is recorded (rare, and later
+    /// markers and ranges use them).
     pub(crate) fn on_nvtx(&self, ev: &cupti::nvtx::NvtxEvent<'_>) {
+        use cupti::nvtx::NvtxEvent as E;
         if let Some(c) = &self.nvtx_capture {
             c.on_nvtx(ev, |m, name| self.api.message_is(m, name));
         }
-        if self.markers_on.load(Ordering::Relaxed) {
-            self.api.on_nvtx(ev);
+        let markers = self.markers_on.load(Ordering::Relaxed);
+        if markers
+            || gpu_trace_core::filter::tx::is_on()
+            || matches!(ev, E::DomainCreate { .. } | E::RegisterString { .. })
+        {
+            self.api.on_nvtx(ev, markers);
         }
     }
 
@@ -296,9 +305,9 @@ impl CudaBackend {
 
     fn set_markers(&self, on: bool) {
         self.shared.markers_on.store(on, Ordering::Relaxed);
-        // An NVTX capture range needs the NVTX callbacks all the time.
-        let on = on || self.shared.nvtx_capture.is_some();
-        let r = if on {
+        // An NVTX capture range or the counters filter may still need the
+        // ranges.
+        let r = if on || self.shared.nvtx_capture.is_some() || gpu_trace_core::filter::tx::is_on() {
             self.subscriber.enable_domain(Domain::Nvtx)
         } else {
             self.subscriber.disable_domain(Domain::Nvtx)
@@ -313,14 +322,22 @@ impl CudaBackend {
     /// Counters need the driver's launch callbacks (entry and exit of each
     /// kernel launch, and graph launches to say they are not profiled),
     /// whether or not API calls are recorded.
-    fn set_counters(&self, wanted: Option<&[String]>) {
+    fn set_counters(&self, wanted: Option<&[String]>, selection: Option<&SessionFilter>) {
         let Some(c) = self.shared.counting.get() else {
             if wanted.is_some() {
                 gpu_trace_core::warn_once!("per-kernel counters are unavailable in this process");
             }
             return;
         };
-        c.set(wanted);
+        c.set(wanted, selection);
+        // NVTX ranges reach CUPTI's callbacks when NVTX_INJECTION64_PATH
+        // names libcupti (ours get them through our NVTX injection).
+        if wanted.is_some()
+            && c.needs_ranges()
+            && let Err(e) = self.subscriber.enable_domain(Domain::Nvtx)
+        {
+            gpu_trace_core::warn_once!("cannot switch NVTX callbacks for the counters filter: {e}");
+        }
         let api_has_them = self.shared.api_on.load(Ordering::Relaxed)
             && self.api_domains.contains(&ApiDomain::Driver);
         for k in [CallKind::KernelLaunch, CallKind::GraphLaunch] {
@@ -359,8 +376,8 @@ impl Backend for CudaBackend {
             self.set_markers(s.markers);
         }
         // After the API switch, which may have turned launch callbacks off.
-        if s.counters != cur.counters || s.api != cur.api {
-            self.set_counters(s.counters.as_deref());
+        if s.counters != cur.counters || s.kernel_filter != cur.kernel_filter || s.api != cur.api {
+            self.set_counters(s.counters.as_deref(), s.kernel_filter.as_ref());
         }
         gpu_trace_core::verbose!(
             "recording gpu={} api={} ({:?}) nvtx={} counters={:?}",

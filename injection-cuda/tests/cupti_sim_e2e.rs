@@ -560,3 +560,150 @@ fn counters_without_permission_say_so_once_and_trace_the_rest() {
     assert!(t.counters.is_empty());
     cleanup(&dir);
 }
+
+fn push(message: &str) -> Op {
+    Op::NvtxPush {
+        message: message.into(),
+        domain: None,
+    }
+}
+
+fn pop() -> Op {
+    Op::NvtxPop { domain: None }
+}
+
+/// The kernels the counters filter picked, from its verbose lines (which
+/// name the launch's correlation id) and the trace (whose kernel event ids
+/// hold it). The fake refuses the profiler, so counters end at the first
+/// pick; `out.report.profiler_initializations` says whether one came.
+fn picked(stderr: &str, t: &Trace) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("gpu-trace: counters: the filter picks "))
+        .map(|l| {
+            let corr: u64 = l
+                .rsplit_once("(correlation id ")
+                .and_then(|(_, c)| c.trim_end_matches(')').parse().ok())
+                .unwrap_or_else(|| panic!("no correlation id in {l:?}"));
+            let k = t
+                .gpu_events
+                .iter()
+                .find(|g| (g.event_id >> 22) & ((1 << 41) - 1) == corr)
+                .unwrap_or_else(|| panic!("no GPU event of correlation {corr}"));
+            k.kernel.as_ref().expect("a kernel").name.to_string()
+        })
+        .collect()
+}
+
+/// The NVTX filter looks at the ranges open on the launching thread only,
+/// at any depth, excludes win, and the skip counts only launches that
+/// passed: the one kernel picked is the expected one, and a filter that
+/// leaves every launch out never starts the profiler.
+#[test]
+fn the_nvtx_filter_picks_launches_by_the_ranges_of_their_thread() {
+    let dir = tmpdir("nvtx-filter");
+    let s = scenario(vec![
+        // Inside "train" from the start, but its launches come last.
+        vec![
+            push("train step"),
+            Op::SleepUs { us: 300_000 },
+            push("backward"),
+            launch("vadd", 1), // excluded
+            pop(),
+            push("inner"),
+            launch("vadd", 1), // passes: skipped (skip 1)
+            launch("gemm", 1), // passes: picked
+            pop(),
+            pop(),
+            Op::StreamSync { stream: 1 },
+        ],
+        // Launches while the other thread is inside "train": never its
+        // ranges (if they were, a vadd would be picked).
+        vec![
+            Op::Repeat {
+                times: 5,
+                ops: vec![launch("vadd", 2)],
+            },
+            push("eval"),
+            launch("vadd", 2),
+            pop(),
+            Op::StreamSync { stream: 2 },
+        ],
+    ]);
+    let want = s.expected(Layer::Driver, false);
+    let env = [
+        ("INJECTION_TRACE", "gpu,api,counters"),
+        ("INJECTION_VERBOSE", "1"),
+        ("INJECTION_KERNEL_NVTX_INCLUDE", "train*"),
+        ("INJECTION_KERNEL_NVTX_EXCLUDE", "*backward*"),
+        ("INJECTION_KERNEL_SKIP", "1"),
+    ];
+    let (out, t, path) = run(&dir, &s, &env);
+    check(&t, &path, &want);
+    assert_eq!(
+        picked(&out.stderr, &t),
+        ["_Z4gemmPKfS0_Pfi"],
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.report.profiler_initializations, 1, "{}", out.stderr);
+    cleanup(&dir);
+
+    // Every launch is inside an excluded range or outside the included
+    // ones: the profiler is never started, nothing is said about it.
+    let dir = tmpdir("nvtx-filter-none");
+    let env = [
+        ("INJECTION_TRACE", "gpu,api,counters"),
+        ("INJECTION_VERBOSE", "1"),
+        ("INJECTION_KERNEL_NVTX_INCLUDE", "train*,eval"),
+        ("INJECTION_KERNEL_NVTX_EXCLUDE", "inner,backward,eval"),
+    ];
+    let (out, t, path) = run(&dir, &s, &env);
+    check(&t, &path, &want);
+    assert!(picked(&out.stderr, &t).is_empty(), "{}", out.stderr);
+    assert_eq!(out.report.profiler_initializations, 0, "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("per-kernel counters are off"),
+        "{}",
+        out.stderr
+    );
+    cleanup(&dir);
+}
+
+/// Without NVTX pointed at the library no range is ever seen: said once,
+/// and an include filter then picks nothing.
+#[test]
+fn an_nvtx_filter_without_the_nvtx_injection_says_so() {
+    let dir = tmpdir("nvtx-filter-blind");
+    let s = scenario(vec![vec![
+        push("train"),
+        launch("vadd", 1),
+        pop(),
+        Op::StreamSync { stream: 1 },
+    ]]);
+    let path = dir.join("trace.pftrace");
+    let mut spec = RunSpec::new(tool(), s.clone())
+        .env("INJECTION_OUTPUT", path.display().to_string())
+        .env("INJECTION_TRACE", "gpu,counters")
+        .env("INJECTION_KERNEL_NVTX_INCLUDE", "train")
+        .env("RUST_BACKTRACE", "0");
+    spec.nvtx = false;
+    let out = cupti_sim::host::run_checked(spec, Duration::from_secs(120));
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("NVTX_INJECTION64_PATH"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(lines[0].starts_with("gpu-trace: ") && lines[0].contains("inside ranges train"));
+    assert_eq!(out.report.profiler_initializations, 0, "{}", out.stderr);
+    let t = Trace::open(&path).unwrap();
+    assert!(
+        t.logs
+            .iter()
+            .any(|l| l.message.contains("NVTX_INJECTION64_PATH is not set")),
+        "the trace carries the warning: {:?}",
+        t.logs
+    );
+    cleanup(&dir);
+}

@@ -263,13 +263,24 @@ impl ApiState {
 }
 
 /// A roctx call. Marks, pushes, pops and stops are placed at entry; a start at exit,
-/// where its range id is known, with the time of its entry.
-pub(crate) fn on_marker(r: &Recorder, ev: &mut CallbackEvent<'_>) {
+/// where its range id is known, with the time of its entry. `markers`: record it; pushes
+/// and pops also go to the counters filter's range tracking
+/// ([`gpu_trace_core::filter::tx`]).
+pub(crate) fn on_marker(r: &Recorder, ev: &mut CallbackEvent<'_>, markers: bool) {
+    use gpu_trace_core::filter::tx;
     let Payload::Marker(m) = ev.payload() else {
         return;
     };
-    let thread = ev.thread_id() as u32;
     let text = || m.message().map(|s| s.to_string_lossy()).unwrap_or_default();
+    match (m.op(), ev.phase()) {
+        (MarkerOp::RangePush, Phase::Enter) if tx::is_on() => tx::push(0, &text()),
+        (MarkerOp::RangePop, Phase::Enter) => tx::pop(0),
+        _ => {}
+    }
+    if !markers {
+        return;
+    }
+    let thread = ev.thread_id() as u32;
     match (m.op(), ev.phase()) {
         (MarkerOp::Mark, Phase::Enter) => {
             r.marker(thread, boottime_ns(), &text(), |text| Marker::Mark {

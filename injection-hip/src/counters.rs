@@ -22,6 +22,7 @@
 use crate::records::GpuRecords;
 use arc_swap::ArcSwapOption;
 use gpu_trace_core::Recorder;
+use gpu_trace_core::filter::{KernelFilter, KernelSelector, SessionFilter};
 use gpu_trace_core::model::{CounterGroup, CounterId, CounterSpec, DropKind, KernelCounters, Unit};
 use gpu_trace_core::registry::Counters;
 use rocprofiler::{
@@ -105,6 +106,8 @@ pub(crate) struct Counting {
     current: ArcSwapOption<Plan>,
     plans: RwLock<Vec<Arc<Plan>>>,
     reported: Mutex<FxHashSet<String>>,
+    /// Which dispatches are counted (kernels known by kernel id).
+    selector: KernelSelector<u64>,
 }
 
 impl Counting {
@@ -113,8 +116,10 @@ impl Counting {
         recorder: Recorder,
         register: Arc<Counters>,
         agents: &[Agent],
+        filter: KernelFilter,
     ) -> Self {
         Self {
+            selector: KernelSelector::new(filter),
             rt,
             recorder,
             register,
@@ -267,12 +272,49 @@ impl Counting {
         any
     }
 
-    /// On the launching thread: count this dispatch with its agent's configuration.
-    pub(crate) fn on_dispatch(&self, req: &mut DispatchCountingRequest<'_>) {
+    /// A counters session starts with its own kernel filter (`None`: the
+    /// environment's).
+    pub(crate) fn set_filter(&self, selection: Option<&SessionFilter>) {
+        self.selector.set(selection);
+        let current = self.selector.current();
+        if !current.filter().is_everything() {
+            gpu_trace_core::verbose!("counters for {}", current.filter().describe());
+        }
+    }
+
+    /// Whether the filter in force looks at roctx ranges (the roctx
+    /// callbacks must then run).
+    pub(crate) fn needs_ranges(&self) -> bool {
+        self.selector.current().filter().has_ranges()
+    }
+
+    /// On the launching thread: count this dispatch with its agent's configuration, if the
+    /// filter picks it (name, then the thread's roctx ranges, then the launch windows).
+    pub(crate) fn on_dispatch(&self, req: &mut DispatchCountingRequest<'_>, gpu: &GpuRecords) {
         let Some(plan) = self.current.load_full() else {
             return;
         };
         let Some(d) = req.dispatch() else { return };
+        let sel = self.selector.current();
+        let chosen = !sel.filter().is_done()
+            && sel.choose(
+                || d.kernel_id,
+                |&id: &u64| match gpu.kernel_names(id) {
+                    Some((m, d)) => (m.to_string(), (m != d).then(|| d.to_string())),
+                    None => (format!("kernel#{id}"), None),
+                },
+            );
+        if !chosen {
+            return;
+        }
+        if gpu_trace_core::log::verbose() && !sel.filter().is_everything() {
+            let name = gpu.kernel_names(d.kernel_id).map(|(m, _)| m);
+            gpu_trace_core::log::line(format_args!(
+                "counters: the filter picks {} (correlation id {})",
+                name.as_deref().unwrap_or("a kernel"),
+                req.correlation_id().internal
+            ));
+        }
         if let Some(a) = plan.agents.get(&d.agent_id.0) {
             req.set_config(&a.config);
             req.set_user_data(plan.generation);

@@ -139,6 +139,21 @@ impl GpuRecords {
         self.agents.get(&agent).copied()
     }
 
+    /// A kernel's mangled and demangled names (the same when it is not a
+    /// C++ name), once its symbol is registered.
+    pub(crate) fn kernel_names(&self, kernel_id: u64) -> Option<(Arc<str>, Arc<str>)> {
+        let names = self
+            .symbols
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&kernel_id)?
+            .names;
+        Some((
+            self.names.get(names.mangled),
+            self.names.get(names.demangled),
+        ))
+    }
+
     /// Code objects and kernel symbols being loaded (kept after unload: kernel ids are not
     /// reused, and records still in a buffer may refer to them).
     pub(crate) fn on_code_object(&self, ev: &CallbackEvent<'_>) {

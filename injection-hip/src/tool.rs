@@ -74,6 +74,9 @@ struct State {
     api: Option<ApiState>,
     recorder: gpu_trace_core::Recorder,
     counting: Counting,
+    /// roctx calls become markers (their context may also run for the
+    /// counters filter's ranges alone).
+    markers_on: AtomicBool,
 }
 
 /// Filled after the tracer started; callbacks before that (there are none: the runtime loads
@@ -102,6 +105,8 @@ struct Services {
 struct Switches {
     sources: Sources,
     counting: bool,
+    /// The roctx context runs.
+    markers: bool,
 }
 
 fn switch(ctx: &Context, on: bool, what: &'static str) {
@@ -128,20 +133,33 @@ impl Services {
         {
             switch(c, s.api, "HIP API tracing");
         }
-        if s.markers != cur.sources.markers
-            && let Some(c) = &self.markers
-        {
-            switch(c, s.markers, "roctx tracing");
-        }
         if let Some(c) = &self.counting {
             let want = match &s.counters {
-                Some(names) => self.state.counting.select(names),
+                Some(names) => {
+                    self.state.counting.set_filter(s.kernel_filter.as_ref());
+                    self.state.counting.select(names)
+                }
                 None => false,
             };
             if want != cur.counting {
                 switch(c, want, "counter collection");
                 cur.counting = want;
             }
+            if want && self.state.counting.needs_ranges() && self.markers.is_none() {
+                gpu_trace_core::warn_once!(
+                    "the counters filter names roctx ranges, but roctx calls cannot be traced here, so no range is seen"
+                );
+            }
+        }
+        // Once the counters filter keeps ranges, roctx runs for good: a pop missed would leave
+        // its range open.
+        self.state.markers_on.store(s.markers, Ordering::Relaxed);
+        let markers = s.markers || gpu_trace_core::filter::tx::is_on();
+        if markers != cur.markers
+            && let Some(c) = &self.markers
+        {
+            switch(c, markers, "roctx tracing");
+            cur.markers = markers;
         }
         gpu_trace_core::verbose!(
             "recording gpu={} api={} roctx={} counters={:?}",
@@ -349,7 +367,8 @@ impl HipTool {
     /// [`Tool::initialize`]: the contexts, then the tracer.
     fn start(&self, rt: &Runtime) -> rocprofiler::Result<Session> {
         quiet_panics();
-        for p in &self.problems {
+        let (filter, filter_problems) = gpu_trace_core::filter::KernelFilter::from_env();
+        for p in self.problems.iter().chain(&filter_problems) {
             gpu_trace_core::warn!("{p}");
         }
         let agents = rt.agents()?;
@@ -425,7 +444,9 @@ impl HipTool {
                 &api::marker_ops(),
                 move |ev| {
                     if let Some(s) = g.get() {
-                        catch("roctx callback", || api::on_marker(&s.recorder, ev));
+                        catch("roctx callback", || {
+                            api::on_marker(&s.recorder, ev, s.markers_on.load(Ordering::Relaxed))
+                        });
                     }
                 },
             )?;
@@ -437,7 +458,9 @@ impl HipTool {
             ctx.configure_dispatch_counting(
                 move |req| {
                     if let Some(s) = g.get() {
-                        catch("dispatch-counting callback", || s.counting.on_dispatch(req));
+                        catch("dispatch-counting callback", || {
+                            s.counting.on_dispatch(req, &s.gpu)
+                        });
                     }
                 },
                 move |counts| {
@@ -499,8 +522,10 @@ impl HipTool {
                 recorder.clone(),
                 tracer.counters().clone(),
                 &agents,
+                filter,
             ),
             recorder,
+            markers_on: AtomicBool::new(false),
         });
         let _ = gate.set(state.clone());
         if let Err(e) = code_objects.start() {

@@ -1440,3 +1440,178 @@ fn system_mode_records_the_scripted_program_into_a_real_traced() {
     validate(&path);
     cleanup(&dir);
 }
+
+// ------------------------------------------------------------------ which dispatches get counters
+
+/// One GPU whose `SQ_WAVES` has one instance: each launch below carries its
+/// tag as that value, so the trace's values say which dispatches were
+/// counted. Thread 0 launches inside roctx ranges; thread 1 launches `gemm`
+/// while thread 0 is inside `train step` (after 50 ms), outside any range of
+/// its own. `lead_us`: a sleep before anything (system mode: the session
+/// attaches meanwhile).
+fn filter_scenario(lead_us: u64) -> Scenario {
+    let launch = |kernel: &str, tag: u32| {
+        serde_json::json!({ "launch": { "kernel": kernel, "grid": [4, 1, 1], "block": [64, 1, 1],
+                                        "counters": { "SQ_WAVES": [tag] } } })
+    };
+    let push = |m: &str| serde_json::json!({ "range_push": { "message": m } });
+    let pop = serde_json::json!({ "range_pop": null });
+    let sleep = |us: u64| serde_json::json!({ "sleep_us": { "us": us } });
+    let t0 = vec![
+        sleep(lead_us),
+        launch("vadd", 1),
+        push("train step"),
+        sleep(200_000),
+        launch("gemm", 2),
+        launch("vadd", 3),
+        push("backward"),
+        launch("gemm", 4),
+        pop.clone(),
+        push("inner"),
+        launch("gemm", 5),
+        launch("reduce", 6),
+        launch("gemm", 7),
+        pop.clone(),
+        launch("gemm", 8),
+        pop.clone(),
+        launch("gemm", 9),
+        serde_json::json!({ "device_sync": {} }),
+    ];
+    let t1 = vec![
+        sleep(lead_us + 50_000),
+        launch("gemm", 101),
+        launch("reduce", 102),
+        launch("gemm", 103),
+        serde_json::json!({ "device_sync": {} }),
+    ];
+    let s = serde_json::json!({
+        "agents": [
+            { "kind": "cpu", "name": "AMD EPYC 9654 96-Core Processor" },
+            { "kind": "gpu", "name": "gfx90a", "product_name": "AMD Instinct MI210",
+              "gfx_target_version": 90010, "cu_count": 104,
+              "counters": [ { "name": "SQ_WAVES", "block": "SQ", "description": "Waves dispatched", "instances": 1 } ] }
+        ],
+        "kernels": [
+            { "name": "vadd", "symbol": "_Z4vaddPKfS0_Pfi", "sgpr": 16, "vgpr": 8, "duration_us": 20 },
+            { "name": "gemm", "symbol": "_ZN2ns4gemmIfEEvPKT_Pf", "sgpr": 16, "vgpr": 8, "duration_us": 20 },
+            { "name": "reduce", "symbol": "_Z6reducePKfPfi", "sgpr": 16, "vgpr": 8, "duration_us": 20 }
+        ],
+        "threads": [ { "ops": t0 }, { "ops": t1 } ]
+    });
+    Scenario::from_json(&s.to_string()).expect("valid scenario")
+}
+
+/// The tags of the dispatches whose counters are in the trace, sorted.
+fn counted(t: &Trace) -> Vec<u32> {
+    let mut v: Vec<u32> = t
+        .counters
+        .iter()
+        .filter(|c| c.name == "SQ_WAVES" && c.value != 0.0)
+        .map(|c| c.value as u32)
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Environment filter: `gemm` by its function name, inside `train*` but not
+/// `*backward*` (at any depth, on the launching thread only), skip 1 then
+/// take 2 of those: dispatches 5 and 7 (2 is skipped, 8 is past the
+/// window). Every dispatch is still traced.
+#[test]
+fn the_environment_filter_picks_dispatches_by_name_ranges_and_window() {
+    let dir = tmpdir("kernel-filter");
+    let spec = RunSpec::new(tool(), filter_scenario(0))
+        .env(
+            "INJECTION_OUTPUT",
+            dir.join("trace.pftrace").display().to_string(),
+        )
+        .env("INJECTION_TRACE", "gpu,counters")
+        .env("INJECTION_METRICS", "SQ_WAVES")
+        .env("INJECTION_KERNEL_FILTER", "function:ns::gemm")
+        .env("INJECTION_KERNEL_NVTX_INCLUDE", "train*")
+        .env("INJECTION_KERNEL_NVTX_EXCLUDE", "*backward*")
+        .env("INJECTION_KERNEL_SKIP", "1")
+        .env("INJECTION_KERNEL_COUNT", "2")
+        .env("RUST_BACKTRACE", "0");
+    let out = run(spec);
+    assert!(
+        out.report.violations.is_empty(),
+        "{:#?}",
+        out.report.violations
+    );
+    assert_eq!(our_lines(&out.stderr).len(), 0, "{}", out.stderr);
+    let path = dir.join("trace.pftrace");
+    let t = Trace::open(&path).unwrap();
+    assert_eq!(t.kernels().count(), 12, "every dispatch is traced");
+    assert_eq!(counted(&t), [5, 7]);
+    assert!(
+        t.slices.is_empty(),
+        "roctx ran for the filter only: no markers"
+    );
+    validate(&path);
+    cleanup(&dir);
+}
+
+/// Counters only, roctx categories off: the session's
+/// `instrumented_sampling_config` replaces the environment's filter.
+const AMD_FILTER_CONFIG: &str = r#"
+buffers { size_kb: 16384 fill_policy: RING_BUFFER }
+duration_ms: 60000
+data_sources { config { name: "gpu.renderstages.amd" } }
+data_sources {
+  config {
+    name: "gpu.counters.amd"
+    gpu_counter_config {
+      counter_names: "SQ_WAVES"
+      instrumented_sampling_config {
+        activity_name_filters { name_glob: "*ns::gemm<*" name_base: DEMANGLED_KERNEL_NAME }
+        activity_name_filters { name_glob: "_Z6reduce*" }
+        activity_tx_include_globs: "train*"
+        activity_tx_exclude_globs: "*backward*"
+        activity_ranges { skip: 1 count: 1 }
+        activity_ranges { skip: 1 }
+      }
+    }
+  }
+}
+"#;
+
+/// A real `traced` session selects dispatches with its trace config: name
+/// filters (demangled `gemm`, mangled `reduce`), then the ranges, then two
+/// windows over what passed (2, 5, 6, 7, 8: skip 2, take 5, skip 6, take
+/// the rest). The environment's filter, which would pick others, does not
+/// apply.
+#[test]
+fn a_system_sessions_sampling_config_picks_the_dispatches() {
+    use gpu_trace_core::testing::{PRODUCER_SOCK_VAR, Traced};
+    let Some(traced) = Traced::start("hip-filter") else {
+        return;
+    };
+    let rec = traced.record("hip-filter", AMD_FILTER_CONFIG);
+    traced.wait_until("started session", Duration::from_secs(10), |s| {
+        s.sessions_started == 1
+    });
+    let dir = tmpdir("system-filter");
+    let spec = RunSpec::new(tool(), filter_scenario(500_000))
+        .env("INJECTION_MODE", "system")
+        .env("INJECTION_KERNEL_FILTER", "vadd")
+        .env(
+            PRODUCER_SOCK_VAR,
+            traced.producer_sock().display().to_string(),
+        )
+        .env("RUST_BACKTRACE", "0");
+    let out = run(spec);
+    assert!(
+        out.report.violations.is_empty(),
+        "{:#?}",
+        out.report.violations
+    );
+    assert_eq!(our_lines(&out.stderr).len(), 0, "{}", out.stderr);
+    let path = rec.stop();
+    let t = Trace::open(&path).expect("trace file");
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    assert_eq!(t.kernels().count(), 12, "every dispatch is traced");
+    assert_eq!(counted(&t), [5, 7, 8]);
+    validate(&path);
+    cleanup(&dir);
+}
