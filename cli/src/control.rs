@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// Which processes a command is for.
 #[derive(clap::Args, Debug)]
-pub struct ControlArgs {
+pub(crate) struct ControlArgs {
     /// A traced process id, or `all` (default) for every traced process of
     /// this user.
     #[arg(value_name = "PID|all")]
@@ -21,7 +21,7 @@ const ANSWER_LIMIT: Duration = Duration::from_secs(5);
 /// Runs `cmd` (`start`, `stop` or `status`) for the chosen processes:
 /// one line per process. Exit 0 when every one answered, 1 when one did
 /// not or none is traced, 2 for a bad argument.
-pub fn run(cmd: &str, args: &ControlArgs) -> ExitCode {
+pub(crate) fn run(cmd: &str, args: &ControlArgs) -> ExitCode {
     let pids = match args.target.as_deref().map(str::trim) {
         None | Some("all") => windows::traced_pids(),
         Some(p) => match p.parse::<u32>() {
