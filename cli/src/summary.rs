@@ -146,9 +146,6 @@ fn losses(t: &Trace) -> Option<String> {
     if let Some(l) = t.losses {
         lost.extend(l.describe().into_iter().map(|d| format!("perfetto_{d}")));
     }
-    if !t.problems.is_empty() {
-        lost.push(plural(t.problems.len() as u64, "problem", "problems"));
-    }
     (!lost.is_empty()).then(|| lost.join(" "))
 }
 
@@ -193,6 +190,18 @@ pub(crate) fn render(paths: &[PathBuf]) -> String {
             duration(span),
             losses(&t).unwrap_or_else(|| "nothing".to_owned())
         );
+        // Not losses: what the reader noticed (a range the program left
+        // open at exit, a trace cut short), said as it is.
+        if let Some(first) = t.problems.first() {
+            let more = match t.problems.len() - 1 {
+                0 => String::new(),
+                n => format!(
+                    " (and {} more; gpu-trace stats shows them)",
+                    count(n as u64)
+                ),
+            };
+            let _ = writeln!(out, "gpu-trace:   note: {first}{more}");
+        }
         for (k, n, d) in c.by_kernel.into_values() {
             let name = if k.demangled.is_empty() {
                 k.name.clone()

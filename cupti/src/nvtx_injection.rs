@@ -33,10 +33,8 @@ thread_local! {
 
 /// Why the injection could not be installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum InstallError {
-    /// A handler is already installed in this process.
-    #[error("an NVTX handler is already installed")]
-    AlreadyInstalled,
     /// NVTX passed no export-table getter, or no callbacks table.
     #[error("NVTX offered no callback table")]
     NoCallbackTable,
@@ -46,6 +44,13 @@ pub enum InstallError {
 }
 
 /// Installs `handler` as the target of every NVTX call of the process.
+///
+/// Every library built with NVTX's headers carries an NVTX instance of its
+/// own (PyTorch's, cuDNN's, the application's), and each calls the
+/// injection's entry point at its first NVTX call. The first call's
+/// `handler` is kept; later calls fill their instance's function tables
+/// with the same trampolines, so that all instances reach that handler
+/// (their `handler` is dropped).
 ///
 /// # Safety
 ///
@@ -71,9 +76,8 @@ pub unsafe fn install(
     let get_table = etbl
         .GetModuleFunctionTable
         .ok_or(InstallError::NoCallbackTable)?;
-    HANDLER
-        .set(Box::new(handler))
-        .map_err(|_| InstallError::AlreadyInstalled)?;
+    // Another NVTX instance may have installed it already: the same one.
+    let _ = HANDLER.set(Box::new(handler));
 
     type C = sys::NvtxCallbackIdCore;
     type D = sys::NvtxCallbackIdCore2;

@@ -134,11 +134,26 @@ fn every_form_reaches_the_handler_with_ids_and_depths() {
     assert_eq!(seen[7], format!("end {id}"));
     assert_eq!(seen[8], format!("domain Some({}) mylib", domain as u64));
     assert_eq!(seen[9], format!("pop Some({})", domain as u64));
-    // A second installation is refused.
+    // A second NVTX instance (another library's) installs too, and its
+    // calls reach the first handler, not the one it passed.
+    // SAFETY: as above; the fake refills the same table.
+    unsafe {
+        CORE = [None; SLOTS];
+        cupti::nvtx_injection::install(Some(get_export_table), |_| {
+            panic!("the second instance's handler is not used")
+        })
+    }
+    .expect("a second instance installs");
+    // SAFETY: the refilled table, read on this thread only.
+    let core = unsafe { CORE };
+    let push_a: unsafe extern "C" fn(*const c_char) -> c_int =
+        slot(&core, C::NVTX_CBID_CORE_RangePushA.0);
+    let pop: unsafe extern "C" fn() -> c_int = slot(&core, C::NVTX_CBID_CORE_RangePop.0);
     // SAFETY: as above.
-    let again = unsafe { cupti::nvtx_injection::install(Some(get_export_table), |_| {}) };
-    assert_eq!(
-        again,
-        Err(cupti::nvtx_injection::InstallError::AlreadyInstalled)
-    );
+    unsafe {
+        push_a(c"second library".as_ptr());
+        pop();
+    }
+    let seen = SEEN.lock().unwrap().clone();
+    assert_eq!(seen[10..], ["push None second library", "pop None"]);
 }

@@ -646,6 +646,11 @@ fn field_numbers_match_the_sdk() {
         "wire::config::BUILTIN_SNAPSHOT_INTERVAL_MS"
     );
     assert_eq!(
+        wire::config::BUILTIN_DISABLE_SERVICE_EVENTS,
+        Bds::DisableServiceEvents as u32,
+        "wire::config::BUILTIN_DISABLE_SERVICE_EVENTS"
+    );
+    assert_eq!(
         wire::config::DS_CONFIG,
         TcDs::Config as u32,
         "wire::config::DS_CONFIG"

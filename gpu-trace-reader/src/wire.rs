@@ -220,6 +220,7 @@ pub mod config {
     pub const FILL_POLICY_DISCARD: u64 = 2;
     pub const BUILTIN_DATA_SOURCES: u32 = 20;
     pub const BUILTIN_SNAPSHOT_INTERVAL_MS: u32 = 6;
+    pub const BUILTIN_DISABLE_SERVICE_EVENTS: u32 = 4;
     pub const DS_CONFIG: u32 = 1;
     pub const DSC_NAME: u32 = 1;
     pub const DSC_TARGET_BUFFER: u32 = 2;

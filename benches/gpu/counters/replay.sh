@@ -58,9 +58,9 @@ done
 echo "== 10 of 20000 profiled (skip 10000), wall"
 n=20000
 for i in 1 2 3; do
-    a=$(wall "$bin/gpu-trace" record --no-stats -t gpu -o "$w/a.pftrace" -- "$K" many $n)
-    b=$(wall "$bin/gpu-trace" record --no-stats -t gpu,counters -m "$M3" --kernel-skip 10000 --kernel-count 10 -o "$w/b.pftrace" -- "$K" many $n)
-    c=$(wall "$bin/gpu-trace" record --no-stats -t gpu,counters -m "$M3" --kernels nothing_matches -o "$w/c.pftrace" -- "$K" many $n)
+    a=$(wall "$bin/gpu-trace" record --no-stats --force-overwrite -t gpu -o "$w/a.pftrace" -- "$K" many $n)
+    b=$(wall "$bin/gpu-trace" record --no-stats --force-overwrite -t gpu,counters -m "$M3" --kernel-skip 10000 --kernel-count 10 -o "$w/b.pftrace" -- "$K" many $n)
+    c=$(wall "$bin/gpu-trace" record --no-stats --force-overwrite -t gpu,counters -m "$M3" --kernels nothing_matches -o "$w/c.pftrace" -- "$K" many $n)
     echo "rep $i: -t gpu $a s, 10 profiled $b s, filter matching none $c s"
 done
 echo "b kernels: $(kernels "$w/b.pftrace") counters: $(q "$w/b.pftrace" | grep -c inst_exec)"
