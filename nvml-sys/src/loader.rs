@@ -5,13 +5,14 @@
 //! `libnvidia-ml.so` is a development link, and the CUDA toolkit's
 //! `stubs/libnvidia-ml.so` loads but answers every call with an error.
 //! `GPU_TRACE_NVML_PATH` (a file, or a folder holding `libnvidia-ml.so.1`)
-//! comes first; tests point it at a simulator.
+//! replaces the search: only what it names is tried, so that a test pointing
+//! it at a simulator (or at nothing) never reaches the host's driver.
 
 use std::fmt;
 use std::path::Path;
 
 /// Environment variable naming the NVML to use: a file, or a folder holding
-/// `libnvidia-ml.so.1`. Tried before the soname.
+/// `libnvidia-ml.so.1`. When set, nothing else is tried.
 pub const NVML_PATH_ENV: &str = "GPU_TRACE_NVML_PATH";
 
 /// The driver's NVML soname.
@@ -44,16 +45,11 @@ impl std::error::Error for LibraryNotFound {}
 
 /// The candidates for an override value (`None`: not set), in order.
 pub fn candidates(override_path: Option<&Path>) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(p) = override_path {
-        if p.is_dir() {
-            out.push(p.join(NVML_SONAME).to_string_lossy().into_owned());
-        } else {
-            out.push(p.to_string_lossy().into_owned());
-        }
+    match override_path {
+        Some(p) if p.is_dir() => vec![p.join(NVML_SONAME).to_string_lossy().into_owned()],
+        Some(p) => vec![p.to_string_lossy().into_owned()],
+        None => vec![NVML_SONAME.to_owned()],
     }
-    out.push(NVML_SONAME.to_owned());
-    out
 }
 
 /// Opens the first of `candidates` that loads. Absolute paths that do not
@@ -81,7 +77,8 @@ pub fn open_first(candidates: &[String]) -> Result<(libloading::Library, String)
     })
 }
 
-/// Opens NVML for this process: `GPU_TRACE_NVML_PATH`, then `libnvidia-ml.so.1`.
+/// Opens NVML for this process: what `GPU_TRACE_NVML_PATH` names, else
+/// `libnvidia-ml.so.1`.
 ///
 /// # Errors
 /// [`LibraryNotFound`] listing every candidate when none opens.
@@ -95,11 +92,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_override_comes_first_and_only_the_versioned_soname_follows() {
+    fn the_override_replaces_the_versioned_soname() {
         assert_eq!(candidates(None), [NVML_SONAME]);
         assert_eq!(
             candidates(Some(Path::new("/opt/sim/libnvml_sim.so"))),
-            ["/opt/sim/libnvml_sim.so", NVML_SONAME]
+            ["/opt/sim/libnvml_sim.so"]
         );
         let dir = std::env::temp_dir();
         assert_eq!(

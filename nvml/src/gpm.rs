@@ -138,6 +138,12 @@ pub struct Metrics {
     out: Vec<(Metric, Result<f64>)>,
 }
 
+// SAFETY: the request's pointers are sample handles (NVML memory touched
+// only through NVML's thread-safe calls, NVML API Reference introduction)
+// and NVML's static metric names; `compute` takes `&mut self`, so one
+// thread uses the request at a time.
+unsafe impl Send for Metrics {}
+
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("Metrics").field(&self.metrics).finish()

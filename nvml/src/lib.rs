@@ -11,8 +11,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Loading: [`Nvml::load`] opens `libnvidia-ml.so.1` (or what
-//! `GPU_TRACE_NVML_PATH` names) and calls `nvmlInit_v2`; dropping the last
+//! Loading: [`Nvml::load`] opens `libnvidia-ml.so.1` (or only what
+//! `GPU_TRACE_NVML_PATH` names, when set) and calls `nvmlInit_v2`; dropping the last
 //! handle calls `nvmlShutdown`. The library itself stays loaded for the rest
 //! of the process, as the driver's own clients keep it: NVML's error texts
 //! are static strings inside it, and unloading a driver library another
@@ -611,3 +611,15 @@ impl Device {
         &self.nvml
     }
 }
+
+// What the sampler relies on: handles move to its threads.
+const _: () = {
+    const fn send<T: Send>() {}
+    const fn sync<T: Sync>() {}
+    send::<Nvml>();
+    sync::<Nvml>();
+    send::<Device>();
+    sync::<Device>();
+    send::<gpm::Sample>();
+    send::<gpm::Metrics>();
+};
