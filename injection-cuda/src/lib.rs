@@ -25,6 +25,8 @@ mod counters;
 mod ffi;
 pub mod occupancy;
 mod records;
+#[doc(hidden)]
+pub mod telemetry;
 mod tool;
 
 use std::sync::OnceLock;

@@ -169,6 +169,11 @@ impl Shared {
             }
             Callback::Resource(r) => match (r.event(), r.context()) {
                 (ResourceEvent::ContextCreated, Some(c)) => {
+                    // Described now, not at its first record, so that its
+                    // telemetry starts with the context.
+                    if let Ok(ordinal) = c.device_id(r.cupti()) {
+                        self.records.describe_device(ordinal);
+                    }
                     self.contexts
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -548,5 +553,9 @@ fn tracer_devices(
     tracer: &Tracer,
 ) -> impl Fn(gpu_trace_core::model::Device) + Send + Sync + 'static {
     let table = tracer.devices().clone();
-    move |d| table.upsert(d)
+    let telemetry = tracer.telemetry().clone();
+    move |d| {
+        crate::telemetry::watch(&telemetry, &d);
+        table.upsert(d)
+    }
 }
