@@ -43,7 +43,7 @@ struct RecordArgs {
     /// gets `<program>-<pid>.pftrace` inside it.
     #[arg(short, long)]
     output: Option<String>,
-    /// What to record: gpu, api, nvtx, counters, all (comma-separated).
+    /// What to record: gpu, api, nvtx, counters, telemetry, all (comma-separated).
     #[arg(short, long)]
     trace: Option<String>,
     /// Per-kernel metrics to collect (comma-separated); implies counters.
@@ -81,6 +81,13 @@ struct RecordArgs {
     /// ranges tracing costs next to nothing.
     #[arg(long, value_name = "none|cudaProfilerApi")]
     capture_range: Option<String>,
+    /// How often GPU telemetry (clocks, power, utilisation, GPM) is
+    /// sampled: 10ms by default, 1ms to 10s.
+    #[arg(long, value_name = "PERIOD")]
+    telemetry_period: Option<String>,
+    /// Do not sample GPU telemetry.
+    #[arg(long, conflicts_with = "telemetry_period")]
+    no_telemetry: bool,
     /// Log what the injection does to stderr.
     #[arg(short, long)]
     verbose: bool,
@@ -154,6 +161,12 @@ fn record(a: RecordArgs) -> ExitCode {
         eprintln!("gpu-trace: {e}");
         return ExitCode::from(2);
     }
+    if let Some(v) = &a.telemetry_period
+        && gpu_trace_core::config::parse_period(v).is_none()
+    {
+        eprintln!("gpu-trace: --telemetry-period {v:?}: expected a period like 10ms, 500us or 1s");
+        return ExitCode::from(2);
+    }
     let cuda = find_lib(CUDA_LIB, a.lib_dir.as_deref());
     let hip = find_lib(HIP_LIB, a.lib_dir.as_deref());
     if cuda.is_none() && hip.is_none() {
@@ -191,6 +204,7 @@ fn record(a: RecordArgs) -> ExitCode {
         (vars::MODE, &a.mode),
         (vars::BUFFER_SIZE, &a.buffer_size),
         (vars::FLUSH_PERIOD_MS, &a.flush_period_ms),
+        (vars::TELEMETRY_PERIOD, &a.telemetry_period),
         // The CUDA backend's own settings (injection-cuda's `config::vars`).
         ("INJECTION_API_LAYER", &a.api_layer),
         ("INJECTION_CAPTURE_RANGE", &a.capture_range),
@@ -204,6 +218,9 @@ fn record(a: RecordArgs) -> ExitCode {
     }
     if a.verbose {
         cmd.env(vars::VERBOSE, "1");
+    }
+    if a.no_telemetry {
+        cmd.env(vars::TELEMETRY_PERIOD, "off");
     }
     let log = std::env::temp_dir().join(format!("gpu-trace-record-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&log);
