@@ -23,7 +23,7 @@
 //! [`CounterSample`]: crate::model::CounterSample
 
 mod lock;
-mod sampler;
+pub(crate) mod sampler;
 
 pub use lock::lock_dir;
 pub use sampler::{Report, Stats, Telemetry};
@@ -295,7 +295,7 @@ impl Reading {
         (self.since, &self.interval)
     }
 
-    fn clear(&mut self, now: Timestamp) {
+    pub(crate) fn clear(&mut self, now: Timestamp) {
         self.now = now;
         self.instant.clear();
         self.interval.clear();

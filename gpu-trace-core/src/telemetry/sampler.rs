@@ -408,11 +408,14 @@ impl Dev {
     }
 }
 
+/// Counter ids of the metrics, registered at first use.
+pub(crate) type Ids = [Option<CounterId>; Metric::ALL.len()];
+
 /// Records one reading of GPU `gpu_id`; returns the values recorded.
-fn record(
+pub(crate) fn record(
     rec: &Recorder,
     counters: &Counters,
-    ids: &mut [Option<CounterId>; Metric::ALL.len()],
+    ids: &mut Ids,
     gpu_id: u32,
     r: &Reading,
 ) -> u64 {
