@@ -68,7 +68,8 @@ pub fn open_first(candidates: &[String]) -> Result<(libloading::Library, String)
         // vendor library.
         match unsafe { libloading::Library::new(c) } {
             Ok(lib) => return Ok((lib, c.clone())),
-            Err(e) => last_error = Some(format!("{c}: {e}")),
+            // The loader's message names the file already.
+            Err(e) => last_error = Some(e.to_string()),
         }
     }
     Err(LibraryNotFound {
