@@ -436,8 +436,11 @@ impl Tracer {
         let recorder = Recorder::new(limits);
         let names = Arc::new(Names::default());
         let counters = Arc::new(Counters::default());
-        let telemetry =
-            Telemetry::new(recorder.clone(), counters.clone(), config.telemetry.clone());
+        let mut telemetry_config = config.telemetry.clone();
+        // A system session records telemetry only when its config names the
+        // data source: that is asking for it.
+        telemetry_config.asked |= config.mode == Mode::System;
+        let telemetry = Telemetry::new(recorder.clone(), counters.clone(), telemetry_config);
         let inner = Arc::new(Inner {
             recorder: recorder.clone(),
             names: names.clone(),

@@ -68,6 +68,8 @@ pub(crate) struct Shared {
     capture: Option<Capture>,
     /// Per-kernel counters (set once CUPTI is known).
     counting: OnceLock<Arc<Counting>>,
+    /// Devices of contexts created since the last flush.
+    new_devices: Mutex<Vec<u32>>,
 }
 
 /// The application's profiler start/stop calls (runtime and driver alike:
@@ -123,6 +125,7 @@ impl Shared {
             markers_on: AtomicBool::new(false),
             contexts: Mutex::new(Vec::new()),
             counting: OnceLock::new(),
+            new_devices: Mutex::new(Vec::new()),
             capture: match capture_range {
                 CaptureRange::Whole => None,
                 CaptureRange::CudaProfilerApi => {
@@ -169,10 +172,14 @@ impl Shared {
             }
             Callback::Resource(r) => match (r.event(), r.context()) {
                 (ResourceEvent::ContextCreated, Some(c)) => {
-                    // Described now, not at its first record, so that its
-                    // telemetry starts with the context.
+                    // Described at the next flush (off this thread, which is
+                    // inside the driver), not at its first record, so that
+                    // its telemetry starts with the context.
                     if let Ok(ordinal) = c.device_id(r.cupti()) {
-                        self.records.describe_device(ordinal);
+                        self.new_devices
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(ordinal);
                     }
                     self.contexts
                         .lock()
@@ -300,6 +307,16 @@ impl CudaBackend {
 
 impl Backend for CudaBackend {
     fn flush(&self, forced: bool) {
+        let new = std::mem::take(
+            &mut *self
+                .shared
+                .new_devices
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        for ordinal in new {
+            self.shared.records.describe_device(ordinal);
+        }
         if let Some(a) = &self.activity
             && let Err(e) = a.flush_all(forced)
         {
