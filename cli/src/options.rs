@@ -22,7 +22,7 @@ pub(crate) struct Flag {
 
 /// The variables `record` sets from its flags, with the flags' clap ids
 /// and long names.
-pub(crate) const FLAGS: [(&str, &str, &str); 19] = [
+pub(crate) const FLAGS: [(&str, &str, &str); 20] = [
     (vars::OUTPUT, "output", "--output"),
     (vars::TRACE, "trace", "--trace"),
     (vars::METRICS, "metrics", "--metrics"),
@@ -54,6 +54,11 @@ pub(crate) const FLAGS: [(&str, &str, &str); 19] = [
     (windows::vars::DURATION, "duration", "--duration"),
     (windows::vars::WINDOW, "window", "--window"),
     (windows::vars::EVERY, "every", "--every"),
+    (
+        vars::TELEMETRY_PERIOD,
+        "telemetry_period",
+        "--telemetry-period",
+    ),
 ];
 
 /// The validated settings of one `record`.

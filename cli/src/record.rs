@@ -52,7 +52,7 @@ pub(crate) struct RecordArgs {
     /// program starts). Otherwise an existing file is an error.
     #[arg(long)]
     pub(crate) force_overwrite: bool,
-    /// What to record: gpu, api, nvtx (or markers, roctx), counters, all
+    /// What to record: gpu, api, nvtx (or markers, roctx), counters, telemetry, all
     /// (comma-separated). [default: gpu,api,nvtx]
     #[arg(short, long, value_name = "LIST")]
     pub(crate) trace: Option<String>,
@@ -125,6 +125,13 @@ pub(crate) struct RecordArgs {
     /// `step 100` range), as nsys --capture-range=nvtx.
     #[arg(long, value_name = "none|cudaProfilerApi|nvtx:NAME")]
     pub(crate) capture_range: Option<String>,
+    /// How often GPU telemetry (clocks, power, utilisation, GPM) is
+    /// sampled: 1ms to 10s. [default: 10ms]
+    #[arg(long, value_name = "PERIOD")]
+    pub(crate) telemetry_period: Option<String>,
+    /// Do not sample GPU telemetry.
+    #[arg(long, conflicts_with = "telemetry_period")]
+    pub(crate) no_telemetry: bool,
     /// Log what the injection (and Perfetto inside it) does to stderr.
     #[arg(short, long)]
     pub(crate) verbose: bool,
@@ -162,6 +169,8 @@ impl RecordArgs {
             "duration" => self.duration.clone(),
             "window" => self.window.clone(),
             "every" => self.every.clone(),
+            "telemetry_period" if self.no_telemetry => Some("off".to_owned()),
+            "telemetry_period" => self.telemetry_period.clone(),
             _ => None,
         }
     }

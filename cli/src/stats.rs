@@ -357,6 +357,14 @@ impl Visitor for Acc {
     }
 
     fn counter(&mut self, c: &CounterValue) {
+        // Telemetry (SYSTEM and MEMORY groups) is periodic, not per kernel.
+        if !c.groups.is_empty()
+            && !c
+                .groups
+                .contains(&gpu_trace_reader::wire::counters::GROUP_COMPUTE)
+        {
+            return;
+        }
         // Per-kernel counters return to zero at the kernel's end: every
         // other sample of a device's counter is that reset, not a value (a
         // kernel's value may be zero too).

@@ -344,6 +344,11 @@ pub enum ResourceEvent {
 }
 
 impl<'a> ResourceCallback<'a> {
+    /// The CUPTI that delivered the callback.
+    pub fn cupti(&self) -> &'a Cupti {
+        self.cupti
+    }
+
     /// What happened.
     pub fn event(&self) -> ResourceEvent {
         type R = sys::CUpti_CallbackIdResource;

@@ -331,11 +331,77 @@ pub fn check(case: &str, label: &str, t: &Trace, e: &Expect, o: &Options) -> Rep
     }
     let cx = Ctx::new(t);
     common(&cx, o, &mut r);
+    telemetry(t, &mut r);
     if let Some(stderr) = &o.expect_loss {
         loss(t, stderr, &mut r);
     }
     expectations(&cx, e, o, &mut r);
     r
+}
+
+/// GPU telemetry, where the trace has it: plausible values per GPU, and
+/// what sampling cost (the sampler's own `gpu-trace telemetry:` log line).
+pub fn telemetry(t: &Trace, r: &mut Report) {
+    use gpu_trace_reader::wire::counters::GROUP_COMPUTE;
+    let tel: Vec<_> = t
+        .counters
+        .iter()
+        .filter(|c| !c.groups.is_empty() && !c.groups.contains(&GROUP_COMPUTE))
+        .collect();
+    if tel.is_empty() {
+        r.note("no GPU telemetry in the trace");
+        return;
+    }
+    let range = |name: &str| -> Option<(f64, f64)> {
+        match name {
+            "clocks.sm" | "clocks.mem" => Some((1.0, 10_000.0)),
+            "power.draw" => Some((0.0, 5_000.0)),
+            "temperature.gpu" => Some((-20.0, 150.0)),
+            n if n.starts_with("utilization.") => Some((0.0, 100.0)),
+            "gpm.sm_active" | "gpm.sm_occupancy" | "gpm.tensor_active" | "gpm.dram_bandwidth" => {
+                Some((0.0, 100.5))
+            }
+            _ => None,
+        }
+    };
+    let mut bad = BTreeMap::new();
+    for c in &tel {
+        if let Some((lo, hi)) = range(&c.name)
+            && !(lo..=hi).contains(&c.value)
+        {
+            bad.entry(c.name.to_string()).or_insert(c.value);
+        }
+    }
+    for (name, v) in bad {
+        r.fail(format!(
+            "telemetry {name} = {v}: out of any plausible range"
+        ));
+    }
+    let gpus: BTreeSet<i64> = tel.iter().map(|c| c.gpu_id).collect();
+    r.number("telemetry_gpus", gpus.len());
+    r.number(
+        "telemetry_clock_samples",
+        tel.iter().filter(|c| &*c.name == "clocks.sm").count(),
+    );
+    r.number(
+        "telemetry_gpm",
+        u8::from(tel.iter().any(|c| c.name.starts_with("gpm."))),
+    );
+    match t.log("gpu-trace telemetry:") {
+        Some(l) => {
+            // "... (0.581% of one core) ..."
+            let pct = l
+                .message
+                .split_once("% of one core")
+                .and_then(|(head, _)| head.rsplit('(').next())
+                .and_then(|v| v.trim().parse::<f64>().ok());
+            match pct {
+                Some(p) => r.number("telemetry_core_pct", format!("{p:.3}")),
+                None => r.fail(format!("unreadable telemetry cost line: {}", l.message)),
+            }
+        }
+        None => r.fail("telemetry in the trace but no `gpu-trace telemetry:` cost line"),
+    }
 }
 
 /// The line a traced process prints on stderr when anything was lost.

@@ -1379,3 +1379,61 @@ fn the_binary_reports_and_exits_by_verdict() {
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("schema validation skipped"), "{out}");
 }
+
+/// The empty-kernels program with 400 ms of host work at the end of its
+/// first thread, traced with telemetry from the fake NVML (`nvml-sim`),
+/// whose default GPU is cupti-sim's: `nvml` changes its spec.
+fn telemetry_run(tag: &str, nvml: &nvml_sim::Spec) -> Run {
+    let mut s = empty_kernels_script();
+    s.threads[0].ops.push(Op::SleepUs { us: 400_000 });
+    let lib = cupti_sim::host::artifact("nvml_sim").expect("libnvml_sim.so built");
+    let spec = serde_json::to_string(nvml).unwrap();
+    let locks = std::env::temp_dir().join(format!("gpu-tests-locks-{}-{tag}", std::process::id()));
+    sim_run(
+        "empty_kernels",
+        tag,
+        &s,
+        &[
+            ("INJECTION_API_LAYER", "runtime"),
+            ("INJECTION_FLUSH_PERIOD_MS", "100"),
+            ("INJECTION_TELEMETRY_PERIOD", "5ms"),
+            ("INJECTION_TELEMETRY_LOCK_DIR", locks.to_str().unwrap()),
+            ("GPU_TRACE_NVML_PATH", lib.to_str().unwrap()),
+            (nvml_sim::SPEC_ENV, &spec),
+        ],
+    )
+}
+
+#[test]
+fn telemetry_is_checked_and_its_cost_reported() {
+    let r = telemetry_run("telemetry", &nvml_sim::Spec::default());
+    let rep = report("empty_kernels", &r.trace, &r.stdout);
+    assert!(rep.passed(), "{}", rep.render());
+    assert_eq!(
+        number(&rep, "telemetry_gpus"),
+        Some("1"),
+        "{}",
+        rep.render()
+    );
+    assert_eq!(number(&rep, "telemetry_gpm"), Some("1"));
+    let samples: u64 = number(&rep, "telemetry_clock_samples")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(samples >= 10, "{}", rep.render());
+    let pct: f64 = number(&rep, "telemetry_core_pct").unwrap().parse().unwrap();
+    assert!((0.0..100.0).contains(&pct), "{}", rep.render());
+
+    // A reading no GPU could give fails the check, named.
+    let mut hot = nvml_sim::Spec::default();
+    hot.devices[0].values.temperature = 400;
+    let r = telemetry_run("telemetry-hot", &hot);
+    let rep = report("empty_kernels", &r.trace, &r.stdout);
+    assert!(
+        rep.failures
+            .iter()
+            .any(|f| f.contains("telemetry temperature.gpu = 400")),
+        "{}",
+        rep.render()
+    );
+}

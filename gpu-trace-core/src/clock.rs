@@ -14,6 +14,12 @@ pub fn monotonic_ns() -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
+/// CPU time the calling thread has used, ns (CLOCK_THREAD_CPUTIME_ID).
+pub fn thread_cpu_ns() -> u64 {
+    let t = clock_gettime(ClockId::ThreadCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
 /// The calling thread's OS id (what `gettid` returns).
 pub fn thread_id() -> u32 {
     rustix::thread::gettid().as_raw_nonzero().get() as u32

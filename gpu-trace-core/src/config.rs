@@ -26,17 +26,25 @@ pub mod vars {
     pub const BUFFER_SIZE: &str = "INJECTION_BUFFER_SIZE";
     /// How often the trace file is written (and data flushed), ms.
     pub const FLUSH_PERIOD_MS: &str = "INJECTION_FLUSH_PERIOD_MS";
-    /// What standalone mode records: `gpu`, `api`, `markers`, `counters`
-    /// or `all`. `nvtx` and `roctx` are aliases of `markers` whatever the
-    /// backend, as are `kernels`/`renderstages` of `gpu` and `metrics` of
-    /// `counters`.
+    /// What standalone mode records: `gpu`, `api`, `markers`, `counters`,
+    /// `telemetry` or `all`. `nvtx` and `roctx` are aliases of `markers`
+    /// whatever the backend, as are `kernels`/`renderstages` of `gpu` and
+    /// `metrics` of `counters`.
     pub const TRACE: &str = "INJECTION_TRACE";
+    /// How often device telemetry is sampled (`10ms`, `1s`, `off`).
+    pub const TELEMETRY_PERIOD: &str = "INJECTION_TELEMETRY_PERIOD";
+    /// How often the slow telemetry readings (PCIe throughput, energy) are
+    /// taken, on their own thread; `off` (the default) leaves them out.
+    pub const TELEMETRY_SLOW_PERIOD: &str = "INJECTION_TELEMETRY_SLOW_PERIOD";
+    /// Folder of the per-device lock files that let one process of a job
+    /// sample each GPU.
+    pub const TELEMETRY_LOCK_DIR: &str = "INJECTION_TELEMETRY_LOCK_DIR";
     /// Memory for recorded events waiting to be written.
     pub const QUEUE_SIZE: &str = "INJECTION_QUEUE_SIZE";
     /// What a recording thread does when that queue is full: `wait` or `drop`.
     pub const QUEUE_FULL: &str = "INJECTION_QUEUE_FULL";
     /// Every variable core reads, for diagnostics.
-    pub const ALL: [&str; 10] = [
+    pub const ALL: [&str; 13] = [
         VERBOSE,
         METRICS,
         SUFFIX,
@@ -47,6 +55,9 @@ pub mod vars {
         TRACE,
         QUEUE_SIZE,
         QUEUE_FULL,
+        TELEMETRY_PERIOD,
+        TELEMETRY_SLOW_PERIOD,
+        TELEMETRY_LOCK_DIR,
     ];
 }
 
@@ -84,6 +95,9 @@ pub struct Recording {
     pub markers: bool,
     /// Per-kernel hardware counters (`gpu.counters`).
     pub counters: bool,
+    /// Periodic device telemetry: clocks, power, utilisation
+    /// (`gpu.telemetry`).
+    pub telemetry: bool,
 }
 
 impl Default for Recording {
@@ -93,6 +107,66 @@ impl Default for Recording {
             api: true,
             markers: true,
             counters: false,
+            telemetry: true,
+        }
+    }
+}
+
+impl Recording {
+    /// Nothing at all.
+    pub const NONE: Recording = Recording {
+        gpu: false,
+        api: false,
+        markers: false,
+        counters: false,
+        telemetry: false,
+    };
+    /// Everything.
+    pub const ALL: Recording = Recording {
+        gpu: true,
+        api: true,
+        markers: true,
+        counters: true,
+        telemetry: true,
+    };
+}
+
+/// How device telemetry is sampled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TelemetryConfig {
+    /// Period of the fast readings (clocks, utilisation, power, ...).
+    pub period: Duration,
+    /// Period of the slow readings (PCIe throughput, energy), on their own
+    /// thread; `None`: not read.
+    pub slow_period: Option<Duration>,
+    /// The user asked for telemetry (`INJECTION_TRACE` named it, or a
+    /// period was set), rather than getting it by default: a missing
+    /// telemetry source is then said on stderr, not only in verbose mode.
+    pub asked: bool,
+    /// Folder of the per-device lock files; `None`: `$XDG_RUNTIME_DIR/gpu-trace`,
+    /// else `<temp>/gpu-trace-<uid>`.
+    pub lock_dir: Option<std::path::PathBuf>,
+}
+
+/// Default telemetry period.
+pub const DEFAULT_TELEMETRY_PERIOD: Duration = Duration::from_millis(10);
+/// Shortest telemetry period.
+pub const MIN_TELEMETRY_PERIOD: Duration = Duration::from_millis(1);
+/// Longest telemetry period.
+pub const MAX_TELEMETRY_PERIOD: Duration = Duration::from_secs(10);
+/// Shortest slow-telemetry period: a PCIe throughput reading alone blocks
+/// about 21 ms.
+pub const MIN_SLOW_PERIOD: Duration = Duration::from_millis(100);
+/// Longest slow-telemetry period.
+pub const MAX_SLOW_PERIOD: Duration = Duration::from_secs(60);
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            period: DEFAULT_TELEMETRY_PERIOD,
+            slow_period: None,
+            asked: false,
+            lock_dir: None,
         }
     }
 }
@@ -123,6 +197,8 @@ pub struct Config {
     pub flush_period: Duration,
     /// What standalone mode records.
     pub recording: Recording,
+    /// How device telemetry is sampled.
+    pub telemetry: TelemetryConfig,
 }
 
 /// Default output pattern: `<program>-<pid>.pftrace` in the working directory.
@@ -154,6 +230,7 @@ impl Default for Config {
             queue_full_waits: true,
             flush_period: DEFAULT_FLUSH_PERIOD,
             recording: Recording::default(),
+            telemetry: TelemetryConfig::default(),
         }
     }
 }
@@ -304,10 +381,70 @@ impl Config {
                     vars::TRACE,
                     &v,
                     &format!(
-                        "a list of gpu, api, markers (also spelt nvtx or roctx), counters, all; {word:?} is none of these"
+                        "a list of gpu, api, markers (also spelt nvtx or roctx), counters, telemetry, all; {word:?} is none of these"
                     ),
-                    "gpu,api,markers".into(),
+                    "gpu,api,markers,telemetry".into(),
                 ),
+            }
+            c.telemetry.asked = c.recording.telemetry;
+        }
+        if let Some(v) = get(vars::TELEMETRY_PERIOD) {
+            match parse_period(&v) {
+                Some(None) => c.recording.telemetry = false,
+                Some(Some(d)) => {
+                    let clamped = d.clamp(MIN_TELEMETRY_PERIOD, MAX_TELEMETRY_PERIOD);
+                    if clamped != d {
+                        bad(
+                            vars::TELEMETRY_PERIOD,
+                            &v,
+                            "a period between 1ms and 10s",
+                            format_period(clamped),
+                        );
+                    }
+                    c.telemetry.period = clamped;
+                    c.telemetry.asked = true;
+                }
+                None => bad(
+                    vars::TELEMETRY_PERIOD,
+                    &v,
+                    "a period like 10ms, 500us or 1s (a bare number is ms), or off",
+                    format_period(DEFAULT_TELEMETRY_PERIOD),
+                ),
+            }
+        }
+        if let Some(v) = get(vars::TELEMETRY_SLOW_PERIOD) {
+            match parse_period(&v) {
+                Some(None) => c.telemetry.slow_period = None,
+                Some(Some(d)) => {
+                    let clamped = d.clamp(MIN_SLOW_PERIOD, MAX_SLOW_PERIOD);
+                    if clamped != d {
+                        bad(
+                            vars::TELEMETRY_SLOW_PERIOD,
+                            &v,
+                            "a period between 100ms and 60s",
+                            format_period(clamped),
+                        );
+                    }
+                    c.telemetry.slow_period = Some(clamped);
+                }
+                None => bad(
+                    vars::TELEMETRY_SLOW_PERIOD,
+                    &v,
+                    "a period like 1s or 500ms, or off",
+                    "off".into(),
+                ),
+            }
+        }
+        if let Some(v) = get(vars::TELEMETRY_LOCK_DIR) {
+            if v.trim().is_empty() || v.contains('\0') {
+                bad(
+                    vars::TELEMETRY_LOCK_DIR,
+                    &v,
+                    "a folder path",
+                    "$XDG_RUNTIME_DIR/gpu-trace".into(),
+                );
+            } else {
+                c.telemetry.lock_dir = Some(v.into());
             }
         }
         fn take<T>(problems: &mut Vec<Problem>, r: Result<Option<T>, Problem>) -> Option<T> {
@@ -510,13 +647,46 @@ fn output_vars_set(v: &str, get: &dyn Fn(&str) -> Option<String>) -> Result<(), 
     Ok(())
 }
 
-fn parse_recording(v: &str) -> Result<Recording, String> {
-    let mut r = Recording {
-        gpu: false,
-        api: false,
-        markers: false,
-        counters: false,
+/// Parses a period: a number with `ns`, `us` (`µs`), `ms` or `s` (a bare
+/// number is milliseconds). `Some(None)` for `off` (also `0`, `none`,
+/// `false`, `no`): the reading is switched off.
+pub fn parse_period(v: &str) -> Option<Option<Duration>> {
+    let t = v.trim().to_ascii_lowercase();
+    if matches!(t.as_str(), "off" | "none" | "false" | "no" | "0") {
+        return Some(None);
+    }
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let ns_per = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "" | "ms" => 1e6,
+        "s" => 1e9,
+        _ => return None,
     };
+    let ns = n * ns_per;
+    (ns.is_finite() && (1.0..1e18).contains(&ns)).then(|| Some(Duration::from_nanos(ns as u64)))
+}
+
+/// `10ms`, `1.5s`, `500us`: how periods are written back in messages.
+pub fn format_period(d: Duration) -> String {
+    let ns = d.as_nanos();
+    if ns.is_multiple_of(1_000_000_000) {
+        format!("{}s", ns / 1_000_000_000)
+    } else if ns.is_multiple_of(1_000_000) {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns.is_multiple_of(1_000) {
+        format!("{}us", ns / 1_000)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+fn parse_recording(v: &str) -> Result<Recording, String> {
+    let mut r = Recording::NONE;
     for w in v
         .split([',', ';', '+'])
         .map(str::trim)
@@ -529,14 +699,8 @@ fn parse_recording(v: &str) -> Result<Recording, String> {
             // annotation API they use.
             "markers" | "nvtx" | "roctx" => r.markers = true,
             "counters" | "metrics" => r.counters = true,
-            "all" => {
-                r = Recording {
-                    gpu: true,
-                    api: true,
-                    markers: true,
-                    counters: true,
-                }
-            }
+            "telemetry" => r.telemetry = true,
+            "all" => r = Recording::ALL,
             _ => return Err(w.to_owned()),
         }
     }
@@ -612,7 +776,10 @@ mod tests {
             (vars::QUEUE_SIZE, "lots"),
             (vars::QUEUE_FULL, "block"),
             (vars::FLUSH_PERIOD_MS, "10"),
-            (vars::TRACE, "gpu,telemetry"),
+            (vars::TRACE, "gpu,telemetri"),
+            (vars::TELEMETRY_PERIOD, "fast"),
+            (vars::TELEMETRY_PERIOD, "10 parsecs"),
+            (vars::TELEMETRY_SLOW_PERIOD, "-1s"),
         ];
         for (var, value) in cases {
             let (c, p) = cfg(&[(var, value)]);
@@ -632,6 +799,9 @@ mod tests {
                 vars::QUEUE_FULL => assert!(c.queue_full_waits),
                 vars::FLUSH_PERIOD_MS => assert_eq!(c.flush_period, d.flush_period),
                 vars::TRACE => assert_eq!(c.recording, d.recording),
+                vars::TELEMETRY_PERIOD | vars::TELEMETRY_SLOW_PERIOD => {
+                    assert_eq!(c.telemetry, d.telemetry)
+                }
                 _ => {}
             }
         }
@@ -677,9 +847,7 @@ mod tests {
             c.recording,
             Recording {
                 gpu: true,
-                api: false,
-                markers: false,
-                counters: false
+                ..Recording::NONE
             }
         );
     }
@@ -692,13 +860,73 @@ mod tests {
             assert!(c.recording.markers && !c.recording.gpu, "{word}");
         }
         // Problem texts name no backend's defaults.
-        let (_, p) = cfg(&[(vars::TRACE, "telemetry")]);
-        assert!(p[0].to_string().contains("using gpu,api,markers"), "{p:?}");
+        let (_, p) = cfg(&[(vars::TRACE, "telemetri")]);
+        assert!(
+            p[0].to_string().contains("using gpu,api,markers,telemetry"),
+            "{p:?}"
+        );
         let (_, p) = cfg(&[(vars::SUFFIX, "a b")]);
         assert!(
             p[0].to_string().ends_with("using the backend's default"),
             "{p:?}"
         );
+    }
+
+    #[test]
+    fn telemetry_is_on_by_default_and_switched_by_trace_and_period() {
+        let (c, p) = cfg(&[]);
+        assert!(p.is_empty());
+        assert!(c.recording.telemetry && !c.telemetry.asked);
+        assert_eq!(c.telemetry.period, Duration::from_millis(10));
+        assert_eq!(c.telemetry.slow_period, None, "slow readings are off");
+        // A list that does not name it leaves it out; naming it asks for it.
+        let (c, _) = cfg(&[(vars::TRACE, "gpu,api")]);
+        assert!(!c.recording.telemetry);
+        let (c, _) = cfg(&[(vars::TRACE, "gpu,telemetry")]);
+        assert!(c.recording.telemetry && c.telemetry.asked);
+        let (c, _) = cfg(&[(vars::TRACE, "all")]);
+        assert!(c.recording.telemetry && c.telemetry.asked);
+        // --no-telemetry sets the period off, whatever the list says.
+        let (c, p) = cfg(&[(vars::TRACE, "all"), (vars::TELEMETRY_PERIOD, "off")]);
+        assert!(p.is_empty() && !c.recording.telemetry && c.recording.counters);
+        let (c, p) = cfg(&[
+            (vars::TELEMETRY_PERIOD, " 250us "),
+            (vars::TELEMETRY_SLOW_PERIOD, "2s"),
+        ]);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(
+            p[0].to_string(),
+            "INJECTION_TELEMETRY_PERIOD=\" 250us \": expected a period between 1ms and 10s; using 1ms"
+        );
+        assert_eq!(c.telemetry.period, Duration::from_millis(1), "clamped");
+        assert!(c.telemetry.asked);
+        assert_eq!(c.telemetry.slow_period, Some(Duration::from_secs(2)));
+        let (c, p) = cfg(&[(vars::TELEMETRY_PERIOD, "1min")]);
+        assert_eq!(c.telemetry.period, Duration::from_millis(10));
+        assert!(p[0].to_string().contains("a bare number is ms"), "{p:?}");
+        let (c, p) = cfg(&[(vars::TELEMETRY_PERIOD, "60s")]);
+        assert_eq!(c.telemetry.period, Duration::from_secs(10));
+        assert!(p[0].to_string().ends_with("using 10s"), "{p:?}");
+    }
+
+    #[test]
+    fn periods() {
+        let ms = |n| Some(Some(Duration::from_millis(n)));
+        assert_eq!(parse_period("10ms"), ms(10));
+        assert_eq!(parse_period("10"), ms(10));
+        assert_eq!(parse_period("1.5s"), ms(1500));
+        assert_eq!(
+            parse_period("500us"),
+            Some(Some(Duration::from_micros(500)))
+        );
+        assert_eq!(parse_period("OFF"), Some(None));
+        assert_eq!(parse_period("0"), Some(None));
+        assert_eq!(parse_period("ms"), None);
+        assert_eq!(parse_period("-5ms"), None);
+        assert_eq!(parse_period("5 ms"), ms(5));
+        assert_eq!(format_period(Duration::from_millis(10)), "10ms");
+        assert_eq!(format_period(Duration::from_secs(10)), "10s");
+        assert_eq!(format_period(Duration::from_micros(1500)), "1500us");
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod registry;
 mod sharded;
 #[cfg(feature = "perfetto")]
 mod sink;
+pub mod telemetry;
 #[doc(hidden)]
 pub mod testing;
 #[cfg(feature = "perfetto")]

@@ -638,25 +638,37 @@ impl KernelCounters {
     }
 }
 
-/// Periodic device counters (telemetry).
+/// Periodic device counters (telemetry: clocks, power, utilisation ...),
+/// written to the telemetry data source (`gpu.telemetry.<suffix>`).
 ///
-/// New fields may come: make one with [`CounterSample::new`].
+/// Read on the host, so `ts` is CLOCK_BOOTTIME whatever GPU clock the
+/// backend declared. New fields may come: make one with
+/// [`CounterSample::new`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct CounterSample {
     /// `gpu_id`.
     pub device: u32,
-    /// When, ns.
+    /// When, ns (CLOCK_BOOTTIME). Each value holds from here to the
+    /// device's next sample.
     pub ts: Timestamp,
     /// Values.
     pub values: Box<[(CounterId, f64)]>,
+    /// The GPU's shader (SM) clock, also written as Perfetto's GPU
+    /// frequency track.
+    pub frequency_khz: Option<u32>,
 }
 
 impl CounterSample {
     /// `values` read from `device` at `ts`.
     #[inline]
     pub fn new(device: u32, ts: Timestamp, values: Box<[(CounterId, f64)]>) -> Self {
-        Self { device, ts, values }
+        Self {
+            device,
+            ts,
+            values,
+            frequency_khz: None,
+        }
     }
 }
 
@@ -674,7 +686,7 @@ pub enum Event {
     Marker(MarkerEvent),
     /// Per-kernel counter values.
     KernelCounters(KernelCounters),
-    /// Periodic counter values.
+    /// Periodic device counters (telemetry).
     Counters(CounterSample),
     /// A GPU log line.
     Log(LogEvent),

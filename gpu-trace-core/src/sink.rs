@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 pub(crate) struct Registry {
     pub(crate) rs: &'static DataSource<'static, RsSeq>,
     pub(crate) ctr: &'static DataSource<'static, CtrSeq>,
+    pub(crate) tel: &'static DataSource<'static, CtrSeq>,
     pub(crate) suffix: String,
     pub(crate) categories: &'static Categories,
 }
@@ -41,6 +42,11 @@ pub(crate) fn data_source_names(suffix: &str) -> (String, String) {
         format!("gpu.renderstages.{suffix}"),
         format!("gpu.counters.{suffix}"),
     )
+}
+
+/// The telemetry data source's name for `suffix`.
+pub(crate) fn telemetry_source_name(suffix: &str) -> String {
+    format!("gpu.telemetry.{suffix}")
 }
 
 /// Registration failures.
@@ -185,9 +191,34 @@ pub(crate) fn register(
     )
     .map_err(|_| RegisterError::Refused(ctr_name.clone()))?;
 
+    let tel_name = telemetry_source_name(suffix);
+    let mut tel: DataSource<'static, CtrSeq> = DataSource::new_with_incremental_state_type();
+    tel.register(
+        &tel_name,
+        DataSourceArgsBuilder::new()
+            // Only the emitter thread writes (see above).
+            .buffer_exhausted_policy(DataSourceBufferExhaustedPolicy::StallAndDrop)
+            .buffer_exhausted_policy_configurable(true)
+            .will_notify_on_stop(true)
+            .handles_incremental_state_clear(true)
+            .on_start(|_inst, _args| {
+                crate::guard::catch("telemetry start", || with_route(|r| r.wake()));
+            })
+            .on_stop(|_inst, args| {
+                let guard = args.postpone();
+                crate::guard::catch("telemetry stop", move || match ROUTE.load_full() {
+                    Some(r) => r.request_stop_cycle(Box::new(move || drop(guard))),
+                    None => drop(guard),
+                });
+            })
+            .build(),
+    )
+    .map_err(|_| RegisterError::Refused(tel_name.clone()))?;
+
     let reg = Registry {
         rs: Box::leak(Box::new(rs)),
         ctr: Box::leak(Box::new(ctr)),
+        tel: Box::leak(Box::new(tel)),
         suffix: suffix.to_owned(),
         categories,
     };
@@ -310,6 +341,7 @@ pub(crate) fn flush_writers(cats: &Categories) -> Acks {
     };
     reg.rs.trace(|ctx| ctx.flush(ack(&acks)));
     reg.ctr.trace(|ctx| ctx.flush(ack(&acks)));
+    reg.tel.trace(|ctx| ctx.flush(ack(&acks)));
     for c in [crate::backend::API, crate::backend::MARKERS] {
         cats.trace(c, &mut |ctx| ctx.flush(ack(&acks)));
     }
@@ -728,6 +760,7 @@ pub(crate) fn file_trace_config(
     buffer_kb: u32,
     categories: &[&str],
     counters: bool,
+    telemetry: bool,
 ) -> Vec<u8> {
     use gpu_trace_reader::wire::config as c;
     let (rs, ctr) = data_source_names(suffix);
@@ -764,6 +797,13 @@ pub(crate) fn file_trace_config(
                 cfg.nested(c::DSC_GPU_COUNTER_CONFIG, |g| {
                     g.bool(c::GCC_INSTRUMENTED_SAMPLING, true);
                 });
+            });
+        });
+    }
+    if telemetry {
+        w.nested(c::DATA_SOURCES, |d| {
+            d.nested(c::DS_CONFIG, |cfg| {
+                cfg.string(c::DSC_NAME, &telemetry_source_name(suffix));
             });
         });
     }

@@ -9,6 +9,7 @@ use crate::names::{Kernels, Names};
 use crate::reader::ServiceLosses;
 use crate::registry::{Counters, Devices};
 use crate::sink::{self, CounterRequest, DsSink, FileSession, TeSink};
+use crate::telemetry::Telemetry;
 use arc_swap::ArcSwapOption;
 use perfetto_sdk::producer::Backends;
 use std::path::PathBuf;
@@ -33,6 +34,10 @@ pub struct Sources {
     /// Which kernels get counters, when the counters session says
     /// (`instrumented_sampling_config`); `None`: the environment's filter.
     pub kernel_filter: Option<crate::filter::SessionFilter>,
+    /// Device telemetry (`gpu.telemetry`). The tracer's own sampler
+    /// follows it; backends only [`crate::telemetry::Telemetry::watch`]
+    /// their GPUs.
+    pub telemetry: bool,
 }
 
 /// Lines for the trace's log (`GpuLog`), from any thread: a backend's
@@ -184,6 +189,7 @@ pub(crate) struct Inner {
     kernels: Arc<Kernels>,
     devices: Arc<Devices>,
     counters: Arc<Counters>,
+    telemetry: Telemetry,
     backend: ArcSwapOption<Box<dyn Backend>>,
     ctl: Mutex<Ctl>,
     cv: Condvar,
@@ -308,12 +314,14 @@ impl Inner {
             markers: self.info.categories.enabled(MARKERS),
             counters,
             kernel_filter,
+            telemetry: reg.tel.is_enabled(),
         }
     }
 
     /// Recomputes what is enabled and tells the backend if it changed.
     fn refresh_sources(&self) {
         let now = self.compute_sources();
+        self.telemetry.set_enabled(now.telemetry);
         let changed = {
             let mut s = self.sources.lock().unwrap_or_else(|e| e.into_inner());
             if *s == now {
@@ -459,12 +467,19 @@ impl Tracer {
         };
         let recorder = Recorder::new(limits);
         let names = Arc::new(Names::default());
+        let counters = Arc::new(Counters::default());
+        let mut telemetry_config = config.telemetry.clone();
+        // A system session records telemetry only when its config names the
+        // data source: that is asking for it.
+        telemetry_config.asked |= config.mode == Mode::System;
+        let telemetry = Telemetry::new(recorder.clone(), counters.clone(), telemetry_config);
         let inner = Arc::new(Inner {
             recorder: recorder.clone(),
             names: names.clone(),
             kernels: Arc::new(Kernels::default()),
             devices: Arc::new(Devices::default()),
-            counters: Arc::new(Counters::default()),
+            counters,
+            telemetry,
             backend: ArcSwapOption::const_empty(),
             ctl: Mutex::new(Ctl::default()),
             cv: Condvar::new(),
@@ -530,6 +545,7 @@ impl Tracer {
                 config.buffer_kb,
                 &cats,
                 config.recording.counters,
+                config.recording.telemetry,
             );
             let session = FileSession::start(cfg, &resolved.path, config.flush_period)
                 .inspect_err(|_| tracer.abandon())?;
@@ -600,6 +616,12 @@ impl Tracer {
         &self.inner.counters
     }
 
+    /// The telemetry sampler: backends watch the GPUs they use (see
+    /// [`crate::telemetry`]); it samples while `gpu.telemetry` is recorded.
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.inner.telemetry
+    }
+
     /// Who the backend is.
     pub fn backend(&self) -> &BackendInfo {
         &self.inner.info
@@ -659,6 +681,7 @@ impl Tracer {
         if std::process::id() != self.pid || self.shut.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.stop_telemetry();
         let session = self
             .session
             .lock()
@@ -719,6 +742,25 @@ impl Tracer {
         self.say_losses();
         if let (Some(p), Some(r)) = (&self.output, &report) {
             crate::verbose!("trace written to {} ({} bytes)", p.display(), r.bytes);
+        }
+    }
+
+    /// Ends sampling before the last events are written, and puts what it
+    /// said and what it cost into the trace's log.
+    fn stop_telemetry(&self) {
+        let t = &self.inner.telemetry;
+        let report = t.stop(TELEMETRY_STOP_LIMIT);
+        for (warning, line) in report.lines {
+            if warning {
+                self.inner.notes.warn(line);
+            } else {
+                self.inner.notes.info(line);
+            }
+        }
+        if let Some(stats) = report.stats.filter(|s| s.rounds > 0) {
+            let line = crate::telemetry::Report::cost_line(&stats, t.config());
+            crate::verbose!("{line}");
+            self.inner.notes.info(line);
         }
     }
 
@@ -815,6 +857,9 @@ impl CaptureSwitch {
 }
 
 const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
+/// How long exit waits for the telemetry threads (a slow reading takes
+/// ~21 ms; a vendor call that hangs must not hang the exit).
+const TELEMETRY_STOP_LIMIT: Duration = Duration::from_secs(1);
 const SNAPSHOT_INTERVAL: Duration = Duration::from_secs(1);
 
 fn emitter_loop(inner: Arc<Inner>) {
@@ -1078,15 +1123,17 @@ fn write_group(inner: &Inner, enc: &mut Encoder, batches: &[crate::collector::Ba
             enc.write_markers(batches, &mut TeSink(ctx))
         });
     }
-    if has(|e| {
-        matches!(
-            e,
-            crate::model::Event::KernelCounters(_) | crate::model::Event::Counters(_)
-        )
-    }) {
+    if has(|e| matches!(e, crate::model::Event::KernelCounters(_))) {
         reg.ctr.trace(|ctx| {
             ctx.with_incremental_state(|ctx, seq| {
                 enc.write_counters(seq, batches, &mut DsSink(ctx));
+            });
+        });
+    }
+    if has(|e| matches!(e, crate::model::Event::Counters(_))) {
+        reg.tel.trace(|ctx| {
+            ctx.with_incremental_state(|ctx, seq| {
+                enc.write_telemetry(seq, batches, &mut DsSink(ctx));
             });
         });
     }
@@ -1098,8 +1145,8 @@ fn write_summary(inner: &Inner, enc: &mut Encoder) {
     let mut lines = vec![(
         false,
         format!(
-            "gpu-trace summary: kernels={} memory_ops={} api_calls={} markers={} counter_samples={}",
-            t.kernels, t.memory_ops, t.api_calls, t.markers, t.counter_samples
+            "gpu-trace summary: kernels={} memory_ops={} api_calls={} markers={} counter_samples={} telemetry_samples={}",
+            t.kernels, t.memory_ops, t.api_calls, t.markers, t.counter_samples, t.telemetry_samples
         ),
     )];
     let losses = *inner

@@ -31,6 +31,7 @@ use perfetto_sdk_protos_gpu::protos::common::gpu_counter_descriptor::{
 };
 use perfetto_sdk_protos_gpu::protos::config::data_source_config::DataSourceConfigExtFieldNumber as DscX;
 use perfetto_sdk_protos_gpu::protos::config::gpu::gpu_counter_config::GpuCounterConfigFieldNumber as Gcc;
+use perfetto_sdk_protos_gpu::protos::trace::generic_kernel::generic_gpu_frequency::GenericGpuFrequencyEventFieldNumber as Freq;
 use perfetto_sdk_protos_gpu::protos::trace::gpu::gpu_counter_event::{
     GpuCounterEventFieldNumber as Gce, GpuCounterEventGpuCounterFieldNumber as Gc,
     InternedGpuCounterDescriptorFieldNumber as Igcd,
@@ -126,6 +127,16 @@ fn field_numbers_match_the_sdk() {
         wire::packet::GPU_INFO,
         TpX::GpuInfo as u32,
         "wire::packet::GPU_INFO"
+    );
+    assert_eq!(
+        wire::packet::GENERIC_GPU_FREQUENCY_EVENT,
+        TpX::GenericGpuFrequencyEvent as u32,
+        "wire::packet::GENERIC_GPU_FREQUENCY_EVENT"
+    );
+    assert_eq!(wire::gpu_frequency::GPU_ID, Freq::GpuId as u32);
+    assert_eq!(
+        wire::gpu_frequency::FREQUENCY_KHZ,
+        Freq::FrequencyKhz as u32
     );
     assert_eq!(
         wire::packet::DEFAULTS_CLOCK_ID,

@@ -1112,9 +1112,15 @@ fn standalone_trace_has_everything_once_and_validates() {
     let t = Trace::open(&path).unwrap();
     check_workload(&t, pid_of(&out));
     check_workload_in_tp(&path, &t, pid_of(&out));
+    // Telemetry is on by default (a data source of its own).
     assert_eq!(
         t.data_sources,
-        vec!["track_event", "gpu.renderstages.nv", "gpu.counters.nv"]
+        vec![
+            "track_event",
+            "gpu.renderstages.nv",
+            "gpu.counters.nv",
+            "gpu.telemetry.nv"
+        ]
     );
     // Interning: each kernel and queue is described once per sequence.
     let raw = std::fs::read(&path).unwrap();

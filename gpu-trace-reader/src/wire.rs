@@ -22,6 +22,8 @@ pub mod packet {
     pub const GPU_RENDER_STAGE_EVENT: u32 = 53;
     pub const GPU_LOG: u32 = 63;
     pub const GPU_INFO: u32 = 128;
+    /// `TracePacket.generic_gpu_frequency_event` (trace/gpu/gpu_frequency_event.proto).
+    pub const GENERIC_GPU_FREQUENCY_EVENT: u32 = 129;
     /// `TracePacket.trace_stats` (trace/trace_stats.proto).
     pub const TRACE_STATS: u32 = 35;
     /// `TracePacket.trace_config`: the session's config, written by the service.
@@ -139,6 +141,12 @@ pub mod counters {
     pub const GROUP_SYSTEM: u64 = 1;
     pub const GROUP_MEMORY: u64 = 5;
     pub const GROUP_COMPUTE: u64 = 6;
+}
+
+/// `GenericGpuFrequencyEvent`.
+pub mod gpu_frequency {
+    pub const GPU_ID: u32 = 1;
+    pub const FREQUENCY_KHZ: u32 = 2;
 }
 
 pub mod gpu_info {

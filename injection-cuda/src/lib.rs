@@ -26,6 +26,8 @@ mod ffi;
 mod nvtx_capture;
 pub mod occupancy;
 mod records;
+#[doc(hidden)]
+pub mod telemetry;
 mod tool;
 
 use std::sync::OnceLock;

@@ -150,6 +150,11 @@ impl RecordState {
         ok
     }
 
+    /// Describes CUDA device `ordinal` now if it was not yet.
+    pub(crate) fn describe_device(&self, ordinal: u32) {
+        let _ = self.device(ordinal);
+    }
+
     /// The trace's view of CUDA device `ordinal`, described on first use.
     fn device(&self, ordinal: u32) -> DeviceEntry {
         if let Some(d) = self

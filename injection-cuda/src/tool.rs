@@ -74,6 +74,8 @@ pub(crate) struct Shared {
     nvtx_capture: Option<crate::nvtx_capture::NvtxCapture>,
     /// Per-kernel counters (set once CUPTI is known).
     counting: OnceLock<Arc<Counting>>,
+    /// Devices of contexts created since the last flush.
+    new_devices: Mutex<Vec<u32>>,
 }
 
 /// The application's profiler start/stop calls (runtime and driver alike:
@@ -139,6 +141,7 @@ impl Shared {
                 )),
                 _ => None,
             },
+            new_devices: Mutex::new(Vec::new()),
             capture: match capture_range {
                 CaptureRange::Whole | CaptureRange::Nvtx => None,
                 CaptureRange::CudaProfilerApi => {
@@ -218,6 +221,15 @@ impl Shared {
             Callback::Nvtx(n) => self.on_nvtx(&n.event()),
             Callback::Resource(r) => match (r.event(), r.context()) {
                 (ResourceEvent::ContextCreated, Some(c)) => {
+                    // Described at the next flush (off this thread, which is
+                    // inside the driver), not at its first record, so that
+                    // its telemetry starts with the context.
+                    if let Ok(ordinal) = c.device_id(r.cupti()) {
+                        self.new_devices
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(ordinal);
+                    }
                     self.contexts
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -357,6 +369,16 @@ impl CudaBackend {
 
 impl Backend for CudaBackend {
     fn flush(&self, forced: bool) {
+        let new = std::mem::take(
+            &mut *self
+                .shared
+                .new_devices
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        for ordinal in new {
+            self.shared.records.describe_device(ordinal);
+        }
         if let Some(a) = &self.activity
             && let Err(e) = a.flush_all(forced)
         {
@@ -667,5 +689,9 @@ fn tracer_devices(
     tracer: &Tracer,
 ) -> impl Fn(gpu_trace_core::model::Device) + Send + Sync + 'static {
     let table = tracer.devices().clone();
-    move |d| table.upsert(d)
+    let telemetry = tracer.telemetry().clone();
+    move |d| {
+        crate::telemetry::watch(&telemetry, &d);
+        table.upsert(d)
+    }
 }

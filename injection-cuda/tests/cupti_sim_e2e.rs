@@ -646,7 +646,16 @@ fn the_nvtx_filter_picks_launches_by_the_ranges_of_their_thread() {
         "{}",
         out.stderr
     );
-    assert_eq!(out.report.profiler_calls.get("cuptiProfilerInitialize").copied().unwrap_or(0), 1, "{}", out.stderr);
+    assert_eq!(
+        out.report
+            .profiler_calls
+            .get("cuptiProfilerInitialize")
+            .copied()
+            .unwrap_or(0),
+        1,
+        "{}",
+        out.stderr
+    );
     cleanup(&dir);
 
     // Every launch is inside an excluded range or outside the included
@@ -661,7 +670,16 @@ fn the_nvtx_filter_picks_launches_by_the_ranges_of_their_thread() {
     let (out, t, path) = run(&dir, &s, &env);
     check(&t, &path, &want);
     assert!(picked(&out.stderr, &t).is_empty(), "{}", out.stderr);
-    assert_eq!(out.report.profiler_calls.get("cuptiProfilerInitialize").copied().unwrap_or(0), 0, "{}", out.stderr);
+    assert_eq!(
+        out.report
+            .profiler_calls
+            .get("cuptiProfilerInitialize")
+            .copied()
+            .unwrap_or(0),
+        0,
+        "{}",
+        out.stderr
+    );
     assert!(
         !out.stderr.contains("per-kernel counters are off"),
         "{}",
@@ -696,7 +714,16 @@ fn an_nvtx_filter_without_the_nvtx_injection_says_so() {
         .collect();
     assert_eq!(lines.len(), 1, "{}", out.stderr);
     assert!(lines[0].starts_with("gpu-trace: ") && lines[0].contains("inside ranges train"));
-    assert_eq!(out.report.profiler_calls.get("cuptiProfilerInitialize").copied().unwrap_or(0), 0, "{}", out.stderr);
+    assert_eq!(
+        out.report
+            .profiler_calls
+            .get("cuptiProfilerInitialize")
+            .copied()
+            .unwrap_or(0),
+        0,
+        "{}",
+        out.stderr
+    );
     let t = Trace::open(&path).unwrap();
     assert!(
         t.logs

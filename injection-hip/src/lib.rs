@@ -23,4 +23,6 @@ mod failpoint;
 #[allow(unsafe_code)]
 mod ffi;
 mod records;
+#[doc(hidden)]
+pub mod telemetry;
 mod tool;

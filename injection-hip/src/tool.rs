@@ -500,7 +500,9 @@ impl HipTool {
             }
         };
         wait_until_recording(&tracer, &self.config);
-        for d in agents.iter().filter_map(records::describe) {
+        let devices: Vec<_> = agents.iter().filter_map(records::describe).collect();
+        crate::telemetry::watch(tracer.telemetry(), &devices);
+        for d in devices {
             tracer.add_device(d);
         }
         let (api_ctx, ops) = match api {

@@ -66,6 +66,8 @@ fn spec_in(dir: &Path, scenario: Scenario) -> RunSpec {
         )
         .env("INJECTION_METRICS", METRICS)
         .env("INJECTION_TRACE", "all")
+        // Telemetry has its own suite (telemetry_e2e.rs); these runs have no sysfs tree.
+        .env("INJECTION_TELEMETRY_PERIOD", "off")
         .env("RUST_BACKTRACE", "0")
 }
 

@@ -437,6 +437,40 @@ pub unsafe extern "C" fn cuDeviceGetName(
     })
 }
 
+/// The device's UUID (`nvidia-smi -L`: GPU-5a1b2c3d-0000-4000-8000-00000000c0de, the
+/// default device of `nvml-sim`).
+pub const DEVICE_UUID: [u8; 16] = [
+    0x5a, 0x1b, 0x2c, 0x3d, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0xc0, 0xde,
+];
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetUuid_v2(u: *mut sys::CUuuid, _dev: sys::CUdevice) -> CuR {
+    let uuid = sys::CUuuid {
+        bytes: DEVICE_UUID.map(|b| b as c_char),
+    };
+    // SAFETY: the caller's out-pointer.
+    guard("cuDeviceGetUuid_v2", CU_INVALID, || unsafe {
+        if out(u, uuid) { CU_OK } else { CU_INVALID }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetPCIBusId(
+    b: *mut c_char,
+    len: c_int,
+    _dev: sys::CUdevice,
+) -> CuR {
+    guard("cuDeviceGetPCIBusId", CU_INVALID, || {
+        let id = c"0000:06:00.0".to_bytes_with_nul();
+        if b.is_null() || (len as usize) < id.len() {
+            return CU_INVALID;
+        }
+        // SAFETY: the caller's buffer holds `len` bytes, at least the id's.
+        unsafe { std::ptr::copy_nonoverlapping(id.as_ptr().cast(), b, id.len()) };
+        CU_OK
+    })
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuDeviceTotalMem_v2(b: *mut usize, _dev: sys::CUdevice) -> CuR {
     // SAFETY: the caller's out-pointer.
@@ -516,6 +550,8 @@ fn prototypes(c: &mut sys::CuptiApi, d: &mut sys::DriverApi) {
     d.cuDeviceGetAttribute = Some(cuDeviceGetAttribute);
     d.cuDeviceGetName = Some(cuDeviceGetName);
     d.cuDeviceTotalMem_v2 = Some(cuDeviceTotalMem_v2);
+    d.cuDeviceGetUuid_v2 = Some(cuDeviceGetUuid_v2);
+    d.cuDeviceGetPCIBusId = Some(cuDeviceGetPCIBusId);
     d.cuCtxPushCurrent_v2 = Some(cuCtxPushCurrent_v2);
     d.cuCtxPopCurrent_v2 = Some(cuCtxPopCurrent_v2);
     d.cuCtxSynchronize = Some(cuCtxSynchronize);

@@ -199,7 +199,11 @@ impl Walker<'_> {
                     self.tails.insert(*stream, Work::Kernel(last));
                     self.launched(th, *stream);
                 }
-                Op::ProfilerStart | Op::ProfilerStop | Op::SleepUs { .. } => {}
+                Op::ProfilerStart
+                | Op::ProfilerStop
+                | Op::SleepUs { .. }
+                | Op::Announce { .. }
+                | Op::WaitFile { .. } => {}
                 // Recorded at its pop; its depth is the number of ranges open around it.
                 Op::NvtxPush { message, domain } => {
                     th.open.push((message.clone(), domain.clone(), 0));

@@ -1,5 +1,6 @@
-//! GPU counters: per-kernel and periodic samples, and the per-GPU counter
-//! descriptors they intern.
+//! GPU counters: per-kernel values (`gpu.counters`) and periodic telemetry
+//! (`gpu.telemetry`), each on its own data source with the per-GPU counter
+//! descriptors it interns, and the GPU frequency track.
 
 use super::{ClockSpec, CtrSeq, Encoder, PacketSink};
 use crate::collector::Batch;
@@ -8,7 +9,8 @@ use gpu_trace_reader::pb::Writer;
 use gpu_trace_reader::wire;
 
 impl Encoder {
-    /// Writes the counter samples of `batches` to one counter sequence.
+    /// Writes the per-kernel counter values of `batches` to one sequence of
+    /// the counters data source.
     ///
     /// Per-kernel values are written at the kernel's start and return to
     /// zero at its end, so that each value covers exactly its kernel.
@@ -21,28 +23,56 @@ impl Encoder {
         let mut specs: Option<Vec<CounterSpec>> = None;
         for b in batches {
             for e in &b.events {
-                match e {
-                    Event::KernelCounters(c) => {
-                        for (ts, zero) in [(c.start, false), (c.end, true)] {
-                            let point = CounterPoint {
-                                device: c.device,
-                                ts,
-                                values: &c.values,
-                                zero,
-                            };
-                            self.write_counter_point(seq, &point, &mut specs, sink);
-                        }
-                    }
-                    Event::Counters(c) => {
+                if let Event::KernelCounters(c) = e {
+                    for (ts, zero) in [(c.start, false), (c.end, true)] {
                         let point = CounterPoint {
+                            stream: Stream::Kernel,
                             device: c.device,
-                            ts: c.ts,
+                            ts,
                             values: &c.values,
-                            zero: false,
+                            zero,
                         };
                         self.write_counter_point(seq, &point, &mut specs, sink);
                     }
-                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Writes the telemetry samples of `batches` to one sequence of the
+    /// telemetry data source: each value holds until the GPU's next sample
+    /// (forwards-looking), and a sample with the shader clock also moves the
+    /// GPU's frequency track (`GenericGpuFrequencyEvent`). Telemetry is read
+    /// on the host: its timestamps are CLOCK_BOOTTIME whatever GPU clock the
+    /// backend declared.
+    pub(crate) fn write_telemetry(
+        &mut self,
+        seq: &mut CtrSeq,
+        batches: &[Batch],
+        sink: &mut dyn PacketSink,
+    ) {
+        let mut specs: Option<Vec<CounterSpec>> = None;
+        for b in batches {
+            for e in &b.events {
+                if let Event::Counters(c) = e {
+                    let point = CounterPoint {
+                        stream: Stream::Telemetry,
+                        device: c.device,
+                        ts: c.ts,
+                        values: &c.values,
+                        zero: false,
+                    };
+                    self.write_counter_point(seq, &point, &mut specs, sink);
+                    if let Some(khz) = c.frequency_khz {
+                        let p = &mut self.pkt;
+                        p.clear();
+                        p.varint(wire::packet::TIMESTAMP, c.ts);
+                        p.nested(wire::packet::GENERIC_GPU_FREQUENCY_EVENT, |f| {
+                            f.varint(wire::gpu_frequency::GPU_ID, c.device as u64)
+                                .varint(wire::gpu_frequency::FREQUENCY_KHZ, khz as u64);
+                        });
+                        sink.packet(p.as_bytes());
+                    }
                 }
             }
         }
@@ -58,7 +88,9 @@ impl Encoder {
         // A GPU's descriptor lists the counters that GPU has reported:
         // listing every registered counter would draw empty tracks for the
         // counters another GPU offers and this one does not.
-        let offered = self.device_counters.entry(point.device).or_default();
+        let offered = self.device_counters[point.stream as usize]
+            .entry(point.device)
+            .or_default();
         for (id, _) in point.values {
             if !offered.1.contains(&id.0) {
                 offered.1.push(id.0);
@@ -76,7 +108,7 @@ impl Encoder {
         let p = &mut self.pkt;
         p.clear();
         p.varint(wire::packet::TIMESTAMP, point.ts);
-        if let ClockSpec::Custom(id) = self.clock {
+        if let (ClockSpec::Custom(id), Stream::Kernel) = (self.clock, point.stream) {
             p.varint(wire::packet::TIMESTAMP_CLOCK_ID, id as u64);
         }
         p.varint(
@@ -89,13 +121,14 @@ impl Encoder {
         );
         if first || describe {
             let specs = specs.get_or_insert_with(|| self.counters.snapshot());
-            let ids = &self.device_counters[&point.device].1;
+            let ids = &self.device_counters[point.stream as usize][&point.device].1;
+            let per_kernel = point.stream == Stream::Kernel;
             p.nested(wire::packet::INTERNED_DATA, |i| {
                 i.nested(wire::interned::GPU_COUNTER_DESCRIPTORS, |d| {
                     d.varint(wire::counters::IDESC_IID, iid)
                         .varint(wire::counters::IDESC_GPU_ID, point.device as u64);
                     d.nested(wire::counters::IDESC_DESCRIPTOR, |cd| {
-                        write_counter_descriptor(cd, specs, ids)
+                        write_counter_descriptor(cd, specs, ids, per_kernel)
                     });
                 });
             });
@@ -119,7 +152,17 @@ impl Encoder {
     }
 }
 
+/// Which data source a counter value goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stream {
+    /// Per-kernel values (`gpu.counters`).
+    Kernel = 0,
+    /// Periodic telemetry (`gpu.telemetry`).
+    Telemetry = 1,
+}
+
 struct CounterPoint<'a> {
+    stream: Stream,
     device: u32,
     ts: u64,
     values: &'a [(crate::model::CounterId, f64)],
@@ -151,7 +194,7 @@ fn unit_code(u: Unit) -> u64 {
 }
 
 /// Describes the counters `ids` (`CounterId`s: index into `specs` + 1).
-fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec], ids: &[u32]) {
+fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec], ids: &[u32], per_kernel: bool) {
     for (i, s) in specs.iter().enumerate() {
         if !ids.contains(&(i as u32 + 1)) {
             continue;
@@ -182,7 +225,7 @@ fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec], ids: &[u32])
             );
         });
     }
-    cd.bool(wire::counters::DESC_SUPPORTS_INSTRUMENTED, true)
+    cd.bool(wire::counters::DESC_SUPPORTS_INSTRUMENTED, per_kernel)
         .bool(wire::counters::DESC_SUPPORTS_NAMES, true);
 }
 
@@ -278,5 +321,93 @@ mod tests {
             p.iter()
                 .all(|p| u(p, &[wire::packet::GPU_COUNTER_EVENT, C::DESCRIPTOR_IID]) == iid)
         );
+    }
+
+    #[test]
+    fn telemetry_holds_its_value_moves_the_frequency_track_and_stays_on_boottime() {
+        use crate::model::CounterSample;
+        use crate::telemetry::Metric;
+        // A custom GPU clock applies to GPU events, never to host readings.
+        let mut f = Fixture::new(ClockSpec::Custom(0x8000_1234));
+        let kernel_counter = f.counters.register(CounterSpec::new(
+            "sm__throughput",
+            Unit::Percent,
+            CounterGroup::Compute,
+        ));
+        let clock = f.counters.register(Metric::SmClock.spec());
+        let mem = f.counters.register(Metric::MemoryUsed.spec());
+        let mut s = CounterSample::new(0, 1_000, vec![(clock, 1980.0), (mem, 4096.0)].into());
+        s.frequency_khz = Some(1_980_000);
+        let b = [Batch {
+            thread: 1,
+            events: vec![
+                Event::Counters(s),
+                Event::KernelCounters(KernelCounters::new(
+                    0,
+                    7,
+                    1_100,
+                    1_200,
+                    vec![(kernel_counter, 50.0)].into(),
+                )),
+                Event::Counters(CounterSample::new(0, 2_000, vec![(mem, 8192.0)].into())),
+            ],
+            text: vec![],
+        }];
+        let mut seq = CtrSeq::default();
+        let mut sink = Packets::default();
+        f.enc.write_telemetry(&mut seq, &b, &mut sink);
+        let p = &sink.0;
+        assert_eq!(p.len(), 3, "two samples and one frequency event");
+        for x in p {
+            assert_eq!(u(x, &[wire::packet::TIMESTAMP_CLOCK_ID]), None);
+        }
+        assert_eq!(u(&p[0], &[wire::packet::TIMESTAMP]), Some(1_000));
+        use wire::gpu_frequency as F;
+        let freq = wire::packet::GENERIC_GPU_FREQUENCY_EVENT;
+        assert_eq!(u(&p[1], &[freq, F::FREQUENCY_KHZ]), Some(1_980_000));
+        assert_eq!(u(&p[1], &[freq, F::GPU_ID]), Some(0));
+        assert_eq!(u(&p[1], &[wire::packet::TIMESTAMP]), Some(1_000));
+        assert_eq!(u(&p[2], &[wire::packet::TIMESTAMP]), Some(2_000));
+        // The descriptor lists the telemetry counters only, with units and
+        // groups, for periodic (not instrumented) sampling.
+        let desc = at(
+            &p[0],
+            &[
+                wire::packet::INTERNED_DATA,
+                wire::interned::GPU_COUNTER_DESCRIPTORS,
+                C::IDESC_DESCRIPTOR,
+            ],
+        )
+        .and_then(|v| v.as_bytes())
+        .unwrap();
+        let specs = all(desc, C::DESC_SPECS);
+        let spec = |i: usize, f: u32| u(specs[i].as_bytes().unwrap(), &[f]);
+        assert_eq!(specs.len(), 2);
+        assert_eq!(spec(0, C::SPEC_NUM_UNITS), Some(unit_code(Unit::Megahertz)));
+        assert_eq!(spec(0, C::SPEC_GROUPS), Some(C::GROUP_SYSTEM));
+        assert_eq!(spec(1, C::SPEC_NUM_UNITS), Some(unit_code(Unit::Byte)));
+        assert_eq!(spec(1, C::SPEC_GROUPS), Some(C::GROUP_MEMORY));
+        assert_eq!(spec(1, C::SPEC_VALUE_DIRECTION), Some(C::FORWARDS_LOOKING));
+        assert_eq!(u(desc, &[C::DESC_SUPPORTS_INSTRUMENTED]), Some(0));
+        // The per-kernel sequence keeps its own descriptor and clock.
+        let mut kseq = CtrSeq::default();
+        let mut ksink = Packets::default();
+        f.enc.write_counters(&mut kseq, &b, &mut ksink);
+        assert_eq!(ksink.0.len(), 2, "start and end of the one kernel");
+        assert_eq!(
+            u(&ksink.0[0], &[wire::packet::TIMESTAMP_CLOCK_ID]),
+            Some(0x8000_1234)
+        );
+        let kdesc = at(
+            &ksink.0[0],
+            &[
+                wire::packet::INTERNED_DATA,
+                wire::interned::GPU_COUNTER_DESCRIPTORS,
+                C::IDESC_DESCRIPTOR,
+            ],
+        )
+        .and_then(|v| v.as_bytes())
+        .unwrap();
+        assert_eq!(all(kdesc, C::DESC_SPECS).len(), 1);
     }
 }

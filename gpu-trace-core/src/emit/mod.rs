@@ -154,8 +154,10 @@ pub(crate) struct Totals {
     pub(crate) api_calls: u64,
     /// Markers.
     pub(crate) markers: u64,
-    /// Counter samples (per-kernel and periodic).
+    /// Per-kernel counter values.
     pub(crate) counter_samples: u64,
+    /// Telemetry values.
+    pub(crate) telemetry_samples: u64,
 }
 
 /// Remembers which correlations already have their primary GPU event, in a
@@ -244,9 +246,10 @@ pub(crate) struct Encoder {
     /// (seen on the H200: GPU work recorded late, after a clear). So each
     /// snapshot is taken at this floor or later.
     snapshot_floor: u64,
-    /// Per GPU: a version bumped whenever it reports a counter it had not
-    /// reported before, and those counters' ids.
-    device_counters: HashMap<u32, (u32, Vec<u32>)>,
+    /// Per stream (per-kernel, telemetry) and GPU: a version bumped
+    /// whenever it reports a counter it had not reported before, and those
+    /// counters' ids.
+    device_counters: [HashMap<u32, (u32, Vec<u32>)>; 2],
     /// Last delta-clock timestamp per track-event instance.
     te_last: [Option<u64>; 8],
     /// The default track of each track-event instance (the busiest thread),
@@ -322,7 +325,7 @@ impl Encoder {
             thread_names: HashMap::default(),
             known_thread_names: thread_names,
             snapshot_floor: 0,
-            device_counters: HashMap::default(),
+            device_counters: Default::default(),
             te_last: [None; 8],
             te_default: [None; 8],
             marker_depth: HashMap::default(),
@@ -365,7 +368,7 @@ impl Encoder {
                             0
                         }
                         Event::Counters(c) => {
-                            self.totals.counter_samples += c.values.len() as u64;
+                            self.totals.telemetry_samples += c.values.len() as u64;
                             0
                         }
                         Event::Log(_) => 0,

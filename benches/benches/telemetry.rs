@@ -1,0 +1,51 @@
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+//! One telemetry sampling round of one GPU, in ns: the NVML probe's
+//! readings (clocks, utilisation, power, temperature, memory, clock-event
+//! reasons, and GPM where supported) and their recording as counter
+//! samples, as the sampler's thread does every period.
+//!
+//! NVML is `nvml-sim`, resolved in-process: this measures our side of each
+//! call (the safe layer, the probe, the recorder), not the driver's. On an
+//! H200 the driver adds about 1–2 µs per reading and 48 µs per GPM sample
+//! (issue 16); the sampler's own CPU time in a real run is in the trace's
+//! `gpu-trace telemetry:` log line and in `--verbose`.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use gpu_trace_core::bench::TelemetryRound;
+use nvml_sim::{DeviceSpec, Spec};
+use std::hint::black_box;
+
+fn probe(gpm: bool) -> Box<dyn gpu_trace_core::telemetry::Probe> {
+    nvml_sim::configure(Spec {
+        devices: vec![DeviceSpec {
+            gpm,
+            ..DeviceSpec::default()
+        }],
+        ..Spec::default()
+    });
+    // SAFETY: the fake's exports have NVML's prototypes and live for the
+    // whole process.
+    let api = unsafe { nvml_sys::Api::load_with(nvml_sim::resolve) };
+    // SAFETY: as above.
+    let nvml = unsafe { nvml::Nvml::from_api(Box::leak(Box::new(api)), "nvml-sim") }
+        .expect("the fake initialises");
+    let dev = nvml.device_by_index(0).expect("device 0");
+    gpu_trace_cuda::telemetry::probes(&nvml, 0, dev).fast
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("telemetry");
+    for (name, gpm) in [("nvml_round", false), ("nvml_round_gpm", true)] {
+        let mut p = probe(gpm);
+        let mut r = TelemetryRound::default();
+        // A round that records nothing would be worthless to time.
+        r.round(p.as_mut());
+        let n = r.round(p.as_mut());
+        assert!(n >= if gpm { 16 } else { 8 }, "{name}: {n} values");
+        g.bench_function(name, |b| b.iter(|| black_box(r.round(p.as_mut()))));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
