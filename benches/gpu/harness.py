@@ -47,6 +47,8 @@ Modes:
                   launches/1000): the other 999 against gt_gpu
   gt_paused_ctl   gpu-trace as in gt_full, started paused (INJECTION_PAUSED=1): the tool
                   loaded with its control socket, no window ever opens
+  gt_full_notel   gt_full without GPU telemetry (INJECTION_TELEMETRY_PERIOD=off): the
+                  sampler's cost is gt_full against it
   gt_duty         gpu-trace as in gt_full in a duty cycle (--duty WINDOW/EVERY, default
                   1s/20s: INJECTION_WINDOW, INJECTION_EVERY)
   torch_cuda      torch.profiler, CUDA activity only (PyTorch workloads only)
@@ -213,13 +215,15 @@ def main():
                 env["PERFETTO_PRODUCER_SOCK_NAME"] = f"{tracedir}/no-traced.sock"
             elif mode == "gt_gpu":
                 env["INJECTION_TRACE"] = "gpu"
-            elif mode in ("gt_full", "gt_paused", "gt_paused_ctl", "gt_duty"):
+            elif mode in ("gt_full", "gt_paused", "gt_paused_ctl", "gt_duty", "gt_full_notel"):
                 env["INJECTION_TRACE"] = "gpu,api,nvtx"
                 env["NVTX_INJECTION64_PATH"] = env["CUDA_INJECTION64_PATH"]
                 if mode == "gt_paused":
                     env["INJECTION_CAPTURE_RANGE"] = "cudaProfilerApi"
                 elif mode == "gt_paused_ctl":
                     env["INJECTION_PAUSED"] = "1"
+                elif mode == "gt_full_notel":
+                    env["INJECTION_TELEMETRY_PERIOD"] = "off"
                 elif mode == "gt_duty":
                     env["INJECTION_WINDOW"], env["INJECTION_EVERY"] = a.duty.split("/")
             elif mode == "gt_api":
