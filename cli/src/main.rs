@@ -23,7 +23,7 @@ enum Cmd {
     /// Run a command with gpu-trace injected and write a .pftrace per process.
     Record(Box<RecordArgs>),
     /// Summarise traces: kernels, memory operations, API calls, ranges.
-    Stats(StatsArgs),
+    Stats(stats::StatsArgs),
     /// List the per-kernel metrics a GPU offers (as ncu --query-metrics).
     Metrics(MetricsArgs),
 }
@@ -93,19 +93,6 @@ struct RecordArgs {
     /// The command to run.
     #[arg(trailing_var_arg = true, required = true)]
     command: Vec<String>,
-}
-
-#[derive(clap::Args, Debug)]
-struct StatsArgs {
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    json: bool,
-    /// Exit 1 when a trace reports anything lost (or was not finalised).
-    #[arg(long)]
-    strict: bool,
-    /// Traces to summarise.
-    #[arg(required = true)]
-    traces: Vec<PathBuf>,
 }
 
 const CUDA_LIB: &str = "libgpu_trace_cuda.so";
@@ -250,48 +237,6 @@ fn record(a: RecordArgs) -> ExitCode {
     }
 }
 
-fn stats_cmd(a: StatsArgs) -> ExitCode {
-    let mut ok = true;
-    for p in &a.traces {
-        match stats::summarize_file(p, "gpu-trace:") {
-            Ok((s, t)) => {
-                if a.json {
-                    println!("{}", stats::to_json(&s));
-                } else {
-                    println!("{}", p.display());
-                    print!("{}", stats::render(&s));
-                }
-                for pr in t.problems.iter().take(5) {
-                    eprintln!("gpu-trace: {}: {pr}", p.display());
-                }
-                if let Some((name, ts)) = s.dangling.first() {
-                    eprintln!(
-                        "gpu-trace: {}: {} API calls point at GPU work that is not in the trace (the first: {name} at {ts} ns)",
-                        p.display(),
-                        s.dangling.len()
-                    );
-                }
-                if a.strict && !stats::complete(&s) {
-                    eprintln!(
-                        "gpu-trace: {}: the trace is incomplete (--strict)",
-                        p.display()
-                    );
-                    ok = false;
-                }
-            }
-            Err(e) => {
-                eprintln!("gpu-trace: {e}");
-                ok = false;
-            }
-        }
-    }
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
-}
-
 fn metrics_cmd(a: MetricsArgs) -> ExitCode {
     let cupti = match cupti::Cupti::load() {
         Ok(c) => c,
@@ -353,7 +298,7 @@ fn metrics_cmd(a: MetricsArgs) -> ExitCode {
 fn main() -> ExitCode {
     match Cli::parse().cmd {
         Cmd::Record(a) => record(*a),
-        Cmd::Stats(a) => stats_cmd(a),
+        Cmd::Stats(a) => stats::run(a),
         Cmd::Metrics(a) => metrics_cmd(a),
     }
 }

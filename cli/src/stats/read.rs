@@ -1,56 +1,70 @@
-//! `gpu-trace stats`: nsys-stats-like summaries of a trace.
+//! One pass over a trace: what `stats` keeps of its events, per process.
+//!
+//! Memory holds, per group (kernel name, API function ...), every duration
+//! (4 bytes each, for exact medians); per device engine, stream and
+//! thread, the union of its busy intervals (16 bytes per idle gap); per
+//! profiled kernel, its counter values; and the reader's own state. Not
+//! the trace.
 
+use super::busy::{Intervals, waits_for_gpu};
+use super::dist::Durations;
 use gpu_trace_reader::{
-    CounterValue, GpuEvent, KernelInfo, Parts, ReadError, Slice, Stage, Str, Trace, Visitor,
+    CounterValue, DeviceInfo, GpuEvent, KernelInfo, Parts, Slice, Stage, Str, Trace, Visitor,
 };
 use rustc_hash::FxHashMap;
-use std::collections::BTreeMap;
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::fmt::Write as _;
-use std::path::Path;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
 use std::sync::Arc;
 
-/// Duration statistics of one group (a kernel name, an API function ...).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Row {
-    /// Group name.
-    pub(crate) name: String,
-    /// Number of instances.
-    pub(crate) count: u64,
-    /// Sum of durations, ns.
-    pub(crate) total: u64,
-    /// Mean, ns.
-    pub(crate) avg: f64,
-    /// Median, ns.
-    pub(crate) median: u64,
-    /// Minimum, ns.
-    pub(crate) min: u64,
-    /// Maximum, ns.
-    pub(crate) max: u64,
-    /// Standard deviation, ns.
-    pub(crate) stddev: f64,
-    /// Bytes (memory operations), summed.
-    pub(crate) bytes: Option<u64>,
+/// A process id, as the trace has it.
+pub(crate) type Pid = i64;
+
+/// The process of events the trace does not attribute to one.
+pub(crate) const UNKNOWN_PID: Pid = -1;
+
+/// The engine of kernels in [`ProcData::engines`].
+pub(crate) const KERNEL_ENGINE: &str = "Kernels";
+
+/// A time span, ns; empty until something is added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
 }
 
-/// One group's statistics.
-fn row(name: String, mut d: Vec<u64>, bytes: Option<u64>) -> Row {
-    d.sort_unstable();
-    let n = d.len() as f64;
-    let total: u64 = d.iter().sum();
-    let avg = total as f64 / n;
-    let var = d.iter().map(|&x| (x as f64 - avg).powi(2)).sum::<f64>() / n;
-    Row {
-        name,
-        count: d.len() as u64,
-        total,
-        avg,
-        median: d[d.len() / 2],
-        min: d[0],
-        max: d[d.len() - 1],
-        stddev: var.sqrt(),
-        bytes,
+impl Default for Span {
+    fn default() -> Span {
+        Span {
+            start: u64::MAX,
+            end: 0,
+        }
+    }
+}
+
+impl Span {
+    #[inline]
+    pub(crate) fn add(&mut self, start: u64, end: u64) {
+        self.start = self.start.min(start);
+        self.end = self.end.max(end);
+    }
+
+    pub(crate) fn join(&mut self, o: Span) {
+        if !o.is_empty() {
+            self.add(o.start, o.end);
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.start > self.end
+    }
+
+    pub(crate) fn dur(&self) -> u64 {
+        if self.is_empty() {
+            0
+        } else {
+            self.end - self.start
+        }
     }
 }
 
@@ -62,89 +76,87 @@ enum Holder {
     Name(Str),
 }
 
-/// Durations and bytes by group name. Each event finds its group by the
-/// address of its interned name (or kernel), without hashing the text.
-#[derive(Default)]
-struct Groups {
-    by_key: FxHashMap<usize, usize>,
+struct Group<K> {
+    owner: K,
+    name: String,
+    durs: Durations,
+    bytes: u64,
+    /// Whether the name is that of a call waiting for the GPU.
+    waits: bool,
+}
+
+/// Durations and bytes by owner (a process, or a track) and name. Each
+/// event finds its group by the address of its interned name (or kernel),
+/// without hashing the text.
+struct Groups<K> {
+    by_ptr: FxHashMap<(usize, K), u32>,
     keep: Vec<Holder>,
-    by_name: FxHashMap<String, usize>,
-    groups: Vec<(String, Vec<u64>, Option<u64>)>,
+    by_name: FxHashMap<(K, String), u32>,
+    groups: Vec<Group<K>>,
 }
 
-impl Groups {
-    fn named(&mut self, name: &str) -> usize {
-        match self.by_name.get(name) {
-            Some(&i) => i,
-            None => {
-                self.groups.push((name.to_owned(), Vec::new(), None));
-                self.by_name.insert(name.to_owned(), self.groups.len() - 1);
-                self.groups.len() - 1
+impl<K> Default for Groups<K> {
+    fn default() -> Self {
+        Groups {
+            by_ptr: FxHashMap::default(),
+            keep: Vec::new(),
+            by_name: FxHashMap::default(),
+            groups: Vec::new(),
+        }
+    }
+}
+
+impl<K: Copy + Eq + Hash> Groups<K> {
+    fn named(&mut self, owner: K, name: &str) -> u32 {
+        match self.by_name.entry((owner, name.to_owned())) {
+            Entry::Occupied(o) => *o.get(),
+            Entry::Vacant(v) => {
+                self.groups.push(Group {
+                    owner,
+                    name: name.to_owned(),
+                    durs: Durations::default(),
+                    bytes: 0,
+                    waits: waits_for_gpu(name),
+                });
+                *v.insert(self.groups.len() as u32 - 1)
             }
         }
     }
 
-    fn add_to(&mut self, i: usize, dur: u64, bytes: Option<u64>) {
-        let g = &mut self.groups[i];
-        g.1.push(dur);
-        if let Some(b) = bytes {
-            *g.2.get_or_insert(0) += b;
-        }
-    }
-
-    #[cfg(test)]
-    fn add(&mut self, name: &str, dur: u64, bytes: Option<u64>) {
-        let i = self.named(name);
-        self.add_to(i, dur, bytes);
-    }
-
-    fn add_str(&mut self, name: &Str, dur: u64, bytes: Option<u64>) {
-        let key = name.as_str().as_ptr() as usize;
-        let i = match self.by_key.get(&key) {
+    #[inline]
+    fn of_str(&mut self, name: &Str, owner: K) -> u32 {
+        let key = (name.as_str().as_ptr() as usize, owner);
+        match self.by_ptr.get(&key) {
             Some(&i) => i,
             None => {
-                let i = self.named(name);
+                let i = self.named(owner, name);
                 self.keep.push(Holder::Name(name.clone()));
-                self.by_key.insert(key, i);
+                self.by_ptr.insert(key, i);
                 i
             }
-        };
-        self.add_to(i, dur, bytes);
+        }
     }
 
-    fn add_kernel(&mut self, k: &Arc<KernelInfo>, dur: u64) {
-        let key = Arc::as_ptr(k) as usize;
-        let i = match self.by_key.get(&key) {
+    #[inline]
+    fn of_kernel(&mut self, k: &Arc<KernelInfo>, owner: K) -> u32 {
+        let key = (Arc::as_ptr(k) as usize, owner);
+        match self.by_ptr.get(&key) {
             Some(&i) => i,
             None => {
-                let i = self.named(&k.demangled);
+                let i = self.named(owner, &k.demangled);
                 self.keep.push(Holder::Kernel(k.clone()));
-                self.by_key.insert(key, i);
+                self.by_ptr.insert(key, i);
                 i
             }
-        };
-        self.add_to(i, dur, None);
+        }
     }
 
-    /// The rows, by total time (most first), then name.
-    fn rows(self) -> Vec<Row> {
-        let mut out: Vec<Row> = self
-            .groups
-            .into_iter()
-            .map(|(name, d, bytes)| row(name, d, bytes))
-            .collect();
-        out.sort_by(|a, b| b.total.cmp(&a.total).then(a.name.cmp(&b.name)));
-        out
+    #[inline]
+    fn add(&mut self, i: u32, dur: u64, bytes: u64) {
+        let g = &mut self.groups[i as usize];
+        g.durs.push(dur);
+        g.bytes += bytes;
     }
-}
-
-#[cfg(test)]
-fn rows<'a>(items: impl Iterator<Item = (&'a str, u64, Option<u64>)>) -> Vec<Row> {
-    let mut g = Groups::default();
-    for (name, dur, bytes) in items {
-        g.add(name, dur, bytes);
-    }
-    g.rows()
 }
 
 /// Hashes GPU event ids, which differ in their middle bits
@@ -248,22 +260,99 @@ struct Waiting {
     missing: u32,
 }
 
-/// Accumulates a summary from the events of a trace as they stream by.
+/// A hardware queue (stream) of one process.
+struct StreamAcc {
+    pid: Pid,
+    gpu: i64,
+    name: String,
+    kernels: u64,
+    memory: u64,
+    busy: Intervals,
+}
+
+/// One engine of a device, in one process.
+struct EngineAcc {
+    pid: Pid,
+    gpu: i64,
+    engine: u32,
+    ops: u64,
+    span: Span,
+    busy: Intervals,
+}
+
+/// (queue address, pid, gpu, engine).
+type LaneKey = (usize, Pid, i64, u32);
+
+/// Indices into [`Acc::engines`] and [`Acc::streams`].
+#[derive(Clone, Copy)]
+struct Lane {
+    engine: u32,
+    stream: u32,
+}
+
+/// One track's slices.
 #[derive(Default)]
-struct Acc {
-    kernels: Groups,
-    memory: Groups,
-    api: Groups,
-    ranges: Groups,
-    /// The per-kernel values of each counter, in trace order.
-    counters: BTreeMap<String, Vec<f64>>,
-    /// Per (device, counter): whether its next sample is a kernel's value
-    /// (a kernel's counters are written as its value at its start, then a
-    /// return to zero at its end).
-    next_is_value: HashMap<(i64, String), bool>,
+struct TrackAcc {
+    span: Span,
+    calls: u64,
+    waiting_calls: u64,
+    waiting: Intervals,
+}
+
+/// A per-kernel counter of one GPU.
+struct CounterSlot {
+    name: Str,
+    /// Whether its next sample is a kernel's value (a kernel's counters
+    /// are written as its value at its start, then a return to zero at its
+    /// end).
+    next_is_value: bool,
+}
+
+/// One per-kernel counter value.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sample {
+    pub(crate) gpu: i64,
+    pub(crate) ts: u64,
+    slot: u32,
+    pub(crate) value: f64,
+}
+
+/// Accumulates the statistics of a trace as its events stream by.
+#[derive(Default)]
+pub(crate) struct Acc {
+    kernels: Groups<Pid>,
+    memory: Groups<Pid>,
+    api: Groups<u64>,
+    ranges: Groups<u64>,
+    /// Per (pid, gpu, engine: 0 for kernels, else the memory group + 1):
+    /// operations and busy time.
+    engines: Vec<EngineAcc>,
+    engine_index: FxHashMap<(Pid, i64, u32), u32>,
+    /// The engine and stream of a (queue, pid, gpu, engine), found by the
+    /// queue's address; and the last one found (work mostly comes in runs
+    /// of one kind on one queue).
+    lanes: FxHashMap<LaneKey, Lane>,
+    last_lane: Option<(LaneKey, Lane)>,
+    streams: Vec<StreamAcc>,
+    stream_by_ptr: FxHashMap<(usize, Pid), u32>,
+    stream_by_name: FxHashMap<(Pid, i64, String), u32>,
+    stream_keep: Vec<Str>,
+    tracks: Vec<TrackAcc>,
+    track_index: FxHashMap<u64, u32>,
+    track_uuids: Vec<u64>,
+    last_track: Option<(u64, u32)>,
+    /// The span of the counter values (that of GPU work is the engines',
+    /// that of slices the tracks').
+    counter_span: Span,
+    counter_slots: Vec<CounterSlot>,
+    counter_by_ptr: FxHashMap<(i64, usize), u32>,
+    counter_by_name: FxHashMap<(i64, String), u32>,
+    counter_keep: Vec<Str>,
     /// Every per-kernel value with its device and time, to meet the kernel
-    /// that starts there (see [`by_kernel`]).
-    samples: Vec<Sample>,
+    /// that starts there (see [`KernelsAt`]).
+    pub(crate) samples: Vec<Sample>,
+    /// Graphics APIs of the contexts seen (4 CUDA, 5 HIP).
+    apis: Vec<u64>,
     /// Every GPU event id read so far.
     ids: IdSet,
     /// Submission ids not seen (yet) among the GPU events, with the
@@ -276,8 +365,6 @@ struct Acc {
     free: Vec<u32>,
     /// The submissions of one slice not seen yet (reused).
     missing: Vec<u64>,
-    /// Whether a track's events were out of time order.
-    unordered: bool,
 }
 
 impl Visitor for Acc {
@@ -298,23 +385,71 @@ impl Visitor for Acc {
                 self.seen(w);
             }
         }
-        match e.stage {
-            Stage::Kernel => match &e.kernel {
-                Some(k) if !k.demangled.is_empty() => self.kernels.add_kernel(k, e.dur),
-                _ => self.kernels.add_str(&e.name, e.dur, None),
-            },
-            Stage::Memcpy | Stage::Memset => {
-                self.memory
-                    .add_str(&e.name, e.dur, Some(e.bytes().unwrap_or(0)))
+        let pid = match e.context {
+            Some(c) => {
+                if !self.apis.contains(&c.api) {
+                    self.apis.push(c.api);
+                }
+                c.pid
             }
-            Stage::Other(_) => {}
+            None => UNKNOWN_PID,
+        };
+        let gpu = e.gpu_id.unwrap_or(0);
+        let end = e.ts.saturating_add(e.dur);
+        let (engine, is_kernel) = match e.stage {
+            Stage::Kernel => {
+                let g = match &e.kernel {
+                    Some(k) if !k.demangled.is_empty() => self.kernels.of_kernel(k, pid),
+                    _ => self.kernels.of_str(&e.name, pid),
+                };
+                self.kernels.add(g, e.dur, 0);
+                (0, true)
+            }
+            Stage::Memcpy | Stage::Memset => {
+                let g = self.memory.of_str(&e.name, pid);
+                self.memory.add(g, e.dur, e.bytes().unwrap_or(0));
+                (g + 1, false)
+            }
+            Stage::Other(_) => return,
+        };
+        let lane = self.lane(&e.queue, pid, gpu, engine);
+        let en = &mut self.engines[lane.engine as usize];
+        en.ops += 1;
+        en.span.add(e.ts, end);
+        en.busy.add(e.ts, end);
+        let s = &mut self.streams[lane.stream as usize];
+        if is_kernel {
+            s.kernels += 1;
+        } else {
+            s.memory += 1;
         }
+        s.busy.add(e.ts, end);
     }
 
     fn slice(&mut self, s: &Slice, begin: u32) {
+        let end = s.ts.saturating_add(s.dur);
+        let t = self.track(s.track);
         match s.gpu_api {
-            Some(_) => self.api.add_str(&s.name, s.dur, None),
-            None => self.ranges.add_str(&s.name, s.dur, None),
+            Some(_) => {
+                let g = self.api.of_str(&s.name, s.track);
+                self.api.add(g, s.dur, 0);
+                let waits = self.api.groups[g as usize].waits || !s.waits.is_empty();
+                let t = &mut self.tracks[t as usize];
+                t.span.add(s.ts, end);
+                t.calls += 1;
+                if waits {
+                    t.waiting_calls += 1;
+                    t.waiting.add(s.ts, end);
+                }
+            }
+            None => {
+                let g = self.ranges.of_str(&s.name, s.track);
+                self.ranges.add(g, s.dur, 0);
+                self.tracks[t as usize].span.add(s.ts, end);
+            }
+        }
+        if s.submissions.is_empty() {
+            return;
         }
         let mut missing = std::mem::take(&mut self.missing);
         missing.clear();
@@ -357,34 +492,22 @@ impl Visitor for Acc {
     }
 
     fn counter(&mut self, c: &CounterValue) {
+        self.counter_span.add(c.ts, c.ts);
+        let slot = self.counter_slot(c);
         // Per-kernel counters return to zero at the kernel's end: every
         // other sample of a device's counter is that reset, not a value (a
         // kernel's value may be zero too).
-        let next = self
-            .next_is_value
-            .entry((c.gpu_id, c.name.to_string()))
-            .or_insert(true);
-        let is_value = *next;
-        *next = !*next;
-        if !is_value {
-            return;
+        let cs = &mut self.counter_slots[slot as usize];
+        let is_value = cs.next_is_value;
+        cs.next_is_value = !is_value;
+        if is_value {
+            self.samples.push(Sample {
+                gpu: c.gpu_id,
+                ts: c.ts,
+                slot,
+                value: c.value,
+            });
         }
-        self.samples.push(Sample {
-            gpu: c.gpu_id,
-            ts: c.ts,
-            name: c.name.to_string(),
-            value: c.value,
-        });
-        match self.counters.get_mut(c.name.as_str()) {
-            Some(v) => v.push(c.value),
-            None => {
-                self.counters.insert(c.name.to_string(), vec![c.value]);
-            }
-        }
-    }
-
-    fn unordered_track(&mut self, _: u64) {
-        self.unordered = true;
     }
 }
 
@@ -400,96 +523,327 @@ impl Acc {
         }
     }
 
-    /// The summary, with what `t` holds besides the events.
-    fn finish(self, t: &Trace) -> Summary {
+    #[inline]
+    fn track(&mut self, uuid: u64) -> u32 {
+        if let Some((u, i)) = self.last_track
+            && u == uuid
+        {
+            return i;
+        }
+        let next = self.tracks.len() as u32;
+        let i = *self.track_index.entry(uuid).or_insert(next);
+        if i == next {
+            self.tracks.push(TrackAcc::default());
+            self.track_uuids.push(uuid);
+        }
+        self.last_track = Some((uuid, i));
+        i
+    }
+
+    #[inline]
+    fn lane(&mut self, queue: &Str, pid: Pid, gpu: i64, engine: u32) -> Lane {
+        let key = (queue.as_str().as_ptr() as usize, pid, gpu, engine);
+        if let Some((k, l)) = self.last_lane
+            && k == key
+        {
+            return l;
+        }
+        let l = match self.lanes.get(&key) {
+            Some(&l) => l,
+            None => {
+                let stream = self.stream(queue, pid, gpu);
+                let next = self.engines.len() as u32;
+                let e = *self.engine_index.entry((pid, gpu, engine)).or_insert(next);
+                if e == next {
+                    self.engines.push(EngineAcc {
+                        pid,
+                        gpu,
+                        engine,
+                        ops: 0,
+                        span: Span::default(),
+                        busy: Intervals::default(),
+                    });
+                }
+                let l = Lane { engine: e, stream };
+                self.lanes.insert(key, l);
+                l
+            }
+        };
+        self.last_lane = Some((key, l));
+        l
+    }
+
+    fn stream(&mut self, queue: &Str, pid: Pid, gpu: i64) -> u32 {
+        let key = (queue.as_str().as_ptr() as usize, pid);
+        if let Some(&i) = self.stream_by_ptr.get(&key) {
+            return i;
+        }
+        let next = self.streams.len() as u32;
+        let i = *self
+            .stream_by_name
+            .entry((pid, gpu, queue.to_string()))
+            .or_insert(next);
+        if i == next {
+            self.streams.push(StreamAcc {
+                pid,
+                gpu,
+                name: queue.to_string(),
+                kernels: 0,
+                memory: 0,
+                busy: Intervals::default(),
+            });
+        }
+        self.stream_keep.push(queue.clone());
+        self.stream_by_ptr.insert(key, i);
+        i
+    }
+
+    fn counter_slot(&mut self, c: &CounterValue) -> u32 {
+        let key = (c.gpu_id, c.name.as_str().as_ptr() as usize);
+        if let Some(&i) = self.counter_by_ptr.get(&key) {
+            return i;
+        }
+        let next = self.counter_slots.len() as u32;
+        let i = *self
+            .counter_by_name
+            .entry((c.gpu_id, c.name.to_string()))
+            .or_insert(next);
+        if i == next {
+            self.counter_slots.push(CounterSlot {
+                name: c.name.clone(),
+                next_is_value: true,
+            });
+        }
+        self.counter_keep.push(c.name.clone());
+        self.counter_by_ptr.insert(key, i);
+        i
+    }
+
+    /// What the trace holds, per process, with what `t` holds besides the
+    /// events and, for per-kernel counters, the kernel at each sample's
+    /// time ([`KernelsAt`]).
+    pub(crate) fn finish(
+        self,
+        t: &Trace,
+        kernels_at: &FxHashMap<(i64, u64), Option<(String, Pid)>>,
+    ) -> FileData {
         // What is still awaited was never seen: every GPU event read after
         // a slice answered its wait.
         let mut dangling: Vec<Waiting> = self.waiting.into_iter().flatten().collect();
         dangling.sort_by_key(|w| (w.ts, w.depth, w.begin));
-        Summary {
-            kernels: self.kernels.rows(),
-            memory: self.memory.rows(),
-            api: self.api.rows(),
-            ranges: self.ranges.rows(),
-            counters: self
-                .counters
-                .into_iter()
-                .map(|(n, v)| {
-                    let (mean, min, max) = mean_min_max(&v);
-                    (n, v.len() as u64, mean, min, max)
-                })
-                .collect(),
-            counters_by_kernel: Vec::new(),
-            losses: t.drop_counts().map(|ours| {
-                // The service's last statistics are final; the tool's copy
-                // of them in its summary may be a moment older.
-                let mut all: Vec<(String, u64)> = ours
-                    .into_iter()
-                    .filter(|(k, n)| *n > 0 && (t.losses.is_none() || !k.starts_with("perfetto_")))
-                    .collect();
-                if let Some(l) = t.losses {
-                    all.extend(
-                        l.counts()
-                            .into_iter()
-                            .map(|(k, n)| (format!("perfetto_{k}"), n)),
-                    );
+
+        // The processes: those of GPU work and of threads.
+        let owners: Vec<(Pid, Option<i64>)> = self
+            .track_uuids
+            .iter()
+            .map(|&u| track_owner(t, u))
+            .collect();
+        let mut pids: Vec<Pid> = self
+            .engines
+            .iter()
+            .map(|e| e.pid)
+            .chain(owners.iter().map(|o| o.0))
+            .chain(kernels_at.values().flatten().map(|(_, p)| *p))
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        // What no process claims belongs to the only one there is.
+        let known: Vec<Pid> = pids.iter().copied().filter(|&p| p != UNKNOWN_PID).collect();
+        let fold = |p: Pid| -> Pid {
+            match known.as_slice() {
+                [only] if p == UNKNOWN_PID => *only,
+                _ => p,
+            }
+        };
+        let mut procs: BTreeMap<Pid, ProcData> = BTreeMap::new();
+        let mut span = self.counter_span;
+        for e in &self.engines {
+            span.join(e.span);
+            procs.entry(fold(e.pid)).or_default().span.join(e.span);
+        }
+        for t in &self.tracks {
+            span.join(t.span);
+        }
+        let track_pid = |uuid: u64| -> Pid {
+            let i = self.track_index[&uuid] as usize;
+            fold(owners[i].0)
+        };
+        for g in self.kernels.groups {
+            procs
+                .entry(fold(g.owner))
+                .or_default()
+                .kernels
+                .push((g.name, g.durs));
+        }
+        let mut engine_names: Vec<String> = Vec::with_capacity(self.memory.groups.len());
+        for g in self.memory.groups {
+            engine_names.push(g.name.clone());
+            procs
+                .entry(fold(g.owner))
+                .or_default()
+                .memory
+                .push((g.name, g.durs, g.bytes));
+        }
+        for e in self.engines {
+            let engine = match e.engine {
+                0 => KERNEL_ENGINE.to_owned(),
+                g => engine_names[g as usize - 1].clone(),
+            };
+            procs
+                .entry(fold(e.pid))
+                .or_default()
+                .engines
+                .push(EngineData {
+                    gpu: e.gpu,
+                    engine,
+                    ops: e.ops,
+                    busy: e.busy,
+                });
+        }
+        for s in self.streams {
+            procs
+                .entry(fold(s.pid))
+                .or_default()
+                .streams
+                .push(StreamData {
+                    gpu: s.gpu,
+                    name: s.name,
+                    kernels: s.kernels,
+                    memory: s.memory,
+                    busy: s.busy,
+                });
+        }
+        // API calls and ranges were grouped per track: per process now.
+        for (groups, api) in [(self.api.groups, true), (self.ranges.groups, false)] {
+            let mut index: FxHashMap<(Pid, String), usize> = FxHashMap::default();
+            for g in groups {
+                let pid = track_pid(g.owner);
+                let p = procs.entry(pid).or_default();
+                let list = if api { &mut p.api } else { &mut p.ranges };
+                match index.entry((pid, g.name)) {
+                    Entry::Occupied(o) => list[*o.get()].1.append(g.durs),
+                    Entry::Vacant(v) => {
+                        list.push((v.key().1.clone(), g.durs));
+                        v.insert(list.len() - 1);
+                    }
                 }
-                all
-            }),
+            }
+        }
+        for ((acc, uuid), owner) in self.tracks.into_iter().zip(self.track_uuids).zip(owners) {
+            let pid = fold(owner.0);
+            let p = procs.entry(pid).or_default();
+            p.span.join(acc.span);
+            // Range tracks are the process's, not a thread's; a track of
+            // API calls is a thread's, even one the trace does not name.
+            if owner.1.is_none() && acc.calls == 0 {
+                continue;
+            }
+            let tid = owner.1;
+            let name = t
+                .tracks
+                .get(&uuid)
+                .map(|i| i.name.clone())
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| match tid {
+                    Some(tid) => format!("thread {tid}"),
+                    None => format!("track {uuid:#x}"),
+                });
+            p.threads.push(ThreadData {
+                tid,
+                name,
+                span: acc.span,
+                calls: acc.calls,
+                waiting_calls: acc.waiting_calls,
+                waiting: acc.waiting,
+            });
+        }
+        let slots = self.counter_slots;
+        let single = match known.as_slice() {
+            [only] => *only,
+            _ => UNKNOWN_PID,
+        };
+        for s in &self.samples {
+            let (kernel, pid) = match kernels_at.get(&(s.gpu, s.ts)).and_then(Option::as_ref) {
+                Some((k, p)) => (k.clone(), fold(*p)),
+                None => ("(kernel not in the trace)".to_owned(), single),
+            };
+            procs.entry(pid).or_default().counters.push(CounterData {
+                kernel,
+                metric: slots[s.slot as usize].name.to_string(),
+                value: s.value,
+            });
+        }
+        FileData {
+            path: String::new(),
+            size: 0,
+            span,
+            devices: t.devices.clone(),
+            sources: t.data_sources.clone(),
+            categories: t.track_event_categories.clone(),
+            losses: losses(t),
+            truncated_at: t.truncated_at,
+            problems: t.problems.clone(),
             dangling: dangling
                 .into_iter()
                 .map(|w| (w.name.to_string(), w.ts))
                 .collect(),
-            devices: t
-                .devices
-                .iter()
-                .map(|d| format!("GPU {}: {} ({})", d.gpu_id, d.name, d.model))
-                .collect(),
+            apis: self.apis,
+            procs,
         }
     }
 }
 
-/// All summaries of one trace.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Summary {
-    /// Kernels by name.
-    pub(crate) kernels: Vec<Row>,
-    /// Copies and memsets by name ("Memcpy HtoD", "Memset").
-    pub(crate) memory: Vec<Row>,
-    /// API calls by function.
-    pub(crate) api: Vec<Row>,
-    /// NVTX / roctx ranges by text (slices without a GPU API).
-    pub(crate) ranges: Vec<Row>,
-    /// Per-kernel counters: name → (kernels, mean, min, max).
-    pub(crate) counters: Vec<(String, u64, f64, f64, f64)>,
-    /// The same per kernel name: (kernel, counter, kernels, mean, min, max).
-    pub(crate) counters_by_kernel: Vec<(String, String, u64, f64, f64, f64)>,
-    /// Everything lost, by kind: the tool's own counts (from its summary
-    /// line) and the tracing service's (`perfetto_*`, from its statistics).
-    /// `None` when the trace has no summary line: it was not finalised, so
-    /// what was lost is unknown.
-    pub(crate) losses: Option<Vec<(String, u64)>>,
-    /// Devices.
-    pub(crate) devices: Vec<String>,
-    /// API slices whose submission arrow points at GPU work that is not in
-    /// the trace: (name, start ns), in trace order.
-    pub(crate) dangling: Vec<(String, u64)>,
+/// Everything lost, by kind: the tool's own counts (from its summary line)
+/// and the tracing service's (`perfetto_*`, from its statistics). `None`
+/// when the trace has no summary line.
+fn losses(t: &Trace) -> Option<Vec<(String, u64)>> {
+    t.drop_counts().map(|ours| {
+        // The service's last statistics are final; the tool's copy of them
+        // in its summary may be a moment older.
+        let mut all: Vec<(String, u64)> = ours
+            .into_iter()
+            .filter(|(k, n)| *n > 0 && (t.losses.is_none() || !k.starts_with("perfetto_")))
+            .collect();
+        if let Some(l) = t.losses {
+            all.extend(
+                l.counts()
+                    .into_iter()
+                    .map(|(k, n)| (format!("perfetto_{k}"), n)),
+            );
+        }
+        all
+    })
 }
 
-/// One per-kernel counter value.
-#[derive(Debug, Clone)]
-struct Sample {
-    gpu: i64,
-    ts: u64,
-    name: String,
-    value: f64,
+/// The process and thread a track belongs to: its thread descriptor's, or,
+/// without one, what gpu-trace's track uuids hold (`gpu-trace-core`'s
+/// `thread_track_uuid`: bit 54, the pid in bits 32–53 and the tid below;
+/// `range_track_uuid`: the pid from bit 40, with bit 61 flipped).
+fn track_owner(t: &Trace, uuid: u64) -> (Pid, Option<i64>) {
+    if let Some(th) = t.thread_of(uuid) {
+        return (th.pid, Some(th.tid));
+    }
+    const THREAD_BIT: u64 = 1 << 54;
+    const RANGE_BIT: u64 = 1 << 61;
+    const PID_MASK: u64 = (1 << 22) - 1;
+    if uuid >> 55 == 0 && uuid & THREAD_BIT != 0 {
+        return (
+            ((uuid >> 32) & PID_MASK) as Pid,
+            Some((uuid & 0xffff_ffff) as i64),
+        );
+    }
+    let pid = (uuid ^ RANGE_BIT) >> 40;
+    if pid != 0 && pid <= PID_MASK && t.tracks.get(&uuid).is_some_and(|i| i.thread.is_none()) {
+        return (pid as Pid, None);
+    }
+    (UNKNOWN_PID, None)
 }
 
 /// Finds the kernels that start where counter samples are (a second,
 /// cheap pass over a trace that has counters: only their keys are kept).
 #[derive(Default)]
-struct KernelsAt {
-    wanted: HashMap<(i64, u64), Option<String>>,
+pub(crate) struct KernelsAt {
+    pub(crate) wanted: FxHashMap<(i64, u64), Option<(String, Pid)>>,
 }
 
 impl Visitor for KernelsAt {
@@ -504,231 +858,98 @@ impl Visitor for KernelsAt {
             return;
         }
         if let Some(slot) = self.wanted.get_mut(&(e.gpu_id.unwrap_or(0), e.ts)) {
-            *slot = Some(kernel_name(e));
+            let name = match &e.kernel {
+                Some(k) if !k.demangled.is_empty() => k.demangled.to_string(),
+                _ => e.name.to_string(),
+            };
+            *slot = Some((name, e.context.map_or(UNKNOWN_PID, |c| c.pid)));
         }
     }
 }
 
-/// The kernel's name as the kernels table shows it.
-fn kernel_name(e: &GpuEvent) -> String {
-    match &e.kernel {
-        Some(k) if !k.demangled.is_empty() => k.demangled.to_string(),
-        _ => e.name.to_string(),
-    }
+/// A device engine's work in one process: kernels, or one kind of memory
+/// operation ("Memcpy HtoD", "Memset" ...).
+#[derive(Debug, Default)]
+pub(crate) struct EngineData {
+    pub(crate) gpu: i64,
+    pub(crate) engine: String,
+    pub(crate) ops: u64,
+    pub(crate) busy: Intervals,
 }
 
-/// Per kernel name and counter: (kernels, mean, min, max).
-fn by_kernel(
-    samples: &[Sample],
-    names: &HashMap<(i64, u64), Option<String>>,
-) -> Vec<(String, String, u64, f64, f64, f64)> {
-    let mut groups: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
-    for s in samples {
-        let kernel = names
-            .get(&(s.gpu, s.ts))
-            .and_then(Clone::clone)
-            .unwrap_or_else(|| "(kernel not in the trace)".to_owned());
-        groups
-            .entry((kernel, s.name.clone()))
-            .or_default()
-            .push(s.value);
-    }
-    groups
-        .into_iter()
-        .map(|((k, m), v)| {
-            let (mean, min, max) = mean_min_max(&v);
-            (k, m, v.len() as u64, mean, min, max)
-        })
-        .collect()
+/// A stream's work.
+#[derive(Debug, Default)]
+pub(crate) struct StreamData {
+    pub(crate) gpu: i64,
+    pub(crate) name: String,
+    pub(crate) kernels: u64,
+    pub(crate) memory: u64,
+    pub(crate) busy: Intervals,
 }
 
-fn mean_min_max(v: &[f64]) -> (f64, f64, f64) {
-    let mean = v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
-    let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    (mean, min, max)
+/// A thread's API calls.
+#[derive(Debug, Default)]
+pub(crate) struct ThreadData {
+    /// `None` for a track that names no thread.
+    pub(crate) tid: Option<i64>,
+    pub(crate) name: String,
+    /// From its first slice's start to its last slice's end.
+    pub(crate) span: Span,
+    pub(crate) calls: u64,
+    pub(crate) waiting_calls: u64,
+    /// The union of its calls that wait for the GPU.
+    pub(crate) waiting: Intervals,
 }
 
-/// Summarises a decoded trace.
-pub(crate) fn summarize(t: &Trace) -> Summary {
-    let mut acc = Acc::default();
-    for e in &t.gpu_events {
-        acc.gpu_event(e);
-    }
-    for (i, s) in t.slices.iter().enumerate() {
-        acc.slice(s, i as u32);
-    }
-    for c in &t.counters {
-        acc.counter(c);
-    }
-    let mut at = KernelsAt::default();
-    for s in &acc.samples {
-        at.wanted.insert((s.gpu, s.ts), None);
-    }
-    if !at.wanted.is_empty() {
-        for e in &t.gpu_events {
-            at.gpu_event(e);
-        }
-    }
-    let samples = std::mem::take(&mut acc.samples);
-    let mut s = acc.finish(t);
-    s.counters_by_kernel = by_kernel(&samples, &at.wanted);
-    s
+/// One per-kernel counter value.
+#[derive(Debug, Clone)]
+pub(crate) struct CounterData {
+    pub(crate) kernel: String,
+    pub(crate) metric: String,
+    pub(crate) value: f64,
 }
 
-/// Summarises the trace at `p` as it is read, drawing a progress bar
-/// labelled `prefix`: memory holds the durations of the groups, not the
-/// decoded trace. Also returns the trace without its events (problems,
-/// logs ...). A trace whose track events are out of time order is decoded
-/// whole instead, so that its slices pair as [`Trace::open`] pairs them.
-pub(crate) fn summarize_file(p: &Path, prefix: &str) -> Result<(Summary, Trace), ReadError> {
-    let mut acc = Acc::default();
-    let t = Trace::visit_showing_progress(p, prefix, &mut acc)?;
-    if acc.unordered {
-        let t = Trace::open_showing_progress(p, prefix)?;
-        return Ok((summarize(&t), t));
-    }
-    let samples = std::mem::take(&mut acc.samples);
-    let mut s = acc.finish(&t);
-    if !samples.is_empty() {
-        let mut at = KernelsAt::default();
-        for x in &samples {
-            at.wanted.insert((x.gpu, x.ts), None);
-        }
-        Trace::visit(p, &mut at)?;
-        s.counters_by_kernel = by_kernel(&samples, &at.wanted);
-    }
-    Ok((s, t))
+/// One process's events.
+#[derive(Debug, Default)]
+pub(crate) struct ProcData {
+    pub(crate) span: Span,
+    pub(crate) kernels: Vec<(String, Durations)>,
+    pub(crate) memory: Vec<(String, Durations, u64)>,
+    pub(crate) api: Vec<(String, Durations)>,
+    pub(crate) ranges: Vec<(String, Durations)>,
+    pub(crate) engines: Vec<EngineData>,
+    pub(crate) streams: Vec<StreamData>,
+    pub(crate) threads: Vec<ThreadData>,
+    pub(crate) counters: Vec<CounterData>,
 }
 
-fn table(out: &mut String, title: &str, rows: &[Row], with_bytes: bool) {
-    if rows.is_empty() {
-        return;
-    }
-    let grand: u64 = rows.iter().map(|r| r.total).sum::<u64>().max(1);
-    let _ = writeln!(out, "\n{title}\n");
-    let _ = write!(
-        out,
-        " Time(%)  Total Time (ns)  Instances    Avg (ns)    Med (ns)    Min (ns)    Max (ns)  StdDev (ns)"
-    );
-    if with_bytes {
-        let _ = write!(out, "   Total (MB)");
-    }
-    let _ = writeln!(out, "  Name");
-    for r in rows {
-        let _ = write!(
-            out,
-            " {:>7.1}  {:>15}  {:>9}  {:>10.1}  {:>10}  {:>10}  {:>10}  {:>11.1}",
-            100.0 * r.total as f64 / grand as f64,
-            r.total,
-            r.count,
-            r.avg,
-            r.median,
-            r.min,
-            r.max,
-            r.stddev
-        );
-        if with_bytes {
-            let _ = write!(out, "  {:>11.3}", r.bytes.unwrap_or(0) as f64 / 1e6);
-        }
-        let _ = writeln!(out, "  {}", r.name);
-    }
-}
-
-/// Renders the summary as text tables.
-pub(crate) fn render(s: &Summary) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "Losses: {}", loss_line(s));
-    for d in &s.devices {
-        let _ = writeln!(out, "{d}");
-    }
-    table(&mut out, "GPU kernels", &s.kernels, false);
-    table(&mut out, "GPU memory operations", &s.memory, true);
-    table(&mut out, "API calls", &s.api, false);
-    table(&mut out, "NVTX / roctx ranges", &s.ranges, false);
-    if !s.counters.is_empty() {
-        let _ = writeln!(out, "\nPer-kernel counters\n");
-        let _ = writeln!(
-            out,
-            " Kernels          Mean           Min           Max  Name"
-        );
-        for (n, k, mean, min, max) in &s.counters {
-            let _ = writeln!(out, " {k:>7}  {mean:>12.4}  {min:>12.4}  {max:>12.4}  {n}");
-        }
-    }
-    if !s.counters_by_kernel.is_empty() {
-        let _ = writeln!(out, "\nPer-kernel counters by kernel\n");
-        let mut last = "";
-        for (kernel, n, k, mean, min, max) in &s.counters_by_kernel {
-            if kernel != last {
-                let _ = writeln!(out, " {kernel}");
-                let _ = writeln!(
-                    out,
-                    "   Kernels          Mean           Min           Max  Counter"
-                );
-                last = kernel;
-            }
-            let _ = writeln!(
-                out,
-                "   {k:>7}  {mean:>12.4}  {min:>12.4}  {max:>12.4}  {n}"
-            );
-        }
-    }
-    out
-}
-
-/// Whether the trace says it holds everything that happened.
-pub(crate) fn complete(s: &Summary) -> bool {
-    s.losses.as_ref().is_some_and(|l| l.is_empty())
-}
-
-fn loss_line(s: &Summary) -> String {
-    match &s.losses {
-        None => "unknown: the trace has no summary (the process did not finish tracing; data after the last write is missing)".to_owned(),
-        Some(l) if l.is_empty() => "none".to_owned(),
-        Some(l) => format!(
-            "{} (the trace is incomplete)",
-            l.iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        ),
-    }
-}
-
-fn row_json(r: &Row) -> serde_json::Value {
-    serde_json::json!({
-        "name": r.name, "count": r.count, "total_ns": r.total, "avg_ns": r.avg,
-        "median_ns": r.median, "min_ns": r.min, "max_ns": r.max, "stddev_ns": r.stddev,
-        "bytes": r.bytes,
-    })
-}
-
-/// Renders the summary as JSON.
-pub(crate) fn to_json(s: &Summary) -> serde_json::Value {
-    serde_json::json!({
-        "devices": s.devices,
-        "kernels": s.kernels.iter().map(row_json).collect::<Vec<_>>(),
-        "memory": s.memory.iter().map(row_json).collect::<Vec<_>>(),
-        "api": s.api.iter().map(row_json).collect::<Vec<_>>(),
-        "ranges": s.ranges.iter().map(row_json).collect::<Vec<_>>(),
-        "counters": s.counters.iter().map(|(n, k, mean, min, max)| serde_json::json!({
-            "name": n, "kernels": k, "mean": mean, "min": min, "max": max})).collect::<Vec<_>>(),
-        "counters_by_kernel": s.counters_by_kernel.iter().map(|(kernel, n, k, mean, min, max)| serde_json::json!({
-            "kernel": kernel, "name": n, "kernels": k, "mean": mean, "min": min, "max": max})).collect::<Vec<_>>(),
-        "dropped": s.losses.iter().flatten().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
-        "complete": complete(s),
-    })
+/// One file's events, by process, and what the trace says of itself.
+#[derive(Debug, Default)]
+pub(crate) struct FileData {
+    pub(crate) path: String,
+    pub(crate) size: u64,
+    pub(crate) span: Span,
+    pub(crate) devices: Vec<DeviceInfo>,
+    pub(crate) sources: Vec<String>,
+    pub(crate) categories: Vec<String>,
+    pub(crate) losses: Option<Vec<(String, u64)>>,
+    pub(crate) truncated_at: Option<u64>,
+    pub(crate) problems: Vec<String>,
+    /// API slices whose submission arrow points at GPU work that is not in
+    /// the trace: (name, start ns), in trace order.
+    pub(crate) dangling: Vec<(String, u64)>,
+    pub(crate) apis: Vec<u64>,
+    pub(crate) procs: BTreeMap<Pid, ProcData>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn value(gpu: i64, ts: u64, name: &str, v: f64) -> CounterValue {
+    fn value(gpu: i64, ts: u64, name: &Str, v: f64) -> CounterValue {
         CounterValue {
             gpu_id: gpu,
-            name: name.into(),
+            name: name.clone(),
             ts,
             value: v,
             groups: Vec::new(),
@@ -741,31 +962,41 @@ mod tests {
     fn per_kernel_counters_keep_zero_values_and_skip_the_resets() {
         let mut acc = Acc::default();
         // Kernel at 100 (bytes 0, a real value), at 300 (bytes 64) on GPU 0,
-        // and one at 100 on GPU 1; each followed by its reset to zero.
-        for (gpu, ts, v) in [
-            (0, 100, 0.0),
-            (0, 200, 0.0),
-            (1, 100, 8.0),
-            (0, 300, 64.0),
-            (1, 150, 0.0),
-            (0, 400, 0.0),
+        // and one at 100 on GPU 1; each followed by its reset to zero. The
+        // name comes from two sequences (two allocations).
+        let (a, b) = (Str::from("bytes"), Str::from("bytes"));
+        for (gpu, ts, name, v) in [
+            (0, 100, &a, 0.0),
+            (0, 200, &b, 0.0),
+            (1, 100, &a, 8.0),
+            (0, 300, &a, 64.0),
+            (1, 150, &b, 0.0),
+            (0, 400, &a, 0.0),
         ] {
-            acc.counter(&value(gpu, ts, "bytes", v));
+            acc.counter(&value(gpu, ts, name, v));
         }
-        assert_eq!(acc.counters["bytes"], [0.0, 8.0, 64.0]);
-        let names: HashMap<(i64, u64), Option<String>> = [
-            ((0, 100), Some("a".to_owned())),
-            ((0, 300), Some("b".to_owned())),
-            ((1, 100), Some("a".to_owned())),
+        let got: Vec<(i64, u64, f64)> =
+            acc.samples.iter().map(|s| (s.gpu, s.ts, s.value)).collect();
+        assert_eq!(got, [(0, 100, 0.0), (1, 100, 8.0), (0, 300, 64.0)]);
+        let at: FxHashMap<(i64, u64), Option<(String, Pid)>> = [
+            ((0, 100), Some(("a".to_owned(), 7))),
+            ((0, 300), Some(("b".to_owned(), 7))),
+            ((1, 100), Some(("a".to_owned(), 7))),
         ]
         .into_iter()
         .collect();
-        let rows = by_kernel(&acc.samples, &names);
+        let f = acc.finish(&Trace::default(), &at);
+        let c: Vec<(&str, &str, f64)> = f.procs[&7]
+            .counters
+            .iter()
+            .map(|c| (c.kernel.as_str(), c.metric.as_str(), c.value))
+            .collect();
         assert_eq!(
-            rows,
+            c,
             [
-                ("a".to_owned(), "bytes".to_owned(), 2, 4.0, 0.0, 8.0),
-                ("b".to_owned(), "bytes".to_owned(), 1, 64.0, 64.0, 64.0),
+                ("a", "bytes", 0.0),
+                ("a", "bytes", 8.0),
+                ("b", "bytes", 64.0)
             ]
         );
     }
@@ -792,23 +1023,10 @@ mod tests {
     }
 
     #[test]
-    fn rows_are_sorted_by_total_and_have_exact_statistics() {
-        let r = rows(
-            [
-                ("a", 10, None),
-                ("b", 100, None),
-                ("a", 30, None),
-                ("a", 20, None),
-            ]
-            .into_iter(),
-        );
-        assert_eq!(r[0].name, "b");
-        let a = &r[1];
-        assert_eq!(
-            (a.count, a.total, a.min, a.max, a.median),
-            (3, 60, 10, 30, 20)
-        );
-        assert!((a.avg - 20.0).abs() < 1e-9);
-        assert!((a.stddev - (200.0f64 / 3.0).sqrt()).abs() < 1e-9);
+    fn tracks_without_descriptors_belong_to_the_pid_in_their_uuid() {
+        let t = Trace::default();
+        let thread = (1 << 54) | (4242u64 << 32) | 77;
+        assert_eq!(track_owner(&t, thread), (4242, Some(77)));
+        assert_eq!(track_owner(&t, 12345), (UNKNOWN_PID, None));
     }
 }
