@@ -47,7 +47,7 @@ enum Cmd {
     /// Run a command with gpu-trace injected and write a .pftrace per process.
     Record(Box<record::RecordArgs>),
     /// Summarise traces: kernels, memory operations, API calls, ranges.
-    Stats(StatsArgs),
+    Stats(stats::StatsArgs),
     /// List the per-kernel metrics a GPU offers (as ncu --query-metrics).
     Metrics(metrics::MetricsArgs),
     /// Start recording (open a window) in running traced processes:
@@ -88,61 +88,6 @@ struct ManArgs {
     /// A command (record, stats, metrics, check); without one, gpu-trace's
     /// own page.
     command: Option<String>,
-}
-
-#[derive(clap::Args, Debug)]
-struct StatsArgs {
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    json: bool,
-    /// Exit 1 when a trace reports anything lost (or was not finalised).
-    #[arg(long)]
-    strict: bool,
-    /// Traces to summarise.
-    #[arg(required = true)]
-    traces: Vec<PathBuf>,
-}
-
-fn stats_cmd(a: StatsArgs) -> ExitCode {
-    let mut ok = true;
-    for p in &a.traces {
-        match stats::summarize_file(p, "gpu-trace:") {
-            Ok((s, t)) => {
-                if a.json {
-                    println!("{}", stats::to_json(&s));
-                } else {
-                    println!("{}", p.display());
-                    print!("{}", stats::render(&s));
-                }
-                for pr in t.problems.iter().take(5) {
-                    eprintln!("gpu-trace: {}: {pr}", p.display());
-                }
-                if let Some((name, ts)) = s.dangling.first() {
-                    eprintln!(
-                        "gpu-trace: {}: {} API calls point at GPU work that is not in the trace (the first: {name} at {ts} ns)",
-                        p.display(),
-                        s.dangling.len()
-                    );
-                }
-                if a.strict && !stats::complete(&s) {
-                    eprintln!(
-                        "gpu-trace: {}: the trace is incomplete (--strict)",
-                        p.display()
-                    );
-                    ok = false;
-                }
-            }
-            Err(e) => {
-                eprintln!("gpu-trace: {e}");
-                ok = false;
-            }
-        }
-    }
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
 }
 
 fn completions_cmd(a: CompletionsArgs) -> ExitCode {
@@ -187,7 +132,7 @@ fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     match Cli::parse().cmd {
         Cmd::Record(a) => record::record(*a, &argv),
-        Cmd::Stats(a) => stats_cmd(a),
+        Cmd::Stats(a) => stats::run(a),
         Cmd::Metrics(a) => metrics::metrics_cmd(a),
         Cmd::Check(a) => check::check_cmd(a.lib_dir.as_deref()),
         Cmd::Start(a) => control::run("start", &a),

@@ -45,7 +45,7 @@ fn a_bad_period_names_the_flag_and_runs_nothing() {
     assert_eq!(code, Some(2), "{stderr}");
     assert_eq!(
         stderr.trim(),
-        "gpu-trace: --telemetry-period \"fast\": expected a period like 10ms, 500us or 1s"
+        "gpu-trace: --telemetry-period \"fast\": expected a period like 10ms, 500us or 1s (a bare number is ms), or off"
     );
     assert_eq!(got, None, "the command must not run");
 }

@@ -284,6 +284,11 @@ impl<'v> Decoder<'v> {
         self.out.t.problems.push(p);
     }
 
+    /// The input ends at byte `at` with part of a packet.
+    pub(crate) fn truncated_at(&mut self, at: u64) {
+        self.out.t.truncated_at = Some(at);
+    }
+
     /// Decodes one `TracePacket`.
     pub(crate) fn packet(&mut self, p: &[u8]) -> Result<(), DecodeError> {
         self.out.t.packets += 1;
@@ -694,7 +699,7 @@ impl Out<'_> {
             }
             wire::packet::GPU_INFO => self.t.devices = gpu_info(b)?,
             wire::packet::TRACE_STATS => self.t.losses = Some(trace_stats(b)?),
-            wire::packet::TRACE_CONFIG => self.t.data_sources.extend(config_sources(b)?),
+            wire::packet::TRACE_CONFIG => config_sources(b, &mut self.t)?,
             _ => {}
         }
         Ok(())
@@ -1455,8 +1460,7 @@ fn parse_snapshot(b: &[u8]) -> Result<Vec<SnapshotClock>, DecodeError> {
     Ok(out)
 }
 
-fn config_sources(b: &[u8]) -> Result<Vec<String>, DecodeError> {
-    let mut out = Vec::new();
+fn config_sources(b: &[u8], t: &mut Trace) -> Result<(), DecodeError> {
     for f in Fields::new(b) {
         let (n, v) = f?;
         if n != wire::config::DATA_SOURCES {
@@ -1469,11 +1473,23 @@ fn config_sources(b: &[u8]) -> Result<Vec<String>, DecodeError> {
             }
             for f in Fields::new(v.as_bytes().unwrap_or_default()) {
                 let (n, v) = f?;
-                if n == wire::config::DSC_NAME {
-                    out.push(s(&v));
+                match n {
+                    wire::config::DSC_NAME => t.data_sources.push(s(&v)),
+                    wire::config::DSC_TRACK_EVENT_CONFIG => {
+                        for f in Fields::new(v.as_bytes().unwrap_or_default()) {
+                            let (n, v) = f?;
+                            if n == wire::config::TE_ENABLED_CATEGORIES {
+                                let c = s(&v);
+                                if !t.track_event_categories.contains(&c) {
+                                    t.track_event_categories.push(c);
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
                 }
             }
         }
     }
-    Ok(out)
+    Ok(())
 }

@@ -14,8 +14,8 @@ const HEADER_MAX: usize = 20;
 pub(crate) enum Field<'a> {
     /// A length-delimited field: its number and bytes.
     Len(u32, &'a [u8]),
-    /// A field of another wire type (skipped).
-    Other,
+    /// A field of another wire type (skipped), by number.
+    Other(u32),
 }
 
 pub(crate) struct Frames<R> {
@@ -97,7 +97,7 @@ impl<R: Read> Frames<R> {
             0 => match varint(&self.buf[..self.end], &mut pos) {
                 Ok(_) => {
                     self.start = pos;
-                    return Ok(Some(Ok(Field::Other)));
+                    return Ok(Some(Ok(Field::Other(field))));
                 }
                 Err(what) => return Ok(Some(Err(self.err(pos, what)))),
             },
@@ -122,7 +122,7 @@ impl<R: Read> Frames<R> {
         Ok(Some(Ok(if tag & 7 == 2 {
             Field::Len(field, &self.buf[body..body + len])
         } else {
-            Field::Other
+            Field::Other(field)
         })))
     }
 }
@@ -184,12 +184,12 @@ mod tests {
         while let Some(x) = f.next().unwrap() {
             got.push(match x.unwrap() {
                 Field::Len(n, b) => (n, b.len(), b[0]),
-                Field::Other => (0, 0, 0),
+                Field::Other(n) => (n, 0, 0),
             });
         }
         assert_eq!(
             got,
-            vec![(1, 5, b's'), (0, 0, 0), (1, big.len(), 7), (2, 1, b'x')]
+            vec![(1, 5, b's'), (9, 0, 0), (1, big.len(), 7), (2, 1, b'x')]
         );
         assert_eq!(f.position(), w.len() as u64);
     }

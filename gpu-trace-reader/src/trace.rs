@@ -38,6 +38,12 @@ pub struct Trace {
     pub losses: Option<ServiceLosses>,
     /// Data-source names in the session's embedded `TraceConfig`.
     pub data_sources: Vec<String>,
+    /// The track-event categories that config enables (`enabled_categories`
+    /// of its `track_event` data sources).
+    pub track_event_categories: Vec<String>,
+    /// Where a trace cut short mid-packet stops: the byte offset of the end
+    /// of its last whole packet. What follows (part of a packet) is left out.
+    pub truncated_at: Option<u64>,
     /// Every custom (≥ 128) clock id used by a packet.
     pub custom_clocks_used: Vec<u32>,
     /// References that trace_processor could not resolve, unmatched ends,
@@ -59,6 +65,12 @@ pub enum ReadError {
     /// Not a protobuf trace.
     #[error("not a Perfetto trace: {0}")]
     Malformed(#[from] DecodeError),
+    /// Protobuf, but not a trace.
+    #[error("not a Perfetto trace: {0}")]
+    NotATrace(String),
+    /// No bytes at all.
+    #[error("empty trace (0 bytes)")]
+    Empty,
 }
 
 /// How often the progress callback runs, in bytes read.
@@ -69,7 +81,8 @@ impl Trace {
     /// and one packet of the file at a time, not the file.
     ///
     /// # Errors
-    /// When the file cannot be read or is not a protobuf trace.
+    /// When the file cannot be read, is empty, or is not a protobuf trace
+    /// (its first field is not a packet, or the first packet is malformed).
     pub fn open(path: impl AsRef<Path>) -> Result<Trace, ReadError> {
         Self::open_with(path, |_, _| {})
     }
@@ -154,9 +167,9 @@ impl Trace {
     /// Decodes a trace held in memory.
     ///
     /// # Errors
-    /// When `data` is not a protobuf trace. A trace cut short mid-packet
-    /// (a killed writer) keeps the packets before the cut, and says so in
-    /// [`Trace::problems`].
+    /// When `data` is empty or not a protobuf trace. A trace cut short
+    /// mid-packet (a killed writer) keeps the packets before the cut, and
+    /// says so in [`Trace::problems`] and [`Trace::truncated_at`].
     pub fn from_bytes(data: &[u8]) -> Result<Trace, ReadError> {
         Self::read(data, data.len() as u64, None, |_| {})
     }
@@ -186,12 +199,26 @@ impl Trace {
         d.reserve_for(size);
         let mut first = true;
         let mut next_report = PROGRESS_EVERY;
-        while let Some(f) = frames.next().map_err(io)? {
+        loop {
+            let at = frames.position();
+            let Some(f) = frames.next().map_err(io)? else {
+                break;
+            };
             match f {
                 Ok(Field::Len(wire::TRACE_PACKET, p)) => d.packet(p)?,
+                // A trace is a sequence of packets: anything else first is
+                // some other file that happens to parse as protobuf (text
+                // does, for a few bytes).
+                Ok(Field::Len(n, _) | Field::Other(n)) if first => {
+                    return Err(ReadError::NotATrace(format!(
+                        "it starts with protobuf field {n}, not a TracePacket (field {})",
+                        wire::TRACE_PACKET
+                    )));
+                }
                 Ok(_) => {}
                 Err(e) if !first => {
                     d.problem(format!("trace ends mid-packet: {e}"));
+                    d.truncated_at(at);
                     break;
                 }
                 Err(e) => return Err(e.into()),
@@ -203,6 +230,9 @@ impl Trace {
             }
         }
         progress(frames.position());
+        if first {
+            return Err(ReadError::Empty);
+        }
         Ok(d.finish())
     }
 

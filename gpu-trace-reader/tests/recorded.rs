@@ -74,6 +74,40 @@ fn a_trace_cut_mid_packet_keeps_what_came_before() {
         t.problems
     );
     assert!(Trace::from_bytes(&[0xff]).is_err(), "not a trace at all");
+    // It stops where the last whole packet ends: the bytes up to there are
+    // a whole trace with the same events.
+    let at = t.truncated_at.expect("where the trace stops") as usize;
+    assert!(at <= bytes.len() / 2 && at > bytes.len() / 4, "{at}");
+    let whole = Trace::from_bytes(&bytes[..at]).unwrap();
+    assert_eq!(whole.truncated_at, None);
+    assert_eq!(whole.gpu_events, t.gpu_events);
+    assert_eq!(Trace::open(TRACE).unwrap().truncated_at, None);
+}
+
+#[test]
+fn empty_input_and_other_files_are_errors_naming_why() {
+    use gpu_trace_reader::ReadError;
+    assert!(matches!(Trace::from_bytes(&[]), Err(ReadError::Empty)));
+    // Text parses as a few protobuf fields (`r` is field 14, length
+    // delimited), but a trace starts with a packet.
+    let passwd = "root:x:0:0:root:/root:/bin/bash\n".repeat(10);
+    let e = Trace::from_bytes(passwd.as_bytes()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "not a Perfetto trace: it starts with protobuf field 14, not a TracePacket (field 1)"
+    );
+    let mut c = Collect::default();
+    assert!(matches!(
+        Trace::visit_bytes(&[], &mut c),
+        Err(ReadError::Empty)
+    ));
+}
+
+#[test]
+fn the_sessions_sources_and_categories_are_read() {
+    let t = Trace::open(TRACE).unwrap();
+    assert_eq!(t.data_sources, ["track_event", "gpu.renderstages.nv"]);
+    assert_eq!(t.track_event_categories, ["cuda", "nvtx"]);
 }
 
 /// Collects what [`Trace::visit`] hands over, in [`Trace::open`]'s order.

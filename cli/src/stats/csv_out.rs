@@ -1,0 +1,275 @@
+//! The summary as CSV: one table per report, each with its own header row,
+//! separated by an empty line. Every row starts with `report`, `scope`
+//! (`process`, or `all` for the tables over several processes), `file` and
+//! `pid`, so that rows stay identifiable when the tables are concatenated
+//! or filtered. Names are whole; numbers are plain (ns, bytes, %).
+
+use super::dist::Row;
+use super::report::{CounterRow, Summary, Tables};
+use super::{Options, Report};
+
+/// A CSV table being written: the `csv` crate quotes what needs quoting
+/// (kernel names hold commas, and may hold quotes).
+struct Table {
+    w: csv::Writer<Vec<u8>>,
+    rows: usize,
+}
+
+impl Table {
+    fn new(header: &[&str]) -> Table {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let lead = ["report", "scope", "file", "pid"];
+        let _ = w.write_record(lead.iter().chain(header));
+        Table { w, rows: 0 }
+    }
+
+    fn row(&mut self, lead: &Lead<'_>, report: &str, cells: &[String]) {
+        let lead = [
+            report,
+            lead.scope,
+            lead.file.unwrap_or(""),
+            &lead.pid.map(|p| p.to_string()).unwrap_or_default(),
+        ]
+        .map(str::to_owned);
+        let _ = self.w.write_record(lead.iter().chain(cells));
+        self.rows += 1;
+    }
+
+    fn finish(self) -> Vec<u8> {
+        self.w.into_inner().unwrap_or_default()
+    }
+}
+
+/// The columns every row starts with.
+struct Lead<'a> {
+    scope: &'a str,
+    file: Option<&'a str>,
+    pid: Option<i64>,
+}
+
+const DURATIONS: [&str; 10] = [
+    "name",
+    "count",
+    "total_ns",
+    "time_pct",
+    "avg_ns",
+    "median_ns",
+    "p99_ns",
+    "min_ns",
+    "max_ns",
+    "stddev_ns",
+];
+
+fn durations(t: &mut Table, lead: &Lead<'_>, report: &str, rows: &[Row], bytes: bool) {
+    for r in rows {
+        let mut c = vec![
+            r.name.clone(),
+            r.count.to_string(),
+            r.total.to_string(),
+            r.pct.to_string(),
+            r.avg.to_string(),
+            r.median.to_string(),
+            r.p99.to_string(),
+            r.min.to_string(),
+            r.max.to_string(),
+            r.stddev.to_string(),
+        ];
+        if bytes {
+            c.push(r.bytes.unwrap_or(0).to_string());
+        }
+        t.row(lead, report, &c);
+    }
+}
+
+fn counters(t: &mut Table, lead: &Lead<'_>, report: &str, rows: &[CounterRow]) {
+    for c in rows {
+        t.row(
+            lead,
+            report,
+            &[
+                c.kernel.clone().unwrap_or_default(),
+                c.metric.clone(),
+                c.kernels.to_string(),
+                c.mean.to_string(),
+                c.min.to_string(),
+                c.max.to_string(),
+            ],
+        );
+    }
+}
+
+/// The index of table `name`, made with `header` if new.
+fn table(tables: &mut Vec<(String, Table)>, name: &str, header: &[&str]) -> usize {
+    match tables.iter().position(|(n, _)| n == name) {
+        Some(i) => i,
+        None => {
+            tables.push((name.to_owned(), Table::new(header)));
+            tables.len() - 1
+        }
+    }
+}
+
+/// The rows of one table of `r` for a scope.
+fn add(tables: &mut Vec<(String, Table)>, r: Report, lead: &Lead<'_>, t: &Tables, o: &Options) {
+    let take = |n: usize| o.top.map_or(n, |t| t.min(n));
+    let with_bytes: Vec<&str> = DURATIONS.iter().copied().chain(["bytes"]).collect();
+    match r {
+        Report::Kernels | Report::Api | Report::Nvtx | Report::Memops => {
+            let (rows, bytes) = match r {
+                Report::Kernels => (&t.kernels, false),
+                Report::Api => (&t.api, false),
+                Report::Nvtx => (&t.ranges, false),
+                _ => (&t.memory, true),
+            };
+            let i = table(
+                tables,
+                r.name(),
+                if bytes { &with_bytes } else { &DURATIONS },
+            );
+            durations(
+                &mut tables[i].1,
+                lead,
+                r.name(),
+                &rows[..take(rows.len())],
+                bytes,
+            );
+        }
+        Report::Counters => {
+            let header = ["kernel", "counter", "kernels", "mean", "min", "max"];
+            let i = table(tables, "counters", &header);
+            counters(
+                &mut tables[i].1,
+                lead,
+                "counters",
+                &t.counters[..take(t.counters.len())],
+            );
+            let i = table(tables, "counters_by_kernel", &header);
+            let mut kernels: Vec<&str> = Vec::new();
+            let rows: Vec<CounterRow> = t
+                .counters_by_kernel
+                .iter()
+                .filter(|c| {
+                    let k = c.kernel.as_deref().unwrap_or("");
+                    if !kernels.contains(&k) {
+                        kernels.push(k);
+                    }
+                    o.top.is_none_or(|n| kernels.len() <= n)
+                })
+                .cloned()
+                .collect();
+            counters(&mut tables[i].1, lead, "counters_by_kernel", &rows);
+        }
+        Report::Devices => {
+            let i = table(
+                tables,
+                "devices",
+                &["gpu", "device", "engine", "ops", "busy_ns", "busy_pct"],
+            );
+            for e in &t.devices[..take(t.devices.len())] {
+                tables[i].1.row(
+                    lead,
+                    "devices",
+                    &[
+                        e.gpu.to_string(),
+                        e.device.clone(),
+                        e.engine.clone(),
+                        e.ops.to_string(),
+                        e.busy.to_string(),
+                        e.pct.to_string(),
+                    ],
+                );
+            }
+        }
+        Report::Streams => {
+            let i = table(
+                tables,
+                "streams",
+                &["gpu", "stream", "kernels", "memops", "busy_ns", "busy_pct"],
+            );
+            for s in &t.streams[..take(t.streams.len())] {
+                let own = Lead {
+                    scope: lead.scope,
+                    file: Some(&s.file),
+                    pid: Some(s.pid),
+                };
+                tables[i].1.row(
+                    &own,
+                    "streams",
+                    &[
+                        s.gpu.to_string(),
+                        s.name.clone(),
+                        s.kernels.to_string(),
+                        s.memory.to_string(),
+                        s.busy.to_string(),
+                        s.pct.to_string(),
+                    ],
+                );
+            }
+        }
+        Report::Threads => {
+            let i = table(
+                tables,
+                "threads",
+                &[
+                    "tid",
+                    "thread",
+                    "api_calls",
+                    "span_ns",
+                    "waiting_calls",
+                    "waiting_ns",
+                    "waiting_pct",
+                ],
+            );
+            for th in &t.threads[..take(t.threads.len())] {
+                let own = Lead {
+                    scope: lead.scope,
+                    file: Some(&th.file),
+                    pid: Some(th.pid),
+                };
+                tables[i].1.row(
+                    &own,
+                    "threads",
+                    &[
+                        th.tid.map(|t| t.to_string()).unwrap_or_default(),
+                        th.name.clone(),
+                        th.calls.to_string(),
+                        th.span.to_string(),
+                        th.waiting_calls.to_string(),
+                        th.waiting.to_string(),
+                        th.pct.to_string(),
+                    ],
+                );
+            }
+        }
+    }
+}
+
+/// Renders the summary as CSV.
+pub(crate) fn render(s: &Summary, o: &Options) -> String {
+    let mut tables: Vec<(String, Table)> = Vec::new();
+    for &r in &o.reports {
+        if s.several() {
+            let lead = Lead {
+                scope: "all",
+                file: None,
+                pid: None,
+            };
+            add(&mut tables, r, &lead, &s.all, o);
+        }
+        for p in &s.processes {
+            let lead = Lead {
+                scope: "process",
+                file: p.file.as_deref(),
+                pid: p.pid,
+            };
+            add(&mut tables, r, &lead, &p.tables, o);
+        }
+    }
+    let parts: Vec<String> = tables
+        .into_iter()
+        // An explicitly asked-for table stays, header only, when empty.
+        .filter(|(_, t)| t.rows > 0 || o.explicit)
+        .map(|(_, t)| String::from_utf8_lossy(&t.finish()).into_owned())
+        .collect();
+    parts.join("\n")
+}

@@ -1,0 +1,1040 @@
+//! One pass over a trace: what `stats` keeps of its events, per process.
+//!
+//! Memory holds, per group (kernel name, API function ...), every duration
+//! (4 bytes each, for exact medians); per device engine, stream and
+//! thread, the union of its busy intervals (16 bytes per idle gap); per
+//! profiled kernel, its counter values; and the reader's own state. Not
+//! the trace.
+
+use super::busy::{Intervals, waits_for_gpu};
+use super::dist::Durations;
+use gpu_trace_reader::{
+    CounterValue, DeviceInfo, GpuEvent, KernelInfo, Parts, Slice, Stage, Str, Trace, Visitor,
+};
+use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
+use std::sync::Arc;
+
+/// A process id, as the trace has it.
+pub(crate) type Pid = i64;
+
+/// The process of events the trace does not attribute to one.
+pub(crate) const UNKNOWN_PID: Pid = -1;
+
+/// The engine of kernels in [`ProcData::engines`].
+pub(crate) const KERNEL_ENGINE: &str = "Kernels";
+
+/// A time span, ns; empty until something is added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+}
+
+impl Default for Span {
+    fn default() -> Span {
+        Span {
+            start: u64::MAX,
+            end: 0,
+        }
+    }
+}
+
+impl Span {
+    #[inline]
+    pub(crate) fn add(&mut self, start: u64, end: u64) {
+        self.start = self.start.min(start);
+        self.end = self.end.max(end);
+    }
+
+    pub(crate) fn join(&mut self, o: Span) {
+        if !o.is_empty() {
+            self.add(o.start, o.end);
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.start > self.end
+    }
+
+    pub(crate) fn dur(&self) -> u64 {
+        if self.is_empty() {
+            0
+        } else {
+            self.end - self.start
+        }
+    }
+}
+
+/// What a group's key is found by: kept alive, so that its address (the
+/// key) is not reused.
+#[allow(dead_code)] // held, never read
+enum Holder {
+    Kernel(Arc<KernelInfo>),
+    Name(Str),
+}
+
+struct Group<K> {
+    owner: K,
+    name: String,
+    durs: Durations,
+    bytes: u64,
+    /// Whether the name is that of a call waiting for the GPU.
+    waits: bool,
+}
+
+/// Durations and bytes by owner (a process, or a track) and name. Each
+/// event finds its group by the address of its interned name (or kernel),
+/// without hashing the text.
+struct Groups<K> {
+    by_ptr: FxHashMap<(usize, K), u32>,
+    keep: Vec<Holder>,
+    by_name: FxHashMap<(K, String), u32>,
+    groups: Vec<Group<K>>,
+}
+
+impl<K> Default for Groups<K> {
+    fn default() -> Self {
+        Groups {
+            by_ptr: FxHashMap::default(),
+            keep: Vec::new(),
+            by_name: FxHashMap::default(),
+            groups: Vec::new(),
+        }
+    }
+}
+
+impl<K: Copy + Eq + Hash> Groups<K> {
+    fn named(&mut self, owner: K, name: &str) -> u32 {
+        match self.by_name.entry((owner, name.to_owned())) {
+            Entry::Occupied(o) => *o.get(),
+            Entry::Vacant(v) => {
+                self.groups.push(Group {
+                    owner,
+                    name: name.to_owned(),
+                    durs: Durations::default(),
+                    bytes: 0,
+                    waits: waits_for_gpu(name),
+                });
+                *v.insert(self.groups.len() as u32 - 1)
+            }
+        }
+    }
+
+    #[inline]
+    fn of_str(&mut self, name: &Str, owner: K) -> u32 {
+        let key = (name.as_str().as_ptr() as usize, owner);
+        match self.by_ptr.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.named(owner, name);
+                self.keep.push(Holder::Name(name.clone()));
+                self.by_ptr.insert(key, i);
+                i
+            }
+        }
+    }
+
+    #[inline]
+    fn of_kernel(&mut self, k: &Arc<KernelInfo>, owner: K) -> u32 {
+        let key = (Arc::as_ptr(k) as usize, owner);
+        match self.by_ptr.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.named(owner, &k.demangled);
+                self.keep.push(Holder::Kernel(k.clone()));
+                self.by_ptr.insert(key, i);
+                i
+            }
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, i: u32, dur: u64, bytes: u64) {
+        let g = &mut self.groups[i as usize];
+        g.durs.push(dur);
+        g.bytes += bytes;
+    }
+}
+
+/// Hashes GPU event ids, which differ in their middle bits
+/// (`correlation << 22 | pid`), with splitmix64's finaliser: every bit of
+/// the id reaches the bits the table indexes and tags by.
+#[derive(Default, Clone, Copy)]
+struct IdHash;
+
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        let mut x = self.0;
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 ^= v;
+    }
+}
+
+/// A set of GPU event ids, as bits in pages of consecutive correlations.
+/// Ids are `correlation << 22 | pid` (and a flag bit) with correlations
+/// counting up, so a trace's ids fill few pages densely: an eighth of a
+/// byte an id, and a page found again mostly by the last lookup. Any id
+/// is stored exactly, whatever its layout.
+#[derive(Default)]
+struct IdSet {
+    index: HashMap<u64, u32, IdHash>,
+    pages: Vec<[u64; PAGE_WORDS]>,
+    /// The page of the last insert and of the last lookup.
+    last_insert: Option<(u64, u32)>,
+    last_lookup: Option<(u64, u32)>,
+}
+
+/// Correlations per page: bits 22.. of an id.
+const PAGE_BITS: u32 = 10;
+const PAGE_WORDS: usize = (1 << PAGE_BITS) / 64;
+const PAGE_MASK: u64 = ((1 << PAGE_BITS) - 1) << 22;
+
+impl IdSet {
+    /// The page key of `id` and its bit in the page.
+    #[inline]
+    fn split(id: u64) -> (u64, usize) {
+        (id & !PAGE_MASK, ((id & PAGE_MASK) >> 22) as usize)
+    }
+
+    fn insert(&mut self, id: u64) {
+        let (key, bit) = Self::split(id);
+        let page = match self.last_insert {
+            Some((k, p)) if k == key => p,
+            _ => {
+                let next = self.pages.len() as u32;
+                let p = *self.index.entry(key).or_insert(next);
+                if p == next {
+                    self.pages.push([0; PAGE_WORDS]);
+                }
+                self.last_insert = Some((key, p));
+                p
+            }
+        };
+        self.pages[page as usize][bit / 64] |= 1 << (bit % 64);
+    }
+
+    fn contains(&mut self, id: u64) -> bool {
+        let (key, bit) = Self::split(id);
+        let page = match self.last_lookup {
+            Some((k, p)) if k == key => p,
+            _ => match self.index.get(&key) {
+                Some(&p) => {
+                    self.last_lookup = Some((key, p));
+                    p
+                }
+                None => return false,
+            },
+        };
+        self.pages[page as usize][bit / 64] & (1 << (bit % 64)) != 0
+    }
+}
+
+/// A slice whose submissions are not all among the GPU events read so far.
+struct Waiting {
+    ts: u64,
+    depth: u32,
+    begin: u32,
+    name: Str,
+    /// Submissions not seen yet.
+    missing: u32,
+}
+
+/// A hardware queue (stream) of one process.
+struct StreamAcc {
+    pid: Pid,
+    gpu: i64,
+    name: String,
+    kernels: u64,
+    memory: u64,
+    busy: Intervals,
+}
+
+/// One engine of a device, in one process.
+struct EngineAcc {
+    pid: Pid,
+    gpu: i64,
+    engine: u32,
+    ops: u64,
+    span: Span,
+    busy: Intervals,
+}
+
+/// (queue address, pid, gpu, engine).
+type LaneKey = (usize, Pid, i64, u32);
+
+/// Indices into [`Acc::engines`] and [`Acc::streams`].
+#[derive(Clone, Copy)]
+struct Lane {
+    engine: u32,
+    stream: u32,
+}
+
+/// One track's slices.
+#[derive(Default)]
+struct TrackAcc {
+    span: Span,
+    calls: u64,
+    waiting_calls: u64,
+    waiting: Intervals,
+}
+
+/// A per-kernel counter of one GPU.
+struct CounterSlot {
+    name: Str,
+    /// Whether its next sample is a kernel's value (a kernel's counters
+    /// are written as its value at its start, then a return to zero at its
+    /// end).
+    next_is_value: bool,
+}
+
+/// One per-kernel counter value.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sample {
+    pub(crate) gpu: i64,
+    pub(crate) ts: u64,
+    slot: u32,
+    pub(crate) value: f64,
+}
+
+/// Accumulates the statistics of a trace as its events stream by.
+#[derive(Default)]
+pub(crate) struct Acc {
+    kernels: Groups<Pid>,
+    memory: Groups<Pid>,
+    api: Groups<u64>,
+    ranges: Groups<u64>,
+    /// Per (pid, gpu, engine: 0 for kernels, else the memory group + 1):
+    /// operations and busy time.
+    engines: Vec<EngineAcc>,
+    engine_index: FxHashMap<(Pid, i64, u32), u32>,
+    /// The engine and stream of a (queue, pid, gpu, engine), found by the
+    /// queue's address; and the last one found (work mostly comes in runs
+    /// of one kind on one queue).
+    lanes: FxHashMap<LaneKey, Lane>,
+    last_lane: Option<(LaneKey, Lane)>,
+    streams: Vec<StreamAcc>,
+    stream_by_ptr: FxHashMap<(usize, Pid), u32>,
+    stream_by_name: FxHashMap<(Pid, i64, String), u32>,
+    stream_keep: Vec<Str>,
+    tracks: Vec<TrackAcc>,
+    track_index: FxHashMap<u64, u32>,
+    track_uuids: Vec<u64>,
+    last_track: Option<(u64, u32)>,
+    /// The span of the counter values (that of GPU work is the engines',
+    /// that of slices the tracks').
+    counter_span: Span,
+    counter_slots: Vec<CounterSlot>,
+    counter_by_ptr: FxHashMap<(i64, usize), u32>,
+    counter_by_name: FxHashMap<(i64, String), u32>,
+    counter_keep: Vec<Str>,
+    /// Every per-kernel value with its device and time, to meet the kernel
+    /// that starts there (see [`KernelsAt`]).
+    pub(crate) samples: Vec<Sample>,
+    /// Graphics APIs of the contexts seen (4 CUDA, 5 HIP).
+    apis: Vec<u64>,
+    /// Every GPU event id read so far.
+    ids: IdSet,
+    /// Submission ids not seen (yet) among the GPU events, with the
+    /// slices waiting for them (indices into `waiting`). GPU work is
+    /// mostly written before its slice, so this stays small.
+    awaited: HashMap<u64, (u32, Vec<u32>), IdHash>,
+    /// Slices with submissions not seen (yet); `None` once all are.
+    waiting: Vec<Option<Waiting>>,
+    /// Free slots of `waiting`.
+    free: Vec<u32>,
+    /// The submissions of one slice not seen yet (reused).
+    missing: Vec<u64>,
+}
+
+impl Visitor for Acc {
+    /// Kernels are summarised by name: their grid, block and args are
+    /// left undecoded.
+    fn parts(&self) -> Parts {
+        Parts {
+            kernel_launch: false,
+        }
+    }
+
+    fn gpu_event(&mut self, e: &GpuEvent) {
+        self.ids.insert(e.event_id);
+        if !self.awaited.is_empty()
+            && let Some((first, more)) = self.awaited.remove(&e.event_id)
+        {
+            for w in std::iter::once(first).chain(more) {
+                self.seen(w);
+            }
+        }
+        let pid = match e.context {
+            Some(c) => {
+                if !self.apis.contains(&c.api) {
+                    self.apis.push(c.api);
+                }
+                c.pid
+            }
+            None => UNKNOWN_PID,
+        };
+        let gpu = e.gpu_id.unwrap_or(0);
+        let end = e.ts.saturating_add(e.dur);
+        let (engine, is_kernel) = match e.stage {
+            Stage::Kernel => {
+                let g = match &e.kernel {
+                    Some(k) if !k.demangled.is_empty() => self.kernels.of_kernel(k, pid),
+                    _ => self.kernels.of_str(&e.name, pid),
+                };
+                self.kernels.add(g, e.dur, 0);
+                (0, true)
+            }
+            Stage::Memcpy | Stage::Memset => {
+                let g = self.memory.of_str(&e.name, pid);
+                self.memory.add(g, e.dur, e.bytes().unwrap_or(0));
+                (g + 1, false)
+            }
+            Stage::Other(_) => return,
+        };
+        let lane = self.lane(&e.queue, pid, gpu, engine);
+        let en = &mut self.engines[lane.engine as usize];
+        en.ops += 1;
+        en.span.add(e.ts, end);
+        en.busy.add(e.ts, end);
+        let s = &mut self.streams[lane.stream as usize];
+        if is_kernel {
+            s.kernels += 1;
+        } else {
+            s.memory += 1;
+        }
+        s.busy.add(e.ts, end);
+    }
+
+    fn slice(&mut self, s: &Slice, begin: u32) {
+        let end = s.ts.saturating_add(s.dur);
+        let t = self.track(s.track);
+        match s.gpu_api {
+            Some(_) => {
+                let g = self.api.of_str(&s.name, s.track);
+                self.api.add(g, s.dur, 0);
+                let waits = self.api.groups[g as usize].waits || !s.waits.is_empty();
+                let t = &mut self.tracks[t as usize];
+                t.span.add(s.ts, end);
+                t.calls += 1;
+                if waits {
+                    t.waiting_calls += 1;
+                    t.waiting.add(s.ts, end);
+                }
+            }
+            None => {
+                let g = self.ranges.of_str(&s.name, s.track);
+                self.ranges.add(g, s.dur, 0);
+                self.tracks[t as usize].span.add(s.ts, end);
+            }
+        }
+        if s.submissions.is_empty() {
+            return;
+        }
+        let mut missing = std::mem::take(&mut self.missing);
+        missing.clear();
+        missing.extend(
+            s.submissions
+                .iter()
+                .copied()
+                .filter(|&id| !self.ids.contains(id)),
+        );
+        if missing.is_empty() {
+            self.missing = missing;
+            return;
+        }
+        let w = Waiting {
+            ts: s.ts,
+            depth: s.depth,
+            begin,
+            name: s.name.clone(),
+            missing: missing.len() as u32,
+        };
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.waiting[i as usize] = Some(w);
+                i
+            }
+            None => {
+                self.waiting.push(Some(w));
+                self.waiting.len() as u32 - 1
+            }
+        };
+        for &id in &missing {
+            match self.awaited.entry(id) {
+                Entry::Occupied(mut o) => o.get_mut().1.push(slot),
+                Entry::Vacant(v) => {
+                    v.insert((slot, Vec::new()));
+                }
+            }
+        }
+        self.missing = missing;
+    }
+
+    fn counter(&mut self, c: &CounterValue) {
+        // Telemetry (SYSTEM and MEMORY groups) is periodic, not per kernel.
+        if !c.groups.is_empty()
+            && !c
+                .groups
+                .contains(&gpu_trace_reader::wire::counters::GROUP_COMPUTE)
+        {
+            return;
+        }
+        self.counter_span.add(c.ts, c.ts);
+        let slot = self.counter_slot(c);
+        // Per-kernel counters return to zero at the kernel's end: every
+        // other sample of a device's counter is that reset, not a value (a
+        // kernel's value may be zero too).
+        let cs = &mut self.counter_slots[slot as usize];
+        let is_value = cs.next_is_value;
+        cs.next_is_value = !is_value;
+        if is_value {
+            self.samples.push(Sample {
+                gpu: c.gpu_id,
+                ts: c.ts,
+                slot,
+                value: c.value,
+            });
+        }
+    }
+}
+
+impl Acc {
+    /// One submission of slice `w` is among the GPU events.
+    fn seen(&mut self, w: u32) {
+        if let Some(x) = &mut self.waiting[w as usize] {
+            x.missing -= 1;
+            if x.missing == 0 {
+                self.waiting[w as usize] = None;
+                self.free.push(w);
+            }
+        }
+    }
+
+    #[inline]
+    fn track(&mut self, uuid: u64) -> u32 {
+        if let Some((u, i)) = self.last_track
+            && u == uuid
+        {
+            return i;
+        }
+        let next = self.tracks.len() as u32;
+        let i = *self.track_index.entry(uuid).or_insert(next);
+        if i == next {
+            self.tracks.push(TrackAcc::default());
+            self.track_uuids.push(uuid);
+        }
+        self.last_track = Some((uuid, i));
+        i
+    }
+
+    #[inline]
+    fn lane(&mut self, queue: &Str, pid: Pid, gpu: i64, engine: u32) -> Lane {
+        let key = (queue.as_str().as_ptr() as usize, pid, gpu, engine);
+        if let Some((k, l)) = self.last_lane
+            && k == key
+        {
+            return l;
+        }
+        let l = match self.lanes.get(&key) {
+            Some(&l) => l,
+            None => {
+                let stream = self.stream(queue, pid, gpu);
+                let next = self.engines.len() as u32;
+                let e = *self.engine_index.entry((pid, gpu, engine)).or_insert(next);
+                if e == next {
+                    self.engines.push(EngineAcc {
+                        pid,
+                        gpu,
+                        engine,
+                        ops: 0,
+                        span: Span::default(),
+                        busy: Intervals::default(),
+                    });
+                }
+                let l = Lane { engine: e, stream };
+                self.lanes.insert(key, l);
+                l
+            }
+        };
+        self.last_lane = Some((key, l));
+        l
+    }
+
+    fn stream(&mut self, queue: &Str, pid: Pid, gpu: i64) -> u32 {
+        let key = (queue.as_str().as_ptr() as usize, pid);
+        if let Some(&i) = self.stream_by_ptr.get(&key) {
+            return i;
+        }
+        let next = self.streams.len() as u32;
+        let i = *self
+            .stream_by_name
+            .entry((pid, gpu, queue.to_string()))
+            .or_insert(next);
+        if i == next {
+            self.streams.push(StreamAcc {
+                pid,
+                gpu,
+                name: queue.to_string(),
+                kernels: 0,
+                memory: 0,
+                busy: Intervals::default(),
+            });
+        }
+        self.stream_keep.push(queue.clone());
+        self.stream_by_ptr.insert(key, i);
+        i
+    }
+
+    fn counter_slot(&mut self, c: &CounterValue) -> u32 {
+        let key = (c.gpu_id, c.name.as_str().as_ptr() as usize);
+        if let Some(&i) = self.counter_by_ptr.get(&key) {
+            return i;
+        }
+        let next = self.counter_slots.len() as u32;
+        let i = *self
+            .counter_by_name
+            .entry((c.gpu_id, c.name.to_string()))
+            .or_insert(next);
+        if i == next {
+            self.counter_slots.push(CounterSlot {
+                name: c.name.clone(),
+                next_is_value: true,
+            });
+        }
+        self.counter_keep.push(c.name.clone());
+        self.counter_by_ptr.insert(key, i);
+        i
+    }
+
+    /// What the trace holds, per process, with what `t` holds besides the
+    /// events and, for per-kernel counters, the kernel at each sample's
+    /// time ([`KernelsAt`]).
+    pub(crate) fn finish(
+        self,
+        t: &Trace,
+        kernels_at: &FxHashMap<(i64, u64), Option<(String, Pid)>>,
+    ) -> FileData {
+        // What is still awaited was never seen: every GPU event read after
+        // a slice answered its wait.
+        let mut dangling: Vec<Waiting> = self.waiting.into_iter().flatten().collect();
+        dangling.sort_by_key(|w| (w.ts, w.depth, w.begin));
+
+        // The processes: those of GPU work and of threads.
+        let owners: Vec<(Pid, Option<i64>)> = self
+            .track_uuids
+            .iter()
+            .map(|&u| track_owner(t, u))
+            .collect();
+        let mut pids: Vec<Pid> = self
+            .engines
+            .iter()
+            .map(|e| e.pid)
+            .chain(owners.iter().map(|o| o.0))
+            .chain(kernels_at.values().flatten().map(|(_, p)| *p))
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        // What no process claims belongs to the only one there is.
+        let known: Vec<Pid> = pids.iter().copied().filter(|&p| p != UNKNOWN_PID).collect();
+        let fold = |p: Pid| -> Pid {
+            match known.as_slice() {
+                [only] if p == UNKNOWN_PID => *only,
+                _ => p,
+            }
+        };
+        let mut procs: BTreeMap<Pid, ProcData> = BTreeMap::new();
+        let mut span = self.counter_span;
+        for e in &self.engines {
+            span.join(e.span);
+            procs.entry(fold(e.pid)).or_default().span.join(e.span);
+        }
+        for t in &self.tracks {
+            span.join(t.span);
+        }
+        let track_pid = |uuid: u64| -> Pid {
+            let i = self.track_index[&uuid] as usize;
+            fold(owners[i].0)
+        };
+        for g in self.kernels.groups {
+            procs
+                .entry(fold(g.owner))
+                .or_default()
+                .kernels
+                .push((g.name, g.durs));
+        }
+        let mut engine_names: Vec<String> = Vec::with_capacity(self.memory.groups.len());
+        for g in self.memory.groups {
+            engine_names.push(g.name.clone());
+            procs
+                .entry(fold(g.owner))
+                .or_default()
+                .memory
+                .push((g.name, g.durs, g.bytes));
+        }
+        for e in self.engines {
+            let engine = match e.engine {
+                0 => KERNEL_ENGINE.to_owned(),
+                g => engine_names[g as usize - 1].clone(),
+            };
+            procs
+                .entry(fold(e.pid))
+                .or_default()
+                .engines
+                .push(EngineData {
+                    gpu: e.gpu,
+                    engine,
+                    ops: e.ops,
+                    busy: e.busy,
+                });
+        }
+        for s in self.streams {
+            procs
+                .entry(fold(s.pid))
+                .or_default()
+                .streams
+                .push(StreamData {
+                    gpu: s.gpu,
+                    name: s.name,
+                    kernels: s.kernels,
+                    memory: s.memory,
+                    busy: s.busy,
+                });
+        }
+        // API calls and ranges were grouped per track: per process now.
+        for (groups, api) in [(self.api.groups, true), (self.ranges.groups, false)] {
+            let mut index: FxHashMap<(Pid, String), usize> = FxHashMap::default();
+            for g in groups {
+                let pid = track_pid(g.owner);
+                let p = procs.entry(pid).or_default();
+                let list = if api { &mut p.api } else { &mut p.ranges };
+                match index.entry((pid, g.name)) {
+                    Entry::Occupied(o) => list[*o.get()].1.append(g.durs),
+                    Entry::Vacant(v) => {
+                        list.push((v.key().1.clone(), g.durs));
+                        v.insert(list.len() - 1);
+                    }
+                }
+            }
+        }
+        for ((acc, uuid), owner) in self.tracks.into_iter().zip(self.track_uuids).zip(owners) {
+            let pid = fold(owner.0);
+            let p = procs.entry(pid).or_default();
+            p.span.join(acc.span);
+            // Range tracks are the process's, not a thread's; a track of
+            // API calls is a thread's, even one the trace does not name.
+            if owner.1.is_none() && acc.calls == 0 {
+                continue;
+            }
+            let tid = owner.1;
+            let name = t
+                .tracks
+                .get(&uuid)
+                .map(|i| i.name.clone())
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| match tid {
+                    Some(tid) => format!("thread {tid}"),
+                    None => format!("track {uuid:#x}"),
+                });
+            p.threads.push(ThreadData {
+                tid,
+                name,
+                span: acc.span,
+                calls: acc.calls,
+                waiting_calls: acc.waiting_calls,
+                waiting: acc.waiting,
+            });
+        }
+        let slots = self.counter_slots;
+        let single = match known.as_slice() {
+            [only] => *only,
+            _ => UNKNOWN_PID,
+        };
+        for s in &self.samples {
+            let (kernel, pid) = match kernels_at.get(&(s.gpu, s.ts)).and_then(Option::as_ref) {
+                Some((k, p)) => (k.clone(), fold(*p)),
+                None => ("(kernel not in the trace)".to_owned(), single),
+            };
+            procs.entry(pid).or_default().counters.push(CounterData {
+                kernel,
+                metric: slots[s.slot as usize].name.to_string(),
+                value: s.value,
+            });
+        }
+        FileData {
+            path: String::new(),
+            size: 0,
+            span,
+            devices: t.devices.clone(),
+            sources: t.data_sources.clone(),
+            categories: t.track_event_categories.clone(),
+            losses: losses(t),
+            truncated_at: t.truncated_at,
+            problems: t.problems.clone(),
+            dangling: dangling
+                .into_iter()
+                .map(|w| (w.name.to_string(), w.ts))
+                .collect(),
+            apis: self.apis,
+            procs,
+        }
+    }
+}
+
+/// Everything lost, by kind: the tool's own counts (from its summary line)
+/// and the tracing service's (`perfetto_*`, from its statistics). `None`
+/// when the trace has no summary line.
+fn losses(t: &Trace) -> Option<Vec<(String, u64)>> {
+    t.drop_counts().map(|ours| {
+        // The service's last statistics are final; the tool's copy of them
+        // in its summary may be a moment older.
+        let mut all: Vec<(String, u64)> = ours
+            .into_iter()
+            .filter(|(k, n)| *n > 0 && (t.losses.is_none() || !k.starts_with("perfetto_")))
+            .collect();
+        if let Some(l) = t.losses {
+            all.extend(
+                l.counts()
+                    .into_iter()
+                    .map(|(k, n)| (format!("perfetto_{k}"), n)),
+            );
+        }
+        all
+    })
+}
+
+/// The process and thread a track belongs to: its thread descriptor's, or,
+/// without one, what gpu-trace's track uuids hold (`gpu-trace-core`'s
+/// `thread_track_uuid`: bit 54, the pid in bits 32–53 and the tid below;
+/// `range_track_uuid`: the pid from bit 40, with bit 61 flipped).
+fn track_owner(t: &Trace, uuid: u64) -> (Pid, Option<i64>) {
+    if let Some(th) = t.thread_of(uuid) {
+        return (th.pid, Some(th.tid));
+    }
+    const THREAD_BIT: u64 = 1 << 54;
+    const RANGE_BIT: u64 = 1 << 61;
+    const PID_MASK: u64 = (1 << 22) - 1;
+    if uuid >> 55 == 0 && uuid & THREAD_BIT != 0 {
+        return (
+            ((uuid >> 32) & PID_MASK) as Pid,
+            Some((uuid & 0xffff_ffff) as i64),
+        );
+    }
+    let pid = (uuid ^ RANGE_BIT) >> 40;
+    if pid != 0 && pid <= PID_MASK && t.tracks.get(&uuid).is_some_and(|i| i.thread.is_none()) {
+        return (pid as Pid, None);
+    }
+    (UNKNOWN_PID, None)
+}
+
+/// Finds the kernels that start where counter samples are (a second,
+/// cheap pass over a trace that has counters: only their keys are kept).
+#[derive(Default)]
+pub(crate) struct KernelsAt {
+    pub(crate) wanted: FxHashMap<(i64, u64), Option<(String, Pid)>>,
+}
+
+impl Visitor for KernelsAt {
+    fn parts(&self) -> Parts {
+        Parts {
+            kernel_launch: false,
+        }
+    }
+
+    fn gpu_event(&mut self, e: &GpuEvent) {
+        if e.stage != Stage::Kernel {
+            return;
+        }
+        if let Some(slot) = self.wanted.get_mut(&(e.gpu_id.unwrap_or(0), e.ts)) {
+            let name = match &e.kernel {
+                Some(k) if !k.demangled.is_empty() => k.demangled.to_string(),
+                _ => e.name.to_string(),
+            };
+            *slot = Some((name, e.context.map_or(UNKNOWN_PID, |c| c.pid)));
+        }
+    }
+}
+
+/// A device engine's work in one process: kernels, or one kind of memory
+/// operation ("Memcpy HtoD", "Memset" ...).
+#[derive(Debug, Default)]
+pub(crate) struct EngineData {
+    pub(crate) gpu: i64,
+    pub(crate) engine: String,
+    pub(crate) ops: u64,
+    pub(crate) busy: Intervals,
+}
+
+/// A stream's work.
+#[derive(Debug, Default)]
+pub(crate) struct StreamData {
+    pub(crate) gpu: i64,
+    pub(crate) name: String,
+    pub(crate) kernels: u64,
+    pub(crate) memory: u64,
+    pub(crate) busy: Intervals,
+}
+
+/// A thread's API calls.
+#[derive(Debug, Default)]
+pub(crate) struct ThreadData {
+    /// `None` for a track that names no thread.
+    pub(crate) tid: Option<i64>,
+    pub(crate) name: String,
+    /// From its first slice's start to its last slice's end.
+    pub(crate) span: Span,
+    pub(crate) calls: u64,
+    pub(crate) waiting_calls: u64,
+    /// The union of its calls that wait for the GPU.
+    pub(crate) waiting: Intervals,
+}
+
+/// One per-kernel counter value.
+#[derive(Debug, Clone)]
+pub(crate) struct CounterData {
+    pub(crate) kernel: String,
+    pub(crate) metric: String,
+    pub(crate) value: f64,
+}
+
+/// One process's events.
+#[derive(Debug, Default)]
+pub(crate) struct ProcData {
+    pub(crate) span: Span,
+    pub(crate) kernels: Vec<(String, Durations)>,
+    pub(crate) memory: Vec<(String, Durations, u64)>,
+    pub(crate) api: Vec<(String, Durations)>,
+    pub(crate) ranges: Vec<(String, Durations)>,
+    pub(crate) engines: Vec<EngineData>,
+    pub(crate) streams: Vec<StreamData>,
+    pub(crate) threads: Vec<ThreadData>,
+    pub(crate) counters: Vec<CounterData>,
+}
+
+/// One file's events, by process, and what the trace says of itself.
+#[derive(Debug, Default)]
+pub(crate) struct FileData {
+    pub(crate) path: String,
+    pub(crate) size: u64,
+    pub(crate) span: Span,
+    pub(crate) devices: Vec<DeviceInfo>,
+    pub(crate) sources: Vec<String>,
+    pub(crate) categories: Vec<String>,
+    pub(crate) losses: Option<Vec<(String, u64)>>,
+    pub(crate) truncated_at: Option<u64>,
+    pub(crate) problems: Vec<String>,
+    /// API slices whose submission arrow points at GPU work that is not in
+    /// the trace: (name, start ns), in trace order.
+    pub(crate) dangling: Vec<(String, u64)>,
+    pub(crate) apis: Vec<u64>,
+    pub(crate) procs: BTreeMap<Pid, ProcData>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(gpu: i64, ts: u64, name: &Str, v: f64) -> CounterValue {
+        CounterValue {
+            gpu_id: gpu,
+            name: name.clone(),
+            ts,
+            value: v,
+            groups: Vec::new(),
+            units: Default::default(),
+            description: "".into(),
+        }
+    }
+
+    #[test]
+    fn per_kernel_counters_keep_zero_values_and_skip_the_resets() {
+        let mut acc = Acc::default();
+        // Kernel at 100 (bytes 0, a real value), at 300 (bytes 64) on GPU 0,
+        // and one at 100 on GPU 1; each followed by its reset to zero. The
+        // name comes from two sequences (two allocations).
+        let (a, b) = (Str::from("bytes"), Str::from("bytes"));
+        for (gpu, ts, name, v) in [
+            (0, 100, &a, 0.0),
+            (0, 200, &b, 0.0),
+            (1, 100, &a, 8.0),
+            (0, 300, &a, 64.0),
+            (1, 150, &b, 0.0),
+            (0, 400, &a, 0.0),
+        ] {
+            acc.counter(&value(gpu, ts, name, v));
+        }
+        let got: Vec<(i64, u64, f64)> =
+            acc.samples.iter().map(|s| (s.gpu, s.ts, s.value)).collect();
+        assert_eq!(got, [(0, 100, 0.0), (1, 100, 8.0), (0, 300, 64.0)]);
+        let at: FxHashMap<(i64, u64), Option<(String, Pid)>> = [
+            ((0, 100), Some(("a".to_owned(), 7))),
+            ((0, 300), Some(("b".to_owned(), 7))),
+            ((1, 100), Some(("a".to_owned(), 7))),
+        ]
+        .into_iter()
+        .collect();
+        let f = acc.finish(&Trace::default(), &at);
+        let c: Vec<(&str, &str, f64)> = f.procs[&7]
+            .counters
+            .iter()
+            .map(|c| (c.kernel.as_str(), c.metric.as_str(), c.value))
+            .collect();
+        assert_eq!(
+            c,
+            [
+                ("a", "bytes", 0.0),
+                ("a", "bytes", 8.0),
+                ("b", "bytes", 64.0)
+            ]
+        );
+    }
+
+    #[test]
+    fn id_set_holds_exactly_the_ids_inserted() {
+        let mut set = IdSet::default();
+        let ids: Vec<u64> = (0..5000u64)
+            .map(|c| c << 22 | 4242)
+            .chain([
+                0,
+                1,
+                u64::MAX,
+                gpu_trace_reader::SECONDARY_EVENT_ID_BIT | 7 << 22 | 4242,
+            ])
+            .collect();
+        for &id in ids.iter().step_by(2) {
+            set.insert(id);
+        }
+        for (i, &id) in ids.iter().enumerate() {
+            assert_eq!(set.contains(id), i % 2 == 0, "{id:#x}");
+        }
+        assert!(!set.contains(4243));
+    }
+
+    #[test]
+    fn tracks_without_descriptors_belong_to_the_pid_in_their_uuid() {
+        let t = Trace::default();
+        let thread = (1 << 54) | (4242u64 << 32) | 77;
+        assert_eq!(track_owner(&t, thread), (4242, Some(77)));
+        assert_eq!(track_owner(&t, 12345), (UNKNOWN_PID, None));
+    }
+}

@@ -1,0 +1,558 @@
+//! The summary as text tables: numbers with thousands separators, names cut
+//! to a width.
+
+use super::Options;
+use super::Report;
+use super::dist::Row;
+use super::read::Span;
+use super::report::{CounterRow, FileHeader, Summary, Tables, pid_text};
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// `1234567` → `1,234,567`.
+pub(crate) fn int(n: u64) -> String {
+    group(&n.to_string())
+}
+
+/// `x` with `decimals` decimals and thousands separators.
+pub(crate) fn fixed(x: f64, decimals: usize) -> String {
+    let s = format!("{x:.decimals$}");
+    let (sign, s) = match s.strip_prefix('-') {
+        Some(r) => ("-", r),
+        None => ("", s.as_str()),
+    };
+    let (whole, frac) = match s.split_once('.') {
+        Some((w, f)) => (w, Some(f)),
+        None => (s, None),
+    };
+    match frac {
+        Some(f) => format!("{sign}{}.{f}", group(whole)),
+        None => format!("{sign}{}", group(whole)),
+    }
+}
+
+fn group(digits: &str) -> String {
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return digits.to_owned(); // inf, NaN
+    }
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A duration for people: `850 ns`, `12.345 µs`, `1.234 ms`, `3.210 s`.
+pub(crate) fn human(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{:.3} µs", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.3} ms", ns as f64 / 1e6),
+        _ => format!("{} s", fixed(ns as f64 / 1e9, 3)),
+    }
+}
+
+/// `name` cut to `width` characters, the last an ellipsis (0: whole).
+pub(crate) fn clip(name: &str, width: usize) -> Cow<'_, str> {
+    if width == 0 || name.chars().count() <= width {
+        return Cow::Borrowed(name);
+    }
+    let mut s: String = name.chars().take(width.saturating_sub(1)).collect();
+    s.push('…');
+    Cow::Owned(s)
+}
+
+/// A table: right-aligned columns but the last (a name), widths from the
+/// cells.
+fn grid(out: &mut String, title: &str, header: &[&str], rows: &[Vec<String>]) {
+    grid_left(out, title, header, rows, 0);
+}
+
+/// [`grid`], with the first `left` columns (text) left-aligned too.
+fn grid_left(out: &mut String, title: &str, header: &[&str], rows: &[Vec<String>], left: usize) {
+    let _ = writeln!(out, "\n{title}\n");
+    let n = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |out: &mut String, cells: &mut dyn Iterator<Item = &str>| {
+        let mut s = String::new();
+        for (i, c) in cells.enumerate() {
+            s.push_str("  ");
+            let pad = widths[i].saturating_sub(c.chars().count());
+            if i + 1 == n {
+                s.push_str(c);
+            } else if i < left {
+                s.push_str(c);
+                s.extend(std::iter::repeat_n(' ', pad));
+            } else {
+                s.extend(std::iter::repeat_n(' ', pad));
+                s.push_str(c);
+            }
+        }
+        let _ = writeln!(out, "{}", s.trim_end());
+    };
+    line(out, &mut header.iter().copied());
+    for r in rows {
+        line(out, &mut r.iter().map(String::as_str));
+    }
+}
+
+fn none(out: &mut String, title: &str, what: &str) {
+    let _ = writeln!(out, "\n{title}: {what}");
+}
+
+fn top<T>(rows: &[T], o: &Options) -> usize {
+    o.top.map_or(rows.len(), |n| n.min(rows.len()))
+}
+
+fn durations(out: &mut String, title: &str, rows: &[Row], bytes: bool, o: &Options, what: &str) {
+    if rows.is_empty() {
+        if o.explicit {
+            none(out, title, what);
+        }
+        return;
+    }
+    let mut header = vec![
+        "Time(%)",
+        "Total Time (ns)",
+        "Instances",
+        "Avg (ns)",
+        "Med (ns)",
+        "P99 (ns)",
+        "Min (ns)",
+        "Max (ns)",
+        "StdDev (ns)",
+    ];
+    if bytes {
+        header.push("Total (MB)");
+    }
+    header.push("Name");
+    let cells: Vec<Vec<String>> = rows[..top(rows, o)]
+        .iter()
+        .map(|r| {
+            let mut c = vec![
+                format!("{:.1}", r.pct),
+                int(r.total),
+                int(r.count),
+                fixed(r.avg, 1),
+                fixed(r.median, 1),
+                int(r.p99),
+                int(r.min),
+                int(r.max),
+                fixed(r.stddev, 1),
+            ];
+            if bytes {
+                c.push(fixed(r.bytes.unwrap_or(0) as f64 / 1e6, 3));
+            }
+            c.push(clip(&r.name, o.name_width).into_owned());
+            c
+        })
+        .collect();
+    grid(out, title, &header, &cells);
+    more(out, rows.len(), o);
+}
+
+fn more(out: &mut String, n: usize, o: &Options) {
+    if let Some(t) = o.top
+        && n > t
+    {
+        let _ = writeln!(out, "  ... {} more (--top {t})", int((n - t) as u64));
+    }
+}
+
+/// A counter value: integers as such, else four decimals.
+fn value(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        fixed(x, 0)
+    } else {
+        fixed(x, 4)
+    }
+}
+
+fn counters(out: &mut String, all: &[CounterRow], by_kernel: &[CounterRow], o: &Options) {
+    if all.is_empty() {
+        if o.explicit {
+            none(out, "Per-kernel counters", "none in the trace");
+        }
+        return;
+    }
+    let cells: Vec<Vec<String>> = all[..top(all, o)]
+        .iter()
+        .map(|c| {
+            vec![
+                int(c.kernels),
+                value(c.mean),
+                value(c.min),
+                value(c.max),
+                clip(&c.metric, o.name_width).into_owned(),
+            ]
+        })
+        .collect();
+    grid(
+        out,
+        "Per-kernel counters",
+        &["Kernels", "Mean", "Min", "Max", "Counter"],
+        &cells,
+    );
+    more(out, all.len(), o);
+    let _ = writeln!(out, "\nPer-kernel counters by kernel");
+    let mut kernels = 0;
+    let mut i = 0;
+    while i < by_kernel.len() {
+        let k = by_kernel[i].kernel.as_deref().unwrap_or("");
+        let j = i + by_kernel[i..]
+            .iter()
+            .take_while(|c| c.kernel.as_deref() == Some(k))
+            .count();
+        kernels += 1;
+        if o.top.is_none_or(|t| kernels <= t) {
+            let cells: Vec<Vec<String>> = by_kernel[i..j]
+                .iter()
+                .map(|c| {
+                    vec![
+                        int(c.kernels),
+                        value(c.mean),
+                        value(c.min),
+                        value(c.max),
+                        clip(&c.metric, o.name_width).into_owned(),
+                    ]
+                })
+                .collect();
+            grid(
+                out,
+                &format!("  {}", clip(k, o.name_width)),
+                &["Kernels", "Mean", "Min", "Max", "Counter"],
+                &cells,
+            );
+        }
+        i = j;
+    }
+    more(out, kernels, o);
+}
+
+fn tables(out: &mut String, t: &Tables, o: &Options, several: bool) {
+    for r in &o.reports {
+        match r {
+            Report::Kernels => durations(out, "GPU kernels", &t.kernels, false, o, "none"),
+            Report::Memops => durations(out, "GPU memory operations", &t.memory, true, o, "none"),
+            Report::Api => durations(out, "API calls", &t.api, false, o, "none in the trace"),
+            Report::Nvtx => durations(
+                out,
+                "NVTX / roctx ranges",
+                &t.ranges,
+                false,
+                o,
+                "none in the trace",
+            ),
+            Report::Counters => counters(out, &t.counters, &t.counters_by_kernel, o),
+            Report::Devices => devices(out, t, o),
+            Report::Streams => streams(out, t, o, several),
+            Report::Threads => threads(out, t, o, several),
+        }
+    }
+}
+
+const DEVICES: &str = "GPU busy time (union of each engine's work over the traced span)";
+const STREAMS: &str = "Streams (busy: union of their work over their process's span)";
+const THREADS: &str = "Threads: time in API calls that wait for the GPU (over each thread's span)";
+
+fn devices(out: &mut String, t: &Tables, o: &Options) {
+    if t.devices.is_empty() {
+        if o.explicit {
+            none(out, DEVICES, "no GPU work");
+        }
+        return;
+    }
+    let rows = &t.devices[..top(&t.devices, o)];
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|e| {
+            vec![
+                format!("GPU {}", e.gpu),
+                e.engine.clone(),
+                int(e.ops),
+                int(e.busy),
+                format!("{:.1}", e.pct),
+                clip(&e.device, o.name_width).into_owned(),
+            ]
+        })
+        .collect();
+    grid_left(
+        out,
+        DEVICES,
+        &[
+            "GPU",
+            "Engine",
+            "Operations",
+            "Busy (ns)",
+            "Busy(%)",
+            "Device",
+        ],
+        &cells,
+        2,
+    );
+    more(out, t.devices.len(), o);
+}
+
+fn streams(out: &mut String, t: &Tables, o: &Options, several: bool) {
+    if t.streams.is_empty() {
+        if o.explicit {
+            none(out, STREAMS, "no GPU work");
+        }
+        return;
+    }
+    let mut header = vec![];
+    if several {
+        header.push("PID");
+    }
+    header.extend(["Kernels", "Memory ops", "Busy (ns)", "Busy(%)", "Stream"]);
+    let cells: Vec<Vec<String>> = t.streams[..top(&t.streams, o)]
+        .iter()
+        .map(|s| {
+            let mut c = vec![];
+            if several {
+                c.push(pid_text(s.pid));
+            }
+            c.extend([
+                int(s.kernels),
+                int(s.memory),
+                int(s.busy),
+                format!("{:.1}", s.pct),
+                clip(&s.name, o.name_width).into_owned(),
+            ]);
+            c
+        })
+        .collect();
+    grid(out, STREAMS, &header, &cells);
+    more(out, t.streams.len(), o);
+}
+
+fn threads(out: &mut String, t: &Tables, o: &Options, several: bool) {
+    if t.threads.is_empty() {
+        if o.explicit {
+            none(out, THREADS, "no API calls or ranges on threads");
+        }
+        return;
+    }
+    let mut header = vec![];
+    if several {
+        header.push("PID");
+    }
+    header.extend([
+        "TID",
+        "API calls",
+        "Span (ns)",
+        "Waiting calls",
+        "Waiting (ns)",
+        "Waiting(%)",
+        "Thread",
+    ]);
+    let cells: Vec<Vec<String>> = t.threads[..top(&t.threads, o)]
+        .iter()
+        .map(|th| {
+            let mut c = vec![];
+            if several {
+                c.push(pid_text(th.pid));
+            }
+            c.extend([
+                th.tid.map_or("?".to_owned(), |t| t.to_string()),
+                int(th.calls),
+                int(th.span),
+                int(th.waiting_calls),
+                int(th.waiting),
+                format!("{:.1}", th.pct),
+                clip(&th.name, o.name_width).into_owned(),
+            ]);
+            c
+        })
+        .collect();
+    grid(out, THREADS, &header, &cells);
+    more(out, t.threads.len(), o);
+}
+
+fn span_line(s: Option<Span>) -> String {
+    match s {
+        Some(s) => format!(
+            "{} (from {} to {} ns)",
+            human(s.dur()),
+            int(s.start),
+            int(s.end)
+        ),
+        None => "empty (no events)".to_owned(),
+    }
+}
+
+/// Where a kind of loss happened.
+fn place(key: &str, apis: &[u64]) -> &'static str {
+    let vendor = match apis {
+        [4] => "CUPTI's activity buffers",
+        [5] => "rocprofiler-sdk's buffers",
+        _ => "the vendor library's record buffers",
+    };
+    match key {
+        "thread_buffer" => "our event batches (a recording thread's buffer was full)",
+        "vendor_records" => vendor,
+        "invalid_records" => "malformed vendor records (left out)",
+        "counters" => "per-kernel counter collection",
+        k if k.starts_with("perfetto_") => "Perfetto's buffers",
+        _ => "elsewhere",
+    }
+}
+
+/// The losses line, and one line per place something was lost.
+pub(crate) fn losses(h: &FileHeader) -> Vec<String> {
+    if let Some(at) = h.truncated_at {
+        return vec![format!(
+            "unknown: the trace stops at byte {} of {} (cut short mid-packet); what came after is missing",
+            int(at),
+            int(h.size)
+        )];
+    }
+    match &h.losses {
+        None => vec!["unknown: the trace has no summary (the process did not finish tracing; data after the last write is missing)".to_owned()],
+        Some(l) if l.is_empty() => vec!["none".to_owned()],
+        Some(l) => {
+            let kv = |l: &[&(String, u64)]| {
+                l.iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            let mut lines = vec![format!(
+                "{} (the trace is incomplete)",
+                kv(&l.iter().collect::<Vec<_>>())
+            )];
+            let mut places: Vec<&str> = Vec::new();
+            for (k, _) in l {
+                let p = place(k, &h.apis);
+                if !places.contains(&p) {
+                    places.push(p);
+                }
+            }
+            for p in places {
+                let here: Vec<&(String, u64)> =
+                    l.iter().filter(|(k, _)| place(k, &h.apis) == p).collect();
+                lines.push(format!("  in {p}: {}", kv(&here)));
+            }
+            lines
+        }
+    }
+}
+
+fn sources(h: &FileHeader) -> String {
+    if h.sources.is_empty() {
+        return "not in the trace (it has no TraceConfig)".to_owned();
+    }
+    h.sources
+        .iter()
+        .map(|s| {
+            if s == "track_event" && !h.categories.is_empty() {
+                format!("{s} ({})", h.categories.join(", "))
+            } else {
+                s.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn header(out: &mut String, h: &FileHeader) {
+    let _ = writeln!(out, "Span: {}", span_line(h.span));
+    let pids: Vec<String> = h.pids.iter().map(|&p| pid_text(p)).collect();
+    let _ = match pids.len() {
+        0 => writeln!(out, "Processes: none"),
+        1 => writeln!(out, "Process: {}", pids[0]),
+        n => writeln!(out, "Processes: {n} ({})", pids.join(", ")),
+    };
+    for d in &h.devices {
+        let _ = writeln!(out, "GPU {}: {} ({})", d.gpu_id, d.name, d.model);
+    }
+    let _ = writeln!(out, "Sources: {}", sources(h));
+    for (i, l) in losses(h).iter().enumerate() {
+        let _ = if i == 0 {
+            writeln!(out, "Losses: {l}")
+        } else {
+            writeln!(out, "{l}")
+        };
+    }
+}
+
+/// Renders the summary as text.
+pub(crate) fn render(s: &Summary, o: &Options) -> String {
+    let mut out = String::new();
+    if !s.several() {
+        for h in &s.files {
+            let _ = writeln!(out, "{}", h.path);
+            header(&mut out, h);
+        }
+        tables(&mut out, &s.all, o, false);
+        return out;
+    }
+    for h in &s.files {
+        let _ = writeln!(out, "== {} ==", h.path);
+        header(&mut out, h);
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "== All {} processes{} ==",
+        s.processes.len(),
+        if s.files.len() > 1 {
+            format!(" of {} files", s.files.len())
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(out, "Span: {}", span_line(s.all.span));
+    tables(&mut out, &s.all, o, true);
+    for p in &s.processes {
+        let _ = writeln!(
+            out,
+            "\n== Process {} ({}) ==",
+            pid_text(p.pid.unwrap_or_default()),
+            p.file.as_deref().unwrap_or_default()
+        );
+        let _ = writeln!(out, "Span: {}", span_line(p.tables.span));
+        tables(&mut out, &p.tables, o, false);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_get_thousands_separators() {
+        assert_eq!(int(0), "0");
+        assert_eq!(int(999), "999");
+        assert_eq!(int(1000), "1,000");
+        assert_eq!(int(1234567), "1,234,567");
+        assert_eq!(fixed(1234.56, 1), "1,234.6");
+        assert_eq!(fixed(-1234567.0, 0), "-1,234,567");
+        assert_eq!(fixed(0.5, 1), "0.5");
+    }
+
+    #[test]
+    fn long_names_are_cut_with_an_ellipsis() {
+        assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(clip("abcd", 4), "abcd");
+        assert_eq!(clip("abcdef", 0), "abcdef");
+        assert_eq!(clip("äöüßxyz", 3), "äö…");
+    }
+
+    #[test]
+    fn durations_read_in_their_unit() {
+        assert_eq!(human(850), "850 ns");
+        assert_eq!(human(12_345), "12.345 µs");
+        assert_eq!(human(1_234_567_890), "1.235 s");
+        assert_eq!(human(4_000_000_000_000), "4,000.000 s");
+    }
+}

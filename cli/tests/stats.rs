@@ -1,0 +1,1003 @@
+//! `gpu-trace stats` on traces whose true numbers are known.
+//!
+//! The traces are recorded through the real in-process path: a child
+//! process (this test binary, re-run with `GPU_TRACE_STATS_CHILD=<scenario>`)
+//! starts a `gpu_trace_core::Tracer` writing into a file and records a
+//! scripted program with exact timestamps; the expectations below are
+//! worked out by hand from that script. A system-mode test records two such
+//! programs into one file through a private `traced`.
+
+use gpu_trace_core::model::*;
+use gpu_trace_core::{Config, GpuClock, Limits, Tracer, TracerOptions};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const CHILD: &str = "GPU_TRACE_STATS_CHILD";
+
+// ---------------------------------------------------------------- child side
+
+/// The traced "application", run only as a child process.
+#[test]
+#[ignore = "the traced application of the other tests; runs only in their child processes"]
+fn child() {
+    let scenario = std::env::var(CHILD).expect("run by a test, which sets GPU_TRACE_STATS_CHILD");
+    let (config, problems) = Config::from_env();
+    assert!(problems.is_empty(), "{problems:?}");
+    let system = config.mode == gpu_trace_core::config::Mode::System;
+    let tracer = Tracer::start(TracerOptions {
+        backend: gpu_trace_core::testing::BACKEND,
+        config,
+        clock: GpuClock::Boottime,
+        limits: Limits::default(),
+        capture_ranges: false,
+    })
+    .expect("tracer");
+    // The test harness has printed "test child ... " without a newline.
+    println!("\nPID={}", std::process::id());
+    if system {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = tracer.sources();
+            if s.gpu && s.api && s.markers {
+                break;
+            }
+            assert!(Instant::now() < deadline, "sources not enabled: {s:?}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    match scenario.as_str() {
+        "known" => known(&tracer),
+        "second" => second(&tracer),
+        other => panic!("unknown scenario {other}"),
+    }
+    tracer.shutdown(Duration::from_secs(20));
+    if let Some(p) = tracer.output_path() {
+        println!("OUTPUT={}", p.display());
+    }
+    println!("DONE");
+}
+
+/// Records events by hand, at `t0` + the times of the script.
+struct App<'a> {
+    tracer: &'a Tracer,
+    t0: u64,
+}
+
+impl App<'_> {
+    fn new(tracer: &Tracer) -> App<'_> {
+        for id in 0..2 {
+            let mut gpu = Device::new(id, "NVIDIA H200");
+            gpu.vendor = Some("NVIDIA".into());
+            gpu.uuid = Some([id as u8 + 1; 16]);
+            gpu.arch_id = "sm_90".into();
+            tracer.add_device(gpu);
+        }
+        App {
+            tracer,
+            t0: gpu_trace_core::clock::boottime_ns() + 1_000_000,
+        }
+    }
+
+    fn kernel_class(&self, mangled: &str) -> KernelId {
+        let names = self.tracer.names();
+        let n = self.tracer.kernels().names(names, mangled);
+        let desc = KernelDesc::new(n.mangled, n.demangled, n.display, names.intern("sm_90"));
+        self.tracer.kernels().register(desc)
+    }
+
+    fn kernel(&self, corr: u64, device: u32, stream: u64, span: (u64, u64), k: KernelId) {
+        let mut e = KernelExec::new(device, corr, self.t0 + span.0, self.t0 + span.1, k);
+        e.context = device + 1;
+        e.stream = stream;
+        self.tracer.recorder().kernel(e);
+    }
+
+    fn mem(&self, corr: u64, stream: u64, span: (u64, u64), bytes: u64, kind: MemoryOpKind) {
+        let mut op = MemoryOp::new(0, corr, self.t0 + span.0, self.t0 + span.1, bytes, kind);
+        op.context = 1;
+        op.stream = stream;
+        self.tracer.recorder().memory(op);
+    }
+
+    fn copy(&self, corr: u64, stream: u64, span: (u64, u64), bytes: u64, kind: CopyKind) {
+        let peer = (kind == CopyKind::PtoP).then_some((0, 1));
+        let k = MemoryOpKind::Copy {
+            kind,
+            src: MemoryKind::Device,
+            dst: MemoryKind::Device,
+            peer,
+        };
+        self.mem(corr, stream, span, bytes, k);
+    }
+
+    /// An API call on the calling thread.
+    fn api(&self, name: &str, span: (u64, u64), corr: u64, submits: bool, waits: &[u64]) {
+        let tid = gpu_trace_core::clock::thread_id();
+        let n = self.tracer.names().intern(name);
+        let mut call = ApiCall::new(n, tid, self.t0 + span.0, self.t0 + span.1, corr);
+        call.submits = submits;
+        call.waits = waits.iter().copied().collect();
+        self.tracer.recorder().api(call);
+    }
+
+    fn range(&self, text: &str, span: (u64, u64)) {
+        let tid = gpu_trace_core::clock::thread_id();
+        let rec = self.tracer.recorder();
+        rec.marker(tid, self.t0 + span.0, text, |text| Marker::Push {
+            domain: None,
+            text,
+        });
+        rec.marker(tid, self.t0 + span.1, "", |_| Marker::Pop { domain: None });
+    }
+}
+
+/// The script of [`Known`]; all times are ns after the start.
+fn known(tracer: &Tracer) {
+    let app = App::new(tracer);
+    let busy = app.kernel_class("_Z4busyii");
+    let tiny = app.kernel_class("_Z4tinyv");
+    let other = app.kernel_class("_Z5otherv");
+    // GPU 0, streams 7 and 8: busy() twice overlapping across the streams
+    // ([0,1000) with [500,2000), [3000,3400) with [3000,3600)), tiny()
+    // three times; GPU 1, stream 9: other().
+    app.kernel(1, 0, 7, (0, 1000), busy);
+    app.kernel(2, 0, 8, (500, 2000), busy);
+    app.kernel(4, 0, 7, (3000, 3400), busy);
+    app.kernel(5, 0, 8, (3000, 3600), busy);
+    app.kernel(6, 0, 7, (5000, 5100), tiny);
+    app.kernel(7, 0, 7, (6000, 6300), tiny);
+    app.kernel(8, 0, 7, (7000, 7200), tiny);
+    app.kernel(3, 1, 9, (1000, 9000), other);
+    app.copy(9, 7, (2000, 2500), 4096, CopyKind::HtoD);
+    app.copy(10, 8, (8000, 8500), 4096, CopyKind::HtoD);
+    app.copy(11, 8, (2200, 2400), 1024, CopyKind::DtoH);
+    app.copy(12, 7, (4000, 4800), 8192, CopyKind::PtoP);
+    // Overlaps the last tiny() on stream 7.
+    app.mem(
+        13,
+        7,
+        (7100, 7300),
+        100,
+        MemoryOpKind::Set {
+            value: 0,
+            memory: MemoryKind::Device,
+        },
+    );
+    let sm = tracer.register_counter(CounterSpec::new(
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        Unit::Percent,
+        CounterGroup::Compute,
+    ));
+    for (corr, span, v) in [
+        (1, (0, 1000), 50.0),
+        (2, (500, 2000), 70.0),
+        (6, (5000, 5100), 10.0),
+    ] {
+        tracer.recorder().kernel_counters(KernelCounters::new(
+            0,
+            corr,
+            app.t0 + span.0,
+            app.t0 + span.1,
+            vec![(sm, v)].into(),
+        ));
+    }
+    // This thread: launches, then calls that wait (one nested in another).
+    println!("TID_A={}", gpu_trace_core::clock::thread_id());
+    app.api("cudaLaunchKernel", (0, 100), 1, true, &[]);
+    app.api("cudaLaunchKernel", (100, 200), 2, true, &[]);
+    app.api("cudaStreamSynchronize", (2000, 3000), 100, false, &[]);
+    app.api("cuStreamSynchronize", (2100, 2900), 101, false, &[]);
+    app.api("cudaMemcpy", (8000, 8600), 102, false, &[]);
+    app.api("cudaDeviceSynchronize", (9000, 10_000), 103, false, &[]);
+    app.range("step 1", (0, 5000));
+    app.range("step 2", (5000, 10_000));
+    // A process-wide range, on a track of its own.
+    let rec = tracer.recorder();
+    let tid = gpu_trace_core::clock::thread_id();
+    rec.marker(tid, app.t0, "epoch", |text| Marker::Start {
+        id: 1,
+        domain: None,
+        text,
+    });
+    rec.marker(tid, app.t0 + 10_000, "", |_| Marker::End { id: 1 });
+    // Another thread: a launch, a wait by name, an asynchronous copy call,
+    // and a call that waits by its wait arrow only.
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("worker".into())
+            .spawn_scoped(scope, || {
+                println!("TID_B={}", gpu_trace_core::clock::thread_id());
+                app.api("cudaLaunchKernel", (1000, 1100), 3, true, &[]);
+                app.api("cudaEventSynchronize", (4000, 5000), 104, false, &[]);
+                app.api("cudaMemcpyAsync", (5000, 5100), 105, false, &[]);
+                app.api("cudaStreamQuery", (6000, 6500), 106, false, &[7]);
+            })
+            .unwrap();
+    });
+}
+
+/// A second process: busy() twice more on the same GPU 0 (same UUID), and
+/// events it lost.
+fn second(tracer: &Tracer) {
+    let app = App::new(tracer);
+    let busy = app.kernel_class("_Z4busyii");
+    app.kernel(1, 0, 7, (0, 2000), busy);
+    app.kernel(2, 0, 7, (3000, 7000), busy);
+    app.api("cudaLaunchKernel", (0, 100), 1, true, &[]);
+    app.api("cudaLaunchKernel", (3000, 3100), 2, true, &[]);
+    tracer.recorder().dropped(DropKind::ThreadBuffer, 5);
+    tracer.recorder().dropped(DropKind::VendorRecords, 2);
+}
+
+// --------------------------------------------------------------- parent side
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gpu-trace-stats-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn child_cmd(scenario: &str) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "child",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(CHILD, scenario);
+    for v in gpu_trace_core::config::vars::ALL {
+        cmd.env_remove(v);
+    }
+    cmd.env(gpu_trace_core::config::vars::TRACE, "all");
+    cmd
+}
+
+fn checked(out: Output, what: &str) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && stdout.contains("DONE"),
+        "{what} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+fn line<'a>(stdout: &'a str, key: &str) -> &'a str {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .unwrap_or_else(|| panic!("no {key} line in {stdout}"))
+}
+
+/// A recorded scenario: the trace, the pid and the child's stdout.
+struct Recorded {
+    path: PathBuf,
+    pid: i64,
+    stdout: String,
+}
+
+fn record(scenario: &str, dir: &Path) -> Recorded {
+    let path = dir.join(format!("{scenario}.pftrace"));
+    let out = child_cmd(scenario)
+        .env(gpu_trace_core::config::vars::OUTPUT, &path)
+        .output()
+        .unwrap();
+    let stdout = checked(out, scenario);
+    assert_eq!(Path::new(line(&stdout, "OUTPUT=")), path);
+    Recorded {
+        path,
+        pid: line(&stdout, "PID=").parse().unwrap(),
+        stdout,
+    }
+}
+
+fn stats(args: &[&str], traces: &[&Path]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-trace"))
+        .arg("stats")
+        .args(args)
+        .args(traces)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(args: &[&str], traces: &[&Path]) -> Value {
+    let mut a = vec!["--format", "json"];
+    a.extend(args);
+    let (rc, out, err) = stats(&a, traces);
+    assert_eq!(rc, 0, "{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// The rows of `table` as (name, count, total, median, min, max, p99).
+fn durations(v: &Value, table: &str) -> Vec<(String, u64, u64, f64, u64, u64, u64)> {
+    v[table]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {table} in {v}"))
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_owned(),
+                r["count"].as_u64().unwrap(),
+                r["total_ns"].as_u64().unwrap(),
+                r["median_ns"].as_f64().unwrap(),
+                r["min_ns"].as_u64().unwrap(),
+                r["max_ns"].as_u64().unwrap(),
+                r["p99_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn s(x: &str) -> String {
+    x.to_owned()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+#[test]
+fn the_numbers_of_a_known_program() {
+    let dir = scratch("known");
+    let r = record("known", &dir);
+    let v = json(&[], &[&r.path]);
+    assert_eq!(v["complete"], true, "{v}");
+    assert_eq!(v["span"]["dur_ns"], 10_000);
+    assert_eq!(
+        durations(&v, "kernels"),
+        [
+            (s("other()"), 1, 8000, 8000.0, 8000, 8000, 8000),
+            // 1000, 1500, 400, 600: an even count's median is the mean of
+            // 600 and 1000.
+            (s("busy(int, int)"), 4, 3500, 800.0, 400, 1500, 1500),
+            (s("tiny()"), 3, 600, 200.0, 100, 300, 300),
+        ]
+    );
+    assert_eq!(
+        durations(&v, "memops"),
+        [
+            (s("Memcpy HtoD"), 2, 1000, 500.0, 500, 500, 500),
+            (s("Memcpy PtoP"), 1, 800, 800.0, 800, 800, 800),
+            (s("Memcpy DtoH"), 1, 200, 200.0, 200, 200, 200),
+            (s("Memset"), 1, 200, 200.0, 200, 200, 200),
+        ]
+    );
+    let bytes: Vec<u64> = v["memops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(bytes, [8192, 8192, 1024, 100]);
+    assert_eq!(
+        durations(&v, "api"),
+        [
+            (
+                s("cudaDeviceSynchronize"),
+                1,
+                1000,
+                1000.0,
+                1000,
+                1000,
+                1000
+            ),
+            (s("cudaEventSynchronize"), 1, 1000, 1000.0, 1000, 1000, 1000),
+            (
+                s("cudaStreamSynchronize"),
+                1,
+                1000,
+                1000.0,
+                1000,
+                1000,
+                1000
+            ),
+            (s("cuStreamSynchronize"), 1, 800, 800.0, 800, 800, 800),
+            (s("cudaMemcpy"), 1, 600, 600.0, 600, 600, 600),
+            (s("cudaStreamQuery"), 1, 500, 500.0, 500, 500, 500),
+            (s("cudaLaunchKernel"), 3, 300, 100.0, 100, 100, 100),
+            (s("cudaMemcpyAsync"), 1, 100, 100.0, 100, 100, 100),
+        ]
+    );
+    assert_eq!(
+        durations(&v, "nvtx"),
+        [
+            (s("epoch"), 1, 10_000, 10_000.0, 10_000, 10_000, 10_000),
+            (s("step 1"), 1, 5000, 5000.0, 5000, 5000, 5000),
+            (s("step 2"), 1, 5000, 5000.0, 5000, 5000, 5000),
+        ]
+    );
+    // Busy time per device engine: the union over the 10 µs span. GPU 0's
+    // kernels: [0,2000) [3000,3600) [5000,5100) [6000,6300) [7000,7200).
+    let devices: Vec<(i64, String, u64, u64, f64)> = v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["gpu"].as_i64().unwrap(),
+                d["engine"].as_str().unwrap().to_owned(),
+                d["ops"].as_u64().unwrap(),
+                d["busy_ns"].as_u64().unwrap(),
+                d["busy_pct"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        devices,
+        [
+            (0, s("Kernels"), 7, 3200, 32.0),
+            (0, s("Memcpy DtoH"), 1, 200, 2.0),
+            (0, s("Memcpy HtoD"), 2, 1000, 10.0),
+            (0, s("Memcpy PtoP"), 1, 800, 8.0),
+            (0, s("Memset"), 1, 200, 2.0),
+            (1, s("Kernels"), 1, 8000, 80.0),
+        ]
+    );
+    // Per stream: stream 7's memset overlaps its last tiny() (3,500 ns of
+    // work, 3,400 busy); stream 8's busy() and copies do not overlap.
+    let streams: Vec<(String, u64, u64, u64, f64)> = v["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            assert_eq!(x["pid"].as_i64(), Some(r.pid));
+            (
+                x["stream"].as_str().unwrap().to_owned(),
+                x["kernels"].as_u64().unwrap(),
+                x["memops"].as_u64().unwrap(),
+                x["busy_ns"].as_u64().unwrap(),
+                x["busy_pct"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        streams,
+        [
+            (s("GPU 1 · stream 9"), 1, 0, 8000, 80.0),
+            (s("GPU 0 · stream 7"), 5, 3, 3400, 34.0),
+            (s("GPU 0 · stream 8"), 2, 2, 2800, 28.0),
+        ]
+    );
+    // Per thread: the share of its span spent in calls that wait for the
+    // GPU (the nested cuStreamSynchronize counts once; cudaStreamQuery
+    // waits by its arrow, cudaMemcpyAsync does not wait).
+    let tid_a: i64 = line(&r.stdout, "TID_A=").parse().unwrap();
+    let tid_b: i64 = line(&r.stdout, "TID_B=").parse().unwrap();
+    let threads: Vec<(i64, u64, u64, u64, u64)> = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["tid"].as_i64().unwrap(),
+                t["api_calls"].as_u64().unwrap(),
+                t["span_ns"].as_u64().unwrap(),
+                t["waiting_calls"].as_u64().unwrap(),
+                t["waiting_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        threads,
+        [(tid_a, 6, 10_000, 4, 2600), (tid_b, 4, 5500, 2, 1500)]
+    );
+    assert!(close(
+        v["threads"][0]["waiting_pct"].as_f64().unwrap(),
+        26.0
+    ));
+    assert!(close(
+        v["threads"][1]["waiting_pct"].as_f64().unwrap(),
+        1500.0 / 5500.0 * 100.0
+    ));
+    assert_eq!(v["threads"][1]["name"], "worker");
+    // Counters: over all kernels, and per kernel name.
+    let c = &v["counters"][0];
+    assert_eq!(
+        (&c["name"], &c["kernels"], &c["min"], &c["max"]),
+        (
+            &Value::from("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+            &Value::from(3),
+            &Value::from(10.0),
+            &Value::from(70.0)
+        )
+    );
+    assert!(close(c["mean"].as_f64().unwrap(), 130.0 / 3.0));
+    let by_kernel: Vec<(String, u64, f64, f64, f64)> = v["counters_by_kernel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["kernel"].as_str().unwrap().to_owned(),
+                c["kernels"].as_u64().unwrap(),
+                c["mean"].as_f64().unwrap(),
+                c["min"].as_f64().unwrap(),
+                c["max"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by_kernel,
+        [
+            (s("busy(int, int)"), 2, 60.0, 50.0, 70.0),
+            (s("tiny()"), 1, 10.0, 10.0, 10.0)
+        ]
+    );
+    // The file and its one process.
+    let f = &v["files"][0];
+    assert_eq!(f["file"], r.path.display().to_string());
+    assert_eq!(f["pids"], serde_json::json!([r.pid]));
+    assert_eq!(v["processes"].as_array().unwrap().len(), 1);
+    assert_eq!(v["processes"][0]["pid"].as_i64(), Some(r.pid));
+    assert_eq!(v["processes"][0]["kernels"], v["kernels"]);
+
+    // Perfetto's trace processor sees the same GPU work.
+    if let Some(rows) = gpu_trace_core::testing::tp_query(
+        &r.path,
+        "select count(*), sum(s.dur) from gpu_slice s join track k on s.track_id = k.id \
+         where k.type = 'gpu_render_stage';",
+    ) {
+        assert_eq!(rows, [vec![s("13"), s("14300")]]);
+    }
+
+    // The tables: the header, thousands separators.
+    let (rc, text, err) = stats(&[], &[&r.path]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.is_empty(), "{err}");
+    for want in [
+        "Span: 10.000 µs (from ",
+        &format!("Process: {}", r.pid),
+        "GPU 0: NVIDIA H200 (sm_90)",
+        "GPU 1: NVIDIA H200 (sm_90)",
+        "Sources: ",
+        "gpu.renderstages.nv",
+        "track_event (cuda, nvtx)",
+        "Losses: none",
+        "   8,000  ",
+        "GPU 0 · stream 7",
+    ] {
+        assert!(text.contains(want), "{want:?} not in\n{text}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn csv_parses_back_into_the_json_numbers() {
+    let dir = scratch("csv");
+    let r = record("known", &dir);
+    let v = json(&[], &[&r.path]);
+    let out = dir.join("out.csv");
+    let (rc, stdout, err) = stats(
+        &["--format", "csv", "-o", out.to_str().unwrap()],
+        &[&r.path],
+    );
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        stdout.is_empty(),
+        "-o writes the file, not stdout: {stdout}"
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    // One table per report, each with its header row (whose first field is
+    // `report`), separated by empty lines.
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let mut tables: Vec<(Vec<String>, Vec<Vec<String>>)> = Vec::new();
+    for rec in rdr.records() {
+        let rec: Vec<String> = rec.unwrap().iter().map(str::to_owned).collect();
+        if rec[0] == "report" {
+            tables.push((rec, Vec::new()));
+        } else {
+            let t = tables.last_mut().expect("a header first");
+            assert_eq!(rec.len(), t.0.len(), "{rec:?} under {:?}", t.0);
+            t.1.push(rec);
+        }
+    }
+    let names: Vec<&str> = tables.iter().map(|t| t.1[0][0].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "kernels",
+            "memops",
+            "api",
+            "nvtx",
+            "counters",
+            "counters_by_kernel",
+            "devices",
+            "streams",
+            "threads"
+        ]
+    );
+    let (header, kernels) = &tables[0];
+    let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+    let got: Vec<(String, u64, u64, f64)> = kernels
+        .iter()
+        .map(|r| {
+            (
+                r[col("name")].clone(),
+                r[col("count")].parse().unwrap(),
+                r[col("total_ns")].parse().unwrap(),
+                r[col("median_ns")].parse().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64, u64, f64)> = durations(&v, "kernels")
+        .into_iter()
+        .map(|(n, c, t, m, ..)| (n, c, t, m))
+        .collect();
+    assert_eq!(got, want);
+    // Every row names its scope, file and process.
+    for (_, rows) in &tables {
+        for row in rows {
+            assert_eq!(row[1], "process");
+            assert_eq!(row[2], r.path.display().to_string());
+            assert_eq!(row[3], r.pid.to_string());
+        }
+    }
+    let (header, devices) = &tables[6];
+    let busy = header.iter().position(|h| h == "busy_ns").unwrap();
+    assert_eq!(devices[0][busy], "3200");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn report_top_and_name_width_shape_the_output() {
+    let dir = scratch("flags");
+    let r = record("known", &dir);
+    let (rc, text, err) = stats(
+        &[
+            "--report",
+            "kernels,threads",
+            "--top",
+            "1",
+            "--name-width",
+            "5",
+        ],
+        &[&r.path],
+    );
+    assert_eq!(rc, 0, "{err}");
+    assert!(text.contains("GPU kernels"), "{text}");
+    assert!(text.contains("Threads: "), "{text}");
+    for absent in [
+        "API calls\n",
+        "GPU memory operations",
+        "Streams",
+        "GPU busy",
+    ] {
+        assert!(!text.contains(absent), "{absent:?} in\n{text}");
+    }
+    // other(), cut to 5 characters with the ellipsis; the rest counted.
+    assert!(text.contains("  othe…\n"), "{text}");
+    assert!(!text.contains("busy("), "{text}");
+    assert!(text.contains("... 2 more (--top 1)"), "{text}");
+    assert!(text.contains("... 1 more (--top 1)"), "{text}");
+    // The threads table comes after the kernels, as asked.
+    assert!(text.find("GPU kernels") < text.find("Threads: "));
+    let (_, reversed, _) = stats(&["--report", "threads,kernels"], &[&r.path]);
+    assert!(reversed.find("GPU kernels") > reversed.find("Threads: "));
+
+    // Whole names without a width, and in CSV whatever the width.
+    let (_, text, _) = stats(&["--report", "kernels", "--name-width", "0"], &[&r.path]);
+    assert!(text.contains("  busy(int, int)\n"), "{text}");
+    let (_, csv, _) = stats(
+        &[
+            "--format",
+            "csv",
+            "--report",
+            "kernels",
+            "--name-width",
+            "5",
+        ],
+        &[&r.path],
+    );
+    assert!(csv.contains(",\"busy(int, int)\","), "{csv}");
+    assert_eq!(csv.lines().count(), 4, "a header and three kernels: {csv}");
+    // JSON: --top and --report too; --json is --format json.
+    let (rc, out, _) = stats(&["--json", "--report", "api", "--top", "2"], &[&r.path]);
+    assert_eq!(rc, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["api"].as_array().unwrap().len(), 2);
+    assert!(v.get("kernels").is_none(), "{v}");
+    // An empty table asked for by name says so.
+    let (_, text, _) = stats(&["--report", "counters"], &[&r.path]);
+    assert!(text.contains("Per-kernel counters by kernel"), "{text}");
+
+    // Bad values name the flag and what it takes; nothing is read.
+    for (args, msg) in [
+        (
+            vec!["--report", "kernels,kernal"],
+            "gpu-trace: --report \"kernal\": expected kernels, memops, api, nvtx, counters, devices, streams, threads (comma-separated)",
+        ),
+        (
+            vec!["--top", "ten"],
+            "gpu-trace: --top \"ten\": expected a whole number of rows",
+        ),
+        (
+            vec!["--name-width", "wide"],
+            "gpu-trace: --name-width \"wide\": expected a whole number of characters",
+        ),
+        (
+            vec!["--format", "xml"],
+            "gpu-trace: --format \"xml\": expected table, csv or json",
+        ),
+        (
+            vec!["--json", "--format", "csv"],
+            "gpu-trace: --json and --format \"csv\" disagree",
+        ),
+    ] {
+        let (rc, out, err) = stats(&args, &[&r.path]);
+        assert_eq!(rc, 2, "{args:?}: {err}");
+        assert_eq!(err.trim(), msg, "{args:?}");
+        assert!(out.is_empty());
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn two_files_are_summarised_together_and_per_process() {
+    let dir = scratch("two");
+    let a = record("known", &dir);
+    let b = record("second", &dir);
+    let v = json(&[], &[&a.path, &b.path]);
+    let files: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    let (pa, pb) = (a.path.display().to_string(), b.path.display().to_string());
+    assert_eq!(files, [pa.as_str(), pb.as_str()]);
+    let procs: Vec<(&str, i64)> = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["file"].as_str().unwrap(), p["pid"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(procs, [(pa.as_str(), a.pid), (pb.as_str(), b.pid)]);
+    // All together: busy() 400 600 1000 1500 2000 4000, median 1250.
+    let busy = durations(&v, "kernels")
+        .into_iter()
+        .find(|k| k.0 == "busy(int, int)")
+        .unwrap();
+    assert_eq!(
+        busy,
+        (s("busy(int, int)"), 6, 9500, 1250.0, 400, 4000, 4000)
+    );
+    // Per process, each file's own.
+    let second = durations(&v["processes"][1], "kernels");
+    assert_eq!(
+        second,
+        [(s("busy(int, int)"), 2, 6000, 3000.0, 2000, 4000, 4000)]
+    );
+    // The same GPU (by UUID) in both: its kernels' busy time adds up, over
+    // the span of both.
+    let span = v["span"]["dur_ns"].as_u64().unwrap();
+    assert!(span > 10_000, "{span}");
+    let gpu0 = &v["devices"][0];
+    assert_eq!(
+        (&gpu0["gpu"], &gpu0["engine"]),
+        (&Value::from(0), &Value::from("Kernels"))
+    );
+    assert_eq!(gpu0["ops"], 9);
+    assert_eq!(gpu0["busy_ns"], 3200 + 6000);
+    assert!(close(
+        gpu0["busy_pct"].as_f64().unwrap(),
+        9200.0 / span as f64 * 100.0
+    ));
+    // What the second lost, and where.
+    assert_eq!(v["files"][1]["complete"], false);
+    assert_eq!(v["complete"], false);
+    assert_eq!(
+        v["dropped"],
+        serde_json::json!({"thread_buffer": 5, "vendor_records": 2})
+    );
+    let (rc, text, _) = stats(&["--report", "kernels"], &[&a.path, &b.path]);
+    assert_eq!(rc, 0);
+    for want in [
+        &format!("== {pa} =="),
+        &format!("== {pb} =="),
+        "== All 2 processes of 2 files ==",
+        &format!("== Process {} ({pa}) ==", a.pid),
+        &format!("== Process {} ({pb}) ==", b.pid),
+        "Losses: thread_buffer=5 vendor_records=2 (the trace is incomplete)",
+        "  in our event batches (a recording thread's buffer was full): thread_buffer=5",
+        "  in CUPTI's activity buffers: vendor_records=2",
+    ] {
+        assert!(text.contains(want), "{want:?} not in\n{text}");
+    }
+    // --strict fails on what the second lost.
+    let (rc, _, err) = stats(&["--strict"], &[&a.path, &b.path]);
+    assert_eq!(rc, 1);
+    assert!(
+        err.contains(&format!("{pb}: the trace is incomplete (--strict)")),
+        "{err}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn garbage_empty_and_truncated_input() {
+    let dir = scratch("bad");
+    let r = record("known", &dir);
+    let text = dir.join("passwd");
+    std::fs::write(&text, "root:x:0:0:root:/root:/bin/bash\n".repeat(20)).unwrap();
+    let (rc, out, err) = stats(&[], &[&text]);
+    assert_eq!(rc, 1);
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(
+        err.trim(),
+        format!(
+            "gpu-trace: {}: not a Perfetto trace: it starts with protobuf field 14, not a TracePacket (field 1)",
+            text.display()
+        )
+    );
+    let empty = dir.join("empty.pftrace");
+    std::fs::write(&empty, "").unwrap();
+    let (rc, _, err) = stats(&[], &[&empty]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        err.trim(),
+        format!("gpu-trace: {}: empty trace (0 bytes)", empty.display())
+    );
+    let missing = dir.join("missing.pftrace");
+    let (rc, _, err) = stats(&[], &[&missing]);
+    assert_eq!(rc, 1);
+    assert!(
+        err.contains("cannot read") && err.contains("missing.pftrace"),
+        "{err}"
+    );
+    // A bad file among good ones: the good one is summarised, the exit
+    // status says something failed.
+    let (rc, out, _) = stats(&["--report", "kernels"], &[&empty, &r.path]);
+    assert_eq!(rc, 1);
+    assert!(out.contains("busy(int, int)"), "{out}");
+
+    // Cut to 5 KB: read up to the last whole packet, one warning saying
+    // where.
+    let bytes = std::fs::read(&r.path).unwrap();
+    assert!(bytes.len() > 4000, "{}", bytes.len());
+    // Inside the GPU work, mid-packet, whatever the exact size.
+    let (n, at) = (bytes.len() / 2..bytes.len() * 3 / 4)
+        .rev()
+        .find_map(|n| {
+            gpu_trace_reader::Trace::from_bytes(&bytes[..n])
+                .ok()?
+                .truncated_at
+                .map(|at| (n, at))
+        })
+        .expect("a cut mid-packet");
+    let cut = dir.join("cut.pftrace");
+    std::fs::write(&cut, &bytes[..n]).unwrap();
+    let (rc, out, err) = stats(&[], &[&cut]);
+    assert_eq!(rc, 0, "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one warning: {err}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "gpu-trace: {}: the trace stops at byte {} of {}, in the middle of a packet",
+            cut.display(),
+            fmt_int(at),
+            fmt_int(n as u64)
+        )),
+        "{err}"
+    );
+    assert!(
+        out.contains(&format!(
+            "Losses: unknown: the trace stops at byte {} of {}",
+            fmt_int(at),
+            fmt_int(n as u64)
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("Losses: none"), "{out}");
+    let (rc, _, err) = stats(&["--strict"], &[&cut]);
+    assert_eq!(rc, 1, "{err}");
+    let v = json(&[], &[&cut]);
+    assert_eq!(v["files"][0]["truncated_at"], at);
+    assert_eq!(v["complete"], false);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+fn fmt_int(n: u64) -> String {
+    let d = n.to_string();
+    let mut out = String::new();
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Renderstages, counters and the CUDA and NVTX categories.
+const SYSTEM_CONFIG: &str = r#"
+buffers { size_kb: 16384 fill_policy: RING_BUFFER }
+duration_ms: 60000
+data_sources { config { name: "gpu.renderstages.nv" } }
+data_sources {
+  config {
+    name: "track_event"
+    track_event_config { enabled_categories: "cuda" enabled_categories: "nvtx" disabled_categories: "*" }
+  }
+}
+"#;
+
+#[test]
+fn processes_in_one_system_mode_trace_are_split_by_pid() {
+    use gpu_trace_core::testing::{PRODUCER_SOCK_VAR, Traced};
+    let Some(traced) = Traced::start("stats") else {
+        return;
+    };
+    let session = traced.record("two", SYSTEM_CONFIG);
+    let start = |scenario: &str| {
+        child_cmd(scenario)
+            .current_dir(traced.dir())
+            .env_remove("PERFETTO_CONSUMER_SOCK_NAME")
+            .env(gpu_trace_core::config::vars::MODE, "system")
+            .env(PRODUCER_SOCK_VAR, traced.producer_sock())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (ca, cb) = (start("known"), start("second"));
+    let (oa, ob) = (
+        checked(ca.wait_with_output().unwrap(), "known"),
+        checked(cb.wait_with_output().unwrap(), "second"),
+    );
+    let (pa, pb): (i64, i64) = (
+        line(&oa, "PID=").parse().unwrap(),
+        line(&ob, "PID=").parse().unwrap(),
+    );
+    let path = session.stop();
+    let v = json(&[], &[&path]);
+    let mut want = vec![pa, pb];
+    want.sort_unstable();
+    assert_eq!(v["files"][0]["pids"], serde_json::json!(want), "{v}");
+    let procs = v["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 2);
+    let of = |pid: i64| {
+        procs
+            .iter()
+            .find(|p| p["pid"].as_i64() == Some(pid))
+            .unwrap_or_else(|| panic!("no process {pid} in {v}"))
+    };
+    let busy = |p: &Value| {
+        durations(p, "kernels")
+            .into_iter()
+            .find(|k| k.0 == "busy(int, int)")
+            .map(|k| (k.1, k.2))
+    };
+    assert_eq!(busy(of(pa)), Some((4, 3500)));
+    assert_eq!(busy(of(pb)), Some((2, 6000)));
+    assert_eq!(busy(&v), Some((6, 9500)));
+    let tid_a: i64 = line(&oa, "TID_A=").parse().unwrap();
+    let threads: Vec<(i64, i64)> = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["pid"].as_i64().unwrap(), t["tid"].as_i64().unwrap()))
+        .collect();
+    assert!(threads.contains(&(pa, tid_a)), "{threads:?}");
+    assert_eq!(of(pa)["threads"][0]["waiting_ns"], 2600);
+    assert_eq!(of(pb)["api"][0]["count"], 2);
+    let (rc, text, _) = stats(&["--report", "kernels"], &[&path]);
+    assert_eq!(rc, 0);
+    assert!(
+        text.contains(&format!("Processes: 2 ({}, {})", want[0], want[1])),
+        "{text}"
+    );
+    assert!(text.contains("== All 2 processes =="), "{text}");
+}
