@@ -139,6 +139,7 @@ fn file(h: &FileHeader) -> Value {
         "dropped": h.losses.as_deref().map(dropped),
         "losses": losses(h).join("\n"),
         "truncated_at": h.truncated_at,
+        "windows": h.windows.map(|(n, t)| json!({"count": n, "recorded_ns": t})),
         "problems": h.problems,
         "dangling_submissions": h.dangling.len(),
         "complete": h.complete(),

@@ -796,6 +796,7 @@ impl Acc {
                 .map(|w| (w.name.to_string(), w.ts))
                 .collect(),
             apis: self.apis,
+            windows: windows_of(&t.logs, span.end),
             procs,
         }
     }
@@ -947,7 +948,48 @@ pub(crate) struct FileData {
     /// the trace: (name, start ns), in trace order.
     pub(crate) dangling: Vec<(String, u64)>,
     pub(crate) apis: Vec<u64>,
+    /// Recording windows, when the run was switched on and off: how many,
+    /// and their total time, ns.
+    pub(crate) windows: Option<(u32, u64)>,
     pub(crate) procs: BTreeMap<Pid, ProcData>,
+}
+
+/// The recording windows of a trace, from its log lines (`recording
+/// window N opened (why)` / `... closed (why)`, see
+/// `gpu_trace_core::windows`); a window still open at the end lasts until
+/// `end`. `None` when the run was never switched.
+pub(crate) fn windows_of(logs: &[gpu_trace_reader::LogLine], end: u64) -> Option<(u32, u64)> {
+    let prefix = gpu_trace_core::windows::WINDOW_LOG;
+    let mut lines: Vec<(u64, bool)> = logs
+        .iter()
+        .filter_map(|l| {
+            let rest = l.message.strip_prefix(prefix)?.trim_start();
+            let (_, what) = rest.split_once(' ')?;
+            Some((l.ts, what.starts_with("opened")))
+        })
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    lines.sort_by_key(|l| l.0);
+    let (mut n, mut total, mut open) = (0u32, 0u64, None::<u64>);
+    for (ts, opened) in lines {
+        match (opened, open) {
+            (true, None) => {
+                n += 1;
+                open = Some(ts);
+            }
+            (false, Some(at)) => {
+                total += ts.saturating_sub(at);
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(at) = open {
+        total += end.saturating_sub(at);
+    }
+    Some((n, total))
 }
 
 #[cfg(test)]
@@ -1036,5 +1078,33 @@ mod tests {
         let thread = (1 << 54) | (4242u64 << 32) | 77;
         assert_eq!(track_owner(&t, thread), (4242, Some(77)));
         assert_eq!(track_owner(&t, 12345), (UNKNOWN_PID, None));
+    }
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::windows_of;
+    use gpu_trace_reader::LogLine;
+
+    fn line(ts: u64, message: &str) -> LogLine {
+        LogLine {
+            ts,
+            severity: 3,
+            tag: "gpu-trace".into(),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn windows_are_counted_and_timed_from_the_log() {
+        assert_eq!(windows_of(&[line(5, "gpu-trace summary: x")], 100), None);
+        let logs = [
+            line(300, "recording window 2 opened (gpu-trace start)"),
+            line(10, "recording window 1 opened (start)"),
+            line(60, "recording window 1 closed (gpu-trace stop)"),
+            line(5, "gpu-trace summary: x"),
+        ];
+        // 50 ns, then one still open at the end (300 to 1,000).
+        assert_eq!(windows_of(&logs, 1_000), Some((2, 750)));
     }
 }

@@ -108,6 +108,9 @@ pub(crate) struct FileHeader {
     pub(crate) dangling: Vec<(String, u64)>,
     /// Graphics APIs of its GPU work (4 CUDA, 5 HIP).
     pub(crate) apis: Vec<u64>,
+    /// Recording windows: how many, and their total time, ns (`None`: the
+    /// run was never switched on and off).
+    pub(crate) windows: Option<(u32, u64)>,
 }
 
 impl FileHeader {
@@ -276,9 +279,15 @@ fn process(
     devices: &[DeviceInfo],
     pid: Pid,
     mut p: ProcData,
+    traced: Option<u64>,
     all: Option<&mut All>,
 ) -> Tables {
-    let span = p.span.dur();
+    // Busy shares are of the time recorded: the windows', when the run was
+    // switched on and off.
+    let span = match traced {
+        Some(t) if t > 0 => t.min(p.span.dur()),
+        _ => p.span.dur(),
+    };
     let mut t = Tables {
         span: (!p.span.is_empty()).then_some(p.span),
         kernels: durations_rows(&mut p.kernels),
@@ -459,9 +468,11 @@ pub(crate) fn build(files: Vec<FileData>) -> Summary {
             problems: f.problems,
             dangling: f.dangling,
             apis: f.apis,
+            windows: f.windows,
         });
         for (pid, p) in f.procs {
-            let tables = process(&f.path, i, &f.devices, pid, p, all.as_mut());
+            let traced = f.windows.map(|w| w.1);
+            let tables = process(&f.path, i, &f.devices, pid, p, traced, all.as_mut());
             out.processes.push(Scope {
                 file: Some(f.path.clone()),
                 pid: Some(pid),

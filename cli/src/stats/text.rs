@@ -474,6 +474,16 @@ fn header(out: &mut String, h: &FileHeader) {
     for d in &h.devices {
         let _ = writeln!(out, "GPU {}: {} ({})", d.gpu_id, d.name, d.model);
     }
+    if let Some((n, t)) = h.windows {
+        let of = h.span.map_or(String::new(), |s| {
+            format!(" of the {} span", human(s.dur()))
+        });
+        let _ = writeln!(
+            out,
+            "Recording windows: {n}, {} recorded{of}; busy shares are of the recorded time",
+            human(t)
+        );
+    }
     let _ = writeln!(out, "Sources: {}", sources(h));
     for (i, l) in losses(h).iter().enumerate() {
         let _ = if i == 0 {
