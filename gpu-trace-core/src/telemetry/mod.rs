@@ -274,15 +274,20 @@ impl Reading {
     /// A value as it is now (a clock, a temperature, a driver's own
     /// average).
     pub fn set(&mut self, m: Metric, value: f64) {
-        self.instant.push((m, value));
+        // A vendor's NaN or infinity is no reading.
+        if value.is_finite() {
+            self.instant.push((m, value));
+        }
     }
 
     /// A value averaged over `[since, now]` (two GPM samples): written at
     /// `since`, where it begins to hold. All interval values of one reading
     /// share one `since`; a later one replaces it.
     pub fn set_since(&mut self, since: Timestamp, m: Metric, value: f64) {
-        self.since = Some(since);
-        self.interval.push((m, value));
+        if value.is_finite() {
+            self.since = Some(since);
+            self.interval.push((m, value));
+        }
     }
 
     /// The values set with [`Reading::set`].
