@@ -26,10 +26,10 @@ pub mod vars {
     pub const BUFFER_SIZE: &str = "INJECTION_BUFFER_SIZE";
     /// How often the trace file is written (and data flushed), ms.
     pub const FLUSH_PERIOD_MS: &str = "INJECTION_FLUSH_PERIOD_MS";
-    /// What standalone mode records: `gpu`, `api`, `markers`, `counters`
-    /// or `all`. `nvtx` and `roctx` are aliases of `markers` whatever the
-    /// backend, as are `kernels`/`renderstages` of `gpu` and `metrics` of
-    /// `counters`.
+    /// What standalone mode records: `gpu`, `api`, `markers`, `counters`,
+    /// `uvm`, `memory` or `all`. `nvtx` and `roctx` are aliases of
+    /// `markers` whatever the backend, as are `kernels`/`renderstages` of
+    /// `gpu` and `metrics` of `counters`.
     pub const TRACE: &str = "INJECTION_TRACE";
     /// Memory for recorded events waiting to be written.
     pub const QUEUE_SIZE: &str = "INJECTION_QUEUE_SIZE";
@@ -84,6 +84,10 @@ pub struct Recording {
     pub markers: bool,
     /// Per-kernel hardware counters (`gpu.counters`).
     pub counters: bool,
+    /// Unified-memory migrations, faults and thrashing (with `gpu.renderstages`).
+    pub uvm: bool,
+    /// Device memory in use, from allocation and free calls.
+    pub memory: bool,
 }
 
 impl Default for Recording {
@@ -93,6 +97,8 @@ impl Default for Recording {
             api: true,
             markers: true,
             counters: false,
+            uvm: false,
+            memory: false,
         }
     }
 }
@@ -304,7 +310,7 @@ impl Config {
                     vars::TRACE,
                     &v,
                     &format!(
-                        "a list of gpu, api, markers (also spelt nvtx or roctx), counters, all; {word:?} is none of these"
+                        "a list of gpu, api, markers (also spelt nvtx or roctx), counters, uvm, memory, all; {word:?} is none of these"
                     ),
                     "gpu,api,markers".into(),
                 ),
@@ -502,6 +508,8 @@ fn parse_recording(v: &str) -> Result<Recording, String> {
         api: false,
         markers: false,
         counters: false,
+        uvm: false,
+        memory: false,
     };
     for w in v
         .split([',', ';', '+'])
@@ -515,12 +523,16 @@ fn parse_recording(v: &str) -> Result<Recording, String> {
             // annotation API they use.
             "markers" | "nvtx" | "roctx" => r.markers = true,
             "counters" | "metrics" => r.counters = true,
+            "uvm" => r.uvm = true,
+            "memory" => r.memory = true,
             "all" => {
                 r = Recording {
                     gpu: true,
                     api: true,
                     markers: true,
                     counters: true,
+                    uvm: true,
+                    memory: true,
                 }
             }
             _ => return Err(w.to_owned()),
@@ -650,9 +662,26 @@ mod tests {
                 gpu: true,
                 api: false,
                 markers: false,
-                counters: false
+                counters: false,
+                uvm: false,
+                memory: false,
             }
         );
+    }
+
+    #[test]
+    fn uvm_and_memory_are_off_unless_named() {
+        let (c, p) = cfg(&[]);
+        assert!(p.is_empty() && !c.recording.uvm && !c.recording.memory);
+        let (c, p) = cfg(&[(vars::TRACE, "gpu,api,uvm")]);
+        assert!(p.is_empty(), "{p:?}");
+        assert!(c.recording.uvm && !c.recording.memory && c.recording.gpu);
+        let (c, _) = cfg(&[(vars::TRACE, "api+memory")]);
+        assert!(c.recording.memory && !c.recording.uvm && !c.recording.gpu);
+        let (c, _) = cfg(&[(vars::TRACE, "all")]);
+        assert!(c.recording.uvm && c.recording.memory);
+        let (_, p) = cfg(&[(vars::TRACE, "gpu,um")]);
+        assert!(p[0].to_string().contains("uvm, memory"), "{p:?}");
     }
 
     #[test]

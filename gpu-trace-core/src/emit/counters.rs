@@ -1,7 +1,8 @@
-//! GPU counters: per-kernel and periodic samples, and the per-GPU counter
-//! descriptors they intern.
+//! GPU counters: per-kernel and periodic samples on the counters data
+//! source, the counters derived from the activity (busy %) on the render
+//! stages' sequences, and the per-GPU counter descriptors they intern.
 
-use super::{ClockSpec, CtrSeq, Encoder, PacketSink};
+use super::{ClockSpec, CtrSeq, Encoder, PacketSink, RsSeq};
 use crate::collector::Batch;
 use crate::model::{CounterGroup, CounterSpec, Event, Unit};
 use gpu_trace_reader::pb::Writer;
@@ -25,22 +26,24 @@ impl Encoder {
                     Event::KernelCounters(c) => {
                         for (ts, zero) in [(c.start, false), (c.end, true)] {
                             let point = CounterPoint {
+                                stream: CounterStream::Kernel,
                                 device: c.device,
                                 ts,
                                 values: &c.values,
                                 zero,
                             };
-                            self.write_counter_point(seq, &point, &mut specs, sink);
+                            self.write_counter_point(SeqRef::Ctr(seq), &point, &mut specs, sink);
                         }
                     }
                     Event::Counters(c) => {
                         let point = CounterPoint {
+                            stream: CounterStream::Kernel,
                             device: c.device,
                             ts: c.ts,
                             values: &c.values,
                             zero: false,
                         };
-                        self.write_counter_point(seq, &point, &mut specs, sink);
+                        self.write_counter_point(SeqRef::Ctr(seq), &point, &mut specs, sink);
                     }
                     _ => {}
                 }
@@ -48,17 +51,24 @@ impl Encoder {
         }
     }
 
-    fn write_counter_point(
+    /// Writes one value per counter of `point`, describing the GPU's
+    /// counters on `seq` first if they changed since it last did. On a
+    /// render-stage sequence (`SeqRef::Rs`) the sequence must be started.
+    pub(super) fn write_counter_point(
         &mut self,
-        seq: &mut CtrSeq,
+        seq: SeqRef<'_>,
         point: &CounterPoint<'_>,
         specs: &mut Option<Vec<CounterSpec>>,
         sink: &mut dyn PacketSink,
     ) {
         // A GPU's descriptor lists the counters that GPU has reported:
         // listing every registered counter would draw empty tracks for the
-        // counters another GPU offers and this one does not.
-        let offered = self.device_counters.entry(point.device).or_default();
+        // counters another GPU offers and this one does not. Per-kernel
+        // and activity counters are described apart, each on its own
+        // sequences.
+        let offered = self.device_counters[point.stream as usize]
+            .entry(point.device)
+            .or_default();
         for (id, _) in point.values {
             if !offered.1.contains(&id.0) {
                 offered.1.push(id.0);
@@ -67,35 +77,49 @@ impl Encoder {
         }
         let version = offered.0;
         let iid = self.counter_descriptor_iid(point.device, version);
-        let first = !seq.started;
-        seq.started = true;
-        let describe = seq.described.get(&point.device) != Some(&version);
-        if describe {
-            seq.described.insert(point.device, version);
-        }
         let p = &mut self.pkt;
         p.clear();
-        p.varint(wire::packet::TIMESTAMP, point.ts);
-        if let ClockSpec::Custom(id) = self.clock {
-            p.varint(wire::packet::TIMESTAMP_CLOCK_ID, id as u64);
+        let (first, described) = match seq {
+            SeqRef::Ctr(seq) => {
+                let first = !seq.started;
+                seq.started = true;
+                p.varint(wire::packet::TIMESTAMP, point.ts);
+                if let ClockSpec::Custom(id) = self.clock {
+                    p.varint(wire::packet::TIMESTAMP_CLOCK_ID, id as u64);
+                }
+                p.varint(
+                    wire::packet::SEQUENCE_FLAGS,
+                    if first {
+                        wire::packet::SEQ_INCREMENTAL_STATE_CLEARED
+                    } else {
+                        wire::packet::SEQ_NEEDS_INCREMENTAL_STATE
+                    },
+                );
+                (first, &mut seq.described)
+            }
+            SeqRef::Rs(seq) => {
+                super::render_stages::rs_timestamp(p, seq, point.ts);
+                p.varint(
+                    wire::packet::SEQUENCE_FLAGS,
+                    wire::packet::SEQ_NEEDS_INCREMENTAL_STATE,
+                );
+                (false, &mut seq.counters_described)
+            }
+        };
+        let describe = described.get(&point.device) != Some(&version);
+        if describe {
+            described.insert(point.device, version);
         }
-        p.varint(
-            wire::packet::SEQUENCE_FLAGS,
-            if first {
-                wire::packet::SEQ_INCREMENTAL_STATE_CLEARED
-            } else {
-                wire::packet::SEQ_NEEDS_INCREMENTAL_STATE
-            },
-        );
         if first || describe {
             let specs = specs.get_or_insert_with(|| self.counters.snapshot());
-            let ids = &self.device_counters[&point.device].1;
+            let ids = &self.device_counters[point.stream as usize][&point.device].1;
+            let per_kernel = point.stream == CounterStream::Kernel;
             p.nested(wire::packet::INTERNED_DATA, |i| {
                 i.nested(wire::interned::GPU_COUNTER_DESCRIPTORS, |d| {
                     d.varint(wire::counters::IDESC_IID, iid)
                         .varint(wire::counters::IDESC_GPU_ID, point.device as u64);
                     d.nested(wire::counters::IDESC_DESCRIPTOR, |cd| {
-                        write_counter_descriptor(cd, specs, ids)
+                        write_counter_descriptor(cd, specs, ids, per_kernel)
                     });
                 });
             });
@@ -119,11 +143,33 @@ impl Encoder {
     }
 }
 
-struct CounterPoint<'a> {
-    device: u32,
-    ts: u64,
-    values: &'a [(crate::model::CounterId, f64)],
-    zero: bool,
+/// The sequence a counter value goes to, with its interning state.
+pub(super) enum SeqRef<'a> {
+    /// A counters data-source sequence.
+    Ctr(&'a mut CtrSeq),
+    /// A render-stage sequence (counters derived from the GPU activity).
+    Rs(&'a mut RsSeq),
+}
+
+/// Which family a counter belongs to: each is described on its own
+/// sequences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CounterStream {
+    /// Per-kernel and periodic values (`gpu.counters`).
+    Kernel = 0,
+    /// Busy % derived from the activity (`gpu.renderstages`).
+    Activity = 1,
+}
+
+/// How many [`CounterStream`]s there are.
+pub(super) const COUNTER_STREAMS: usize = 2;
+
+pub(super) struct CounterPoint<'a> {
+    pub(super) stream: CounterStream,
+    pub(super) device: u32,
+    pub(super) ts: u64,
+    pub(super) values: &'a [(crate::model::CounterId, f64)],
+    pub(super) zero: bool,
 }
 
 fn unit_code(u: Unit) -> u64 {
@@ -150,8 +196,9 @@ fn unit_code(u: Unit) -> u64 {
     }
 }
 
-/// Describes the counters `ids` (`CounterId`s: index into `specs` + 1).
-fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec], ids: &[u32]) {
+/// Describes the counters `ids` (`CounterId`s: index into `specs` + 1);
+/// `per_kernel`: values are sampled per kernel (instrumented), not over time.
+fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec], ids: &[u32], per_kernel: bool) {
     for (i, s) in specs.iter().enumerate() {
         if !ids.contains(&(i as u32 + 1)) {
             continue;
@@ -182,7 +229,7 @@ fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec], ids: &[u32])
             );
         });
     }
-    cd.bool(wire::counters::DESC_SUPPORTS_INSTRUMENTED, true)
+    cd.bool(wire::counters::DESC_SUPPORTS_INSTRUMENTED, per_kernel)
         .bool(wire::counters::DESC_SUPPORTS_NAMES, true);
 }
 
