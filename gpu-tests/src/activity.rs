@@ -171,6 +171,13 @@ fn engine(e: &GpuEvent) -> Option<&'static str> {
     })
 }
 
+/// Whether a counter is one of the busy % gpu-trace derives from the GPU
+/// activity (`Compute busy`, `Copy HtoD busy` ...), not a hardware counter
+/// or telemetry, whose SYSTEM and MEMORY groups they share.
+pub fn is_busy(name: &str) -> bool {
+    name.ends_with(" busy")
+}
+
 /// Width of gpu-trace's busy intervals (`gpu_trace_core::busy::INTERVAL`).
 const INTERVAL: u64 = 10_000_000;
 
@@ -237,11 +244,7 @@ fn expected_busy(t: &Trace) -> BTreeMap<(String, i64), Vec<(u64, f64)>> {
 pub fn busy(t: &Trace, exact: bool, r: &mut Report) {
     let want = expected_busy(t);
     let mut got: BTreeMap<(String, i64), Vec<(u64, f64)>> = BTreeMap::new();
-    for c in t
-        .counters
-        .iter()
-        .filter(|c| c.name.as_str().ends_with(" busy"))
-    {
+    for c in t.counters.iter().filter(|c| is_busy(c.name.as_str())) {
         got.entry((c.name.to_string(), c.gpu_id))
             .or_default()
             .push((c.ts, c.value));

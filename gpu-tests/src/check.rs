@@ -361,6 +361,8 @@ pub fn telemetry(t: &Trace, r: &mut Report) {
         .counters
         .iter()
         .filter(|c| !c.groups.is_empty() && !c.groups.contains(&GROUP_COMPUTE))
+        // The busy % derived from the activity is checked by `activity::busy`.
+        .filter(|c| !crate::activity::is_busy(&c.name))
         .collect();
     if tel.is_empty() {
         r.note("no GPU telemetry in the trace");
