@@ -45,6 +45,8 @@ programs=(
     "occupancy occupancy.cu"
     "multi_context multi_context.cu $drv"
     "capture_range capture_range.cu $drv"
+    "alloc alloc.cu $drv"
+    "managed managed.cu"
 )
 
 pids=()

@@ -93,9 +93,11 @@ fi
 if [ $quick = 1 ]; then
     n_empty=2000; graph_args="8 20 5"; paths_repeat=1; nosync_args="20 1000"
     torch_nvtx_steps=10; torch_loop_steps=50; graph_copies_args="65536 5"
+    alloc_bytes=1048576; managed_bytes=8388608
 else
     n_empty=100000; graph_args="16 200 10"; paths_repeat=3; nosync_args="50 1000"
     torch_nvtx_steps=50; torch_loop_steps=300; graph_copies_args="1048576 20"
+    alloc_bytes=8388608; managed_bytes=67108864
 fi
 
 results=()   # "case|verdict|program rc|check rc|seconds|note"
@@ -320,6 +322,11 @@ run_case multi_context multi_context 0 0 -- "$b/multi_context" 10
 run_case capture_range capture_range 0 0 -- env INJECTION_CAPTURE_RANGE=cudaProfilerApi "$b/capture_range" 200 100 200
 # shellcheck disable=SC2086
 run_case graph_copies graph_copies 0 0 -- "$b/graph_copies" $graph_copies_args
+# Device memory in use (-t memory): the GPU's curve step by step; and
+# unified memory (-t uvm): prefetched bytes each way, faults. Both also
+# check the busy counters against the trace's own GPU work (busy_exact).
+run_case alloc alloc 0 0 -- env INJECTION_TRACE=gpu,api,markers,memory "$b/alloc" "$alloc_bytes"
+run_case managed managed 0 0 -- env INJECTION_TRACE=gpu,api,markers,uvm "$b/managed" "$managed_bytes"
 # A 64 KiB queue that drops when full (rather than making threads wait)
 # cannot hold 200,000 launches from 4 threads: events are dropped, counted
 # in the trace and said once on stderr; the case passes when all of that

@@ -52,7 +52,8 @@ pub(crate) struct RecordArgs {
     /// program starts). Otherwise an existing file is an error.
     #[arg(long)]
     pub(crate) force_overwrite: bool,
-    /// What to record: gpu, api, nvtx (or markers, roctx), counters, telemetry, all
+    /// What to record: gpu, api, nvtx (or markers, roctx), counters, telemetry,
+    /// uvm (CUDA unified memory), memory (CUDA device memory in use), all
     /// (comma-separated). [default: gpu,api,nvtx]
     #[arg(short, long, value_name = "LIST")]
     pub(crate) trace: Option<String>,

@@ -201,6 +201,36 @@ pub enum Op {
         /// Longest wait, ms.
         timeout_ms: u64,
     },
+    /// An allocation (`cudaMalloc`, `cudaMallocManaged`, `cudaMallocAsync`,
+    /// `cudaMallocPitch` with their driver calls inside, or `cuMemCreate`),
+    /// kept under `slot` on this thread.
+    Alloc {
+        /// Bytes (a row's width for a pitched allocation).
+        bytes: u64,
+        /// Which call.
+        #[serde(default)]
+        kind: AllocKind,
+        /// Name to free it by.
+        slot: String,
+    },
+    /// The free matching the allocation under `slot` (`cudaFree`,
+    /// `cudaFreeAsync`, `cuMemRelease`).
+    Free {
+        /// Name given at allocation.
+        slot: String,
+    },
+    /// A unified-memory migration or fault, done by the driver: a
+    /// `UNIFIED_MEMORY_COUNTER` record when the tool configured its counter.
+    Uvm {
+        /// What happened.
+        op: UvmOp,
+        /// Bytes migrated (ignored for faults).
+        #[serde(default)]
+        bytes: u64,
+        /// Virtual address concerned.
+        #[serde(default)]
+        address: u64,
+    },
     /// The ops, `times` times.
     Repeat {
         /// Count.
@@ -208,6 +238,44 @@ pub enum Op {
         /// Ops.
         ops: Vec<Op>,
     },
+}
+
+/// How an [`Op::Alloc`] allocates.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AllocKind {
+    /// `cudaMalloc` → `cuMemAlloc_v2`.
+    #[default]
+    Device,
+    /// `cudaMallocManaged` → `cuMemAllocManaged`.
+    Managed,
+    /// `cudaMallocAsync` → `cuMemAllocAsync` (stream ordered).
+    Async,
+    /// `cudaMallocPitch` → `cuMemAllocPitch_v2`: `rows` rows of the pitch
+    /// the fake gives a row of `bytes` (rounded up to 512).
+    Pitch {
+        /// Rows.
+        rows: u64,
+    },
+    /// `cuMemCreate` of physical memory on device 0 (virtual memory
+    /// management, driver only).
+    Vmm,
+}
+
+/// What an [`Op::Uvm`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UvmOp {
+    /// Pages migrated to the GPU (cause: coherence).
+    HtoD,
+    /// Pages migrated to the host (cause: eviction).
+    DtoH,
+    /// A GPU page fault (a write).
+    GpuFault,
+    /// A CPU page fault (a read; an instant).
+    CpuFault,
+    /// GPU 0 and the CPU contending for a region (an instant).
+    Thrashing,
 }
 
 /// The opaque `CUstream` of scripted stream `n` (0 stays the null handle).
@@ -292,6 +360,12 @@ impl Scenario {
                     Op::NvtxEnd { slot } if !names.contains(&format!("slot:{slot}")) => {
                         return Err(format!("range slot {slot} ended before it started"));
                     }
+                    Op::Alloc { slot, .. } => {
+                        names.insert(format!("alloc:{slot}"));
+                    }
+                    Op::Free { slot } if !names.remove(&format!("alloc:{slot}")) => {
+                        return Err(format!("free of {slot}, which holds no allocation"));
+                    }
                     Op::Repeat { ops, .. } => walk(s, ops, names)?,
                     _ => {}
                 }
@@ -324,6 +398,13 @@ impl Scenario {
             open: bool,
             capturing: BTreeMap<u32, Vec<String>>,
             graphs: BTreeMap<String, Vec<String>>,
+            allocs: BTreeMap<String, AllocKind>,
+        }
+        fn op_slot(op: &Op) -> String {
+            match op {
+                Op::Alloc { slot, .. } => slot.clone(),
+                _ => String::new(),
+            }
         }
         fn bump(m: &mut BTreeMap<String, u64>, k: &str, n: u64) {
             *m.entry(k.to_owned()).or_default() += n;
@@ -445,6 +526,35 @@ impl Scenario {
                         | Op::SleepUs { .. }
                         | Op::Announce { .. }
                         | Op::WaitFile { .. } => {}
+                        Op::Alloc { kind, .. } => {
+                            let name = match kind {
+                                AllocKind::Device => Some(("cudaMalloc_v3020", "cuMemAlloc_v2")),
+                                AllocKind::Managed => {
+                                    Some(("cudaMallocManaged_v6000", "cuMemAllocManaged"))
+                                }
+                                AllocKind::Async => {
+                                    Some(("cudaMallocAsync_v11020", "cuMemAllocAsync"))
+                                }
+                                AllocKind::Pitch { .. } => {
+                                    Some(("cudaMallocPitch_v3020", "cuMemAllocPitch_v2"))
+                                }
+                                // Not an allocation call the API slices show.
+                                AllocKind::Vmm => None,
+                            };
+                            if let Some(n) = name {
+                                self.call(n, 0);
+                            }
+                            let slot = op_slot(op);
+                            self.allocs.insert(slot, kind.clone());
+                        }
+                        Op::Free { slot } => match self.allocs.remove(slot) {
+                            Some(AllocKind::Vmm) | None => {}
+                            Some(AllocKind::Async) => {
+                                self.call(("cudaFreeAsync_v11020", "cuMemFreeAsync"), 0)
+                            }
+                            Some(_) => self.call(("cudaFree_v3020", "cuMemFree_v2"), 0),
+                        },
+                        Op::Uvm { .. } => {}
                         Op::Repeat { times, ops } => {
                             for _ in 0..*times {
                                 self.walk(ops);
@@ -462,6 +572,7 @@ impl Scenario {
             open: !capture_range,
             capturing: BTreeMap::new(),
             graphs: BTreeMap::new(),
+            allocs: BTreeMap::new(),
         };
         for t in &self.threads {
             w.open = !capture_range;

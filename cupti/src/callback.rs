@@ -16,7 +16,14 @@ use std::{
 
 use cupti_sys as sys;
 
-pub use crate::params::LaunchConfig;
+pub use crate::params::{LaunchConfig, MemoryCall};
+
+/// The driver callback ids whose calls allocate or free device memory
+/// ([`ApiCallback::memory_call`] reads them): what to enable for memory
+/// accounting.
+pub fn memory_call_ids() -> impl Iterator<Item = u32> {
+    params::MEMORY_CALL_IDS.iter().map(|d| d.0)
+}
 
 use crate::{
     Context, Cupti, Error, Result, Status, Stream,
@@ -259,6 +266,18 @@ impl<'a> ApiCallback<'a> {
                 ApiDomain::Driver => params::driver_event(self.cbid, p),
             }
         }
+    }
+
+    /// What a driver allocation or free did (see [`MemoryCall`]), at the
+    /// call's exit; `None` at entry, for other calls and in the runtime
+    /// domain (runtime allocations reach the driver's).
+    pub fn memory_call(&self) -> Option<MemoryCall> {
+        if self.domain != ApiDomain::Driver || self.site() != Site::Exit {
+            return None;
+        }
+        // SAFETY: as in `stream`; at exit the call's out-parameters are
+        // written.
+        unsafe { params::driver_memory(self.cbid, self.data.functionParams) }
     }
 
     /// Grid, block and dynamic shared memory of a kernel launch.

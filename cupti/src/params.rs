@@ -653,3 +653,153 @@ pub(crate) unsafe fn driver_launch(
         _ => None,
     }
 }
+
+/// What an allocation or free call did, as its parameters say at the
+/// call's exit (an allocation's pointer is an out-parameter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MemoryCall {
+    /// Device memory at `ptr` (`cuMemAlloc_v2`, `cuMemAllocPitch_v2`,
+    /// `cuMemAllocManaged`, and the stream-ordered `cuMemAllocAsync` /
+    /// `cuMemAllocFromPoolAsync`).
+    Alloc {
+        /// The device pointer returned.
+        ptr: u64,
+        /// Bytes (pitch × height for a pitched allocation).
+        bytes: u64,
+        /// Managed (unified) memory.
+        managed: bool,
+        /// Allocated in stream order (it exists once the stream reaches it).
+        stream_ordered: bool,
+    },
+    /// `cuMemFree_v2`, or the stream-ordered `cuMemFreeAsync`.
+    Free {
+        /// The device pointer freed.
+        ptr: u64,
+        /// Freed in stream order.
+        stream_ordered: bool,
+    },
+    /// Physical memory created for virtual memory management
+    /// (`cuMemCreate`), on the device `device` (`None`: not device memory).
+    Create {
+        /// The allocation handle returned.
+        handle: u64,
+        /// Bytes.
+        bytes: u64,
+        /// CUDA device ordinal of the memory, if on a device.
+        device: Option<u32>,
+    },
+    /// `cuMemRelease` of a `cuMemCreate` handle.
+    Release {
+        /// The handle.
+        handle: u64,
+    },
+}
+
+/// The driver callback ids [`driver_memory`] reads.
+pub(crate) const MEMORY_CALL_IDS: [D; 12] = [
+    D::CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+    D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+    D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
+    D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+    D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
+    D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
+    D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
+    D::CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
+    D::CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+    D::CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
+    D::CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
+    D::CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
+];
+
+/// What the driver allocation or free `cbid` did, read from its
+/// parameters at its exit. `None` for other calls, and for an allocation
+/// whose out-parameter is null.
+///
+/// # Safety
+///
+/// As [`driver_stream`]; and the call has returned (its out-parameters
+/// are written).
+pub(crate) unsafe fn driver_memory(cbid: u32, p: *const c_void) -> Option<MemoryCall> {
+    if p.is_null() {
+        return None;
+    }
+    macro_rules! alloc {
+        ($ty:ident, $managed:expr, $ordered:expr) => {{
+            // SAFETY: for this id CUPTI passes a `$ty` (module docs); non-null above.
+            let q = unsafe { &*p.cast::<sys::$ty>() };
+            // SAFETY: the caller's out-pointer, written by the call that returned.
+            let ptr = unsafe { q.dptr.as_ref() }.copied()?;
+            Some(MemoryCall::Alloc {
+                ptr,
+                bytes: q.bytesize as u64,
+                managed: $managed,
+                stream_ordered: $ordered,
+            })
+        }};
+    }
+    macro_rules! free {
+        ($ty:ident, $ordered:expr) => {{
+            // SAFETY: for this id CUPTI passes a `$ty` (module docs); non-null above.
+            let q = unsafe { &*p.cast::<sys::$ty>() };
+            Some(MemoryCall::Free {
+                ptr: q.dptr,
+                stream_ordered: $ordered,
+            })
+        }};
+    }
+    match D(cbid) {
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2 => alloc!(cuMemAlloc_v2_params, false, false),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged => {
+            alloc!(cuMemAllocManaged_params, true, false)
+        }
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync => alloc!(cuMemAllocAsync_params, false, true),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz => {
+            alloc!(cuMemAllocAsync_ptsz_params, false, true)
+        }
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync => {
+            alloc!(cuMemAllocFromPoolAsync_params, false, true)
+        }
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz => {
+            alloc!(cuMemAllocFromPoolAsync_ptsz_params, false, true)
+        }
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2 => {
+            // SAFETY: as in `alloc!`.
+            let q = unsafe { &*p.cast::<sys::cuMemAllocPitch_v2_params>() };
+            // SAFETY: the caller's out-pointers, written by the call.
+            let (ptr, pitch) = unsafe { (q.dptr.as_ref()?, q.pPitch.as_ref()?) };
+            Some(MemoryCall::Alloc {
+                ptr: *ptr,
+                bytes: (*pitch as u64).saturating_mul(q.Height as u64),
+                managed: false,
+                stream_ordered: false,
+            })
+        }
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2 => free!(cuMemFree_v2_params, false),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync => free!(cuMemFreeAsync_params, true),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz => free!(cuMemFreeAsync_ptsz_params, true),
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemCreate => {
+            // SAFETY: as in `alloc!`.
+            let q = unsafe { &*p.cast::<sys::cuMemCreate_params>() };
+            // SAFETY: the caller's out-pointer, written by the call.
+            let handle = unsafe { q.handle.as_ref() }.copied()?;
+            // SAFETY: the caller's property block, valid during the call.
+            let device = unsafe { q.prop.as_ref() }.and_then(|prop| {
+                (prop.location.type_ == sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE)
+                    .then(|| u32::try_from(prop.location.id).ok())
+                    .flatten()
+            });
+            Some(MemoryCall::Create {
+                handle,
+                bytes: q.size as u64,
+                device,
+            })
+        }
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemRelease => {
+            // SAFETY: as in `alloc!`.
+            let q = unsafe { &*p.cast::<sys::cuMemRelease_params>() };
+            Some(MemoryCall::Release { handle: q.handle })
+        }
+        _ => None,
+    }
+}

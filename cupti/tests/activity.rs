@@ -343,3 +343,161 @@ fn activity_end_to_end_with_a_fake_cupti() {
     let st = act.stats();
     assert_eq!((st.allocated, st.free, st.completed_buffers), (2, 2, 4));
 }
+
+fn unified(
+    kind: sys::CUpti_ActivityUnifiedMemoryCounterKind,
+    flags: u32,
+) -> sys::CUpti_ActivityUnifiedMemoryCounter3 {
+    // SAFETY: all-zero is a valid value of this plain C struct.
+    let mut u: sys::CUpti_ActivityUnifiedMemoryCounter3 = unsafe { std::mem::zeroed() };
+    u.kind = sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER;
+    u.counterKind = kind;
+    u.value = 65_536;
+    u.start = 5_000;
+    u.end = 9_000;
+    u.address = 0x7f00_0000_0000;
+    u.srcId = 1;
+    u.dstId = 2;
+    u.flags = flags;
+    u.processors = [0b110, 0, 0, 0, 0];
+    u
+}
+
+#[test]
+fn unified_memory_records_decode_and_counters_configure() {
+    use activity::{AccessType, MigrationCause, RemoteMapCause, UnifiedMemoryCounterKind as U};
+    let _g = common::serial();
+    let cupti = common::cupti(&[]);
+    type K = sys::CUpti_ActivityUnifiedMemoryCounterKind;
+    let mut storage = vec![0u64; BUF / 8];
+    // SAFETY: reinterpreting u64 storage as bytes (8-aligned, same length).
+    let bytes = unsafe { std::slice::from_raw_parts_mut(storage.as_mut_ptr().cast::<u8>(), BUF) };
+    let mut w = Writer { buf: bytes, off: 0 };
+    let uk = sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER;
+    w.put(
+        uk,
+        unified(
+            K::CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
+            sys::CUpti_ActivityUnifiedMemoryMigrationCause::CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH.0,
+        ),
+    );
+    w.put(
+        uk,
+        unified(
+            K::CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
+            sys::CUpti_ActivityUnifiedMemoryAccessType::CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE.0,
+        ),
+    );
+    w.put(
+        uk,
+        unified(
+            K::CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_REMOTE_MAP,
+            sys::CUpti_ActivityUnifiedMemoryRemoteMapCause::CUPTI_ACTIVITY_UNIFIED_MEMORY_REMOTE_MAP_CAUSE_THRASHING.0,
+        ),
+    );
+    w.put(
+        uk,
+        unified(
+            K::CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING,
+            sys::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_THRASHING_IN_CPU.0,
+        ),
+    );
+    w.put(
+        uk,
+        unified(sys::CUpti_ActivityUnifiedMemoryCounterKind(77), 0),
+    );
+    let valid = w.off;
+    // SAFETY: the bytes are records laid out as CUPTI does.
+    let got: Vec<_> = unsafe { Records::from_buffer(&cupti, bytes, valid) }
+        .map(|r| match r {
+            Ok(Record::UnifiedMemory(u)) => {
+                assert_eq!((u.value(), u.start(), u.end()), (65_536, 5_000, 9_000));
+                assert_eq!(
+                    (u.address(), u.src_id(), u.dst_id()),
+                    (0x7f00_0000_0000, 1, 2)
+                );
+                (
+                    u.kind(),
+                    u.migration_cause(),
+                    u.access_type(),
+                    u.remote_map_cause(),
+                    u.involves_cpu(),
+                    u.processors()[0],
+                )
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                U::BytesHtoD,
+                Some(MigrationCause::Prefetch),
+                None,
+                None,
+                None,
+                6
+            ),
+            (
+                U::GpuPageFault,
+                None,
+                Some(AccessType::Write),
+                None,
+                None,
+                6
+            ),
+            (
+                U::RemoteMap,
+                None,
+                None,
+                Some(RemoteMapCause::Thrashing),
+                None,
+                6
+            ),
+            (U::Thrashing, None, None, None, Some(true), 6),
+            (U::Other(77), None, None, None, None, 6),
+        ]
+    );
+
+    // Configuring: one config per kind, enabled or not, with CUPTI's error
+    // mapped.
+    common::UM_CONFIGS.lock().unwrap().clear();
+    common::UM_RESULT.store(0, Ordering::Relaxed);
+    activity::configure_unified_memory(&cupti, &U::ALL, true).unwrap();
+    activity::configure_unified_memory(&cupti, &[U::GpuPageFault], false).unwrap();
+    let configs = common::UM_CONFIGS.lock().unwrap().clone();
+    assert_eq!(configs.len(), 9);
+    assert!(configs[..8].iter().all(|c| c.1 == 1));
+    assert_eq!(
+        configs[8],
+        (
+            K::CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT.0,
+            0
+        )
+    );
+    let raw: Vec<u32> = configs[..8].iter().map(|c| c.0).collect();
+    assert_eq!(raw, U::ALL.map(|k| k.to_raw().0));
+    for code in [
+        sys::CUptiResult::CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED,
+        sys::CUptiResult::CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_NON_P2P_DEVICES,
+        sys::CUptiResult::CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_WITH_MPS,
+    ] {
+        common::UM_RESULT.store(code.0, Ordering::Relaxed);
+        let e = activity::configure_unified_memory(&cupti, &U::ALL, true).unwrap_err();
+        assert!(matches!(e, Error::NotSupported(_)), "{code:?}: {e:?}");
+    }
+    common::UM_RESULT.store(
+        sys::CUptiResult::CUPTI_ERROR_NOT_INITIALIZED.0,
+        Ordering::Relaxed,
+    );
+    let e = activity::configure_unified_memory(&cupti, &U::ALL, true).unwrap_err();
+    assert!(matches!(e, Error::NotInitialized(_)), "{e:?}");
+    common::UM_RESULT.store(0, Ordering::Relaxed);
+    // An old CUPTI without the function: a typed error, not a crash.
+    let old = common::cupti(&["cuptiActivityConfigureUnifiedMemoryCounter"]);
+    assert!(matches!(
+        activity::configure_unified_memory(&old, &U::ALL, true),
+        Err(Error::MissingSymbol(_))
+    ));
+}

@@ -678,3 +678,162 @@ fn api_view_reads_the_size_of_async_copies_and_sets() {
         ]
     );
 }
+
+#[test]
+fn api_view_reads_what_allocations_and_frees_did_at_their_exit() {
+    use cupti::callback::MemoryCall;
+    use sys::CUpti_driver_api_trace_cbid_enum as D;
+    let _g = serial();
+    let cupti = common::cupti(&[]);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let sub = Subscriber::subscribe(&cupti, c"test", move |cb: &Callback<'_>| {
+        if let Callback::Api(api) = cb {
+            s2.lock().unwrap().push(api.memory_call());
+        }
+    })
+    .unwrap();
+    let both = |id: D, name: &'static std::ffi::CStr, p: *const c_void| {
+        for site in [
+            sys::CUpti_ApiCallbackSite::CUPTI_API_ENTER,
+            sys::CUpti_ApiCallbackSite::CUPTI_API_EXIT,
+        ] {
+            let d = api_data(site, name, p);
+            fire(DRIVER, id.0, (&raw const d).cast());
+        }
+    };
+    let mut ptr: sys::CUdeviceptr = 0x7000_0000;
+    let p = sys::cuMemAlloc_v2_params {
+        dptr: &mut ptr,
+        bytesize: 1 << 20,
+    };
+    both(
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+        c"cuMemAlloc_v2",
+        (&raw const p).cast(),
+    );
+    let mut pitch = 512usize;
+    let p = sys::cuMemAllocPitch_v2_params {
+        dptr: &mut ptr,
+        pPitch: &mut pitch,
+        WidthInBytes: 500,
+        Height: 10,
+        ElementSizeBytes: 4,
+    };
+    both(
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+        c"cuMemAllocPitch_v2",
+        (&raw const p).cast(),
+    );
+    let p = sys::cuMemAllocAsync_params {
+        dptr: &mut ptr,
+        bytesize: 4096,
+        hStream: std::ptr::null_mut(),
+    };
+    both(
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+        c"cuMemAllocAsync",
+        (&raw const p).cast(),
+    );
+    // A null out-pointer reads as nothing.
+    let p = sys::cuMemAllocManaged_params {
+        dptr: std::ptr::null_mut(),
+        bytesize: 8,
+        flags: 1,
+    };
+    both(
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
+        c"cuMemAllocManaged",
+        (&raw const p).cast(),
+    );
+    let p = sys::cuMemFree_v2_params { dptr: 0x7000_0000 };
+    both(
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
+        c"cuMemFree_v2",
+        (&raw const p).cast(),
+    );
+    let mut handle: sys::CUmemGenericAllocationHandle = 0xabc;
+    // SAFETY: all-zero is a valid value of this plain C struct.
+    let mut prop: sys::CUmemAllocationProp = unsafe { std::mem::zeroed() };
+    prop.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 3;
+    let p = sys::cuMemCreate_params {
+        handle: &mut handle,
+        size: 2 << 20,
+        prop: &prop,
+        flags: 0,
+    };
+    both(
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
+        c"cuMemCreate",
+        (&raw const p).cast(),
+    );
+    let p = sys::cuMemRelease_params { handle: 0xabc };
+    both(
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
+        c"cuMemRelease",
+        (&raw const p).cast(),
+    );
+    // Another call has no memory effect.
+    let p = sys::cuMemcpyHtoDAsync_v2_params {
+        dstDevice: 0x1000,
+        srcHost: std::ptr::null(),
+        ByteCount: 1,
+        hStream: std::ptr::null_mut(),
+    };
+    both(
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+        c"cuMemcpyHtoDAsync_v2",
+        (&raw const p).cast(),
+    );
+    drop(sub);
+    let seen = seen.lock().unwrap();
+    // Entries read nothing: an allocation's pointer is not there yet.
+    assert!(seen.iter().step_by(2).all(Option::is_none), "{seen:?}");
+    let exits: Vec<_> = seen.iter().skip(1).step_by(2).copied().collect();
+    assert_eq!(
+        exits,
+        [
+            Some(MemoryCall::Alloc {
+                ptr: 0x7000_0000,
+                bytes: 1 << 20,
+                managed: false,
+                stream_ordered: false
+            }),
+            Some(MemoryCall::Alloc {
+                ptr: 0x7000_0000,
+                bytes: 5120,
+                managed: false,
+                stream_ordered: false
+            }),
+            Some(MemoryCall::Alloc {
+                ptr: 0x7000_0000,
+                bytes: 4096,
+                managed: false,
+                stream_ordered: true
+            }),
+            None,
+            Some(MemoryCall::Free {
+                ptr: 0x7000_0000,
+                stream_ordered: false
+            }),
+            Some(MemoryCall::Create {
+                handle: 0xabc,
+                bytes: 2 << 20,
+                device: Some(3)
+            }),
+            Some(MemoryCall::Release { handle: 0xabc }),
+            None,
+        ]
+    );
+    // Every id read is one memory accounting enables.
+    let ids: Vec<u32> = cupti::callback::memory_call_ids().collect();
+    for id in [
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
+        D::CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
+    ] {
+        assert!(ids.contains(&id.0), "{id:?}");
+    }
+}

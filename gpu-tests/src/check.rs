@@ -55,6 +55,11 @@ pub const CASES: &[(&str, &[&str])] = &[
     ("multi_stream_sync", &["kernels", "api.", "waits."]),
     ("occupancy", &["kernels", "records"]),
     ("multi_context", &["kernels", "contexts", "context."]),
+    ("alloc", &["kernels", "memory_steps", "busy_exact"]),
+    (
+        "managed",
+        &["kernels", "uvm_bytes.", "min_uvm.", "busy_exact"],
+    ),
     ("torch_nvtx", &["min_kernels", "range.", "min_launches_in."]),
     ("torch_loop", &["min_kernels"]),
     ("capture_range", &["kernels", "kernel.", "api."]),
@@ -85,6 +90,10 @@ pub struct Options {
     /// stderr must say so in exactly one line with the same count, and the
     /// expected counts become upper bounds; see [`loss`].
     pub expect_loss: Option<String>,
+    /// The trace's device memory curve (`GpuMemTotalEvent`s, which the
+    /// reader does not decode): [`crate::check_files`] reads it when the
+    /// program states `memory_steps`.
+    pub memory: Vec<crate::activity::MemoryTotal>,
 }
 
 impl Default for Options {
@@ -93,6 +102,7 @@ impl Default for Options {
             device_name: "H200".into(),
             sync_slack_ns: 20_000,
             expect_loss: None,
+            memory: Vec::new(),
         }
     }
 }
@@ -336,6 +346,10 @@ pub fn check(case: &str, label: &str, t: &Trace, e: &Expect, o: &Options) -> Rep
         loss(t, stderr, &mut r);
     }
     expectations(&cx, e, o, &mut r);
+    if o.expect_loss.is_none() && !e.main.contains_key("busy_exact") {
+        // Everywhere else a difference is worth a look, not a failure.
+        crate::activity::busy(t, false, &mut r);
+    }
     r
 }
 
@@ -347,6 +361,8 @@ pub fn telemetry(t: &Trace, r: &mut Report) {
         .counters
         .iter()
         .filter(|c| !c.groups.is_empty() && !c.groups.contains(&GROUP_COMPUTE))
+        // The busy % derived from the activity is checked by `activity::busy`.
+        .filter(|c| !crate::activity::is_busy(&c.name))
         .collect();
     if tel.is_empty() {
         r.note("no GPU telemetry in the trace");
@@ -614,11 +630,13 @@ pub fn common(cx: &Ctx<'_>, o: &Options, r: &mut Report) {
     }
 
     // Every GPU event has exactly one submitter, except graph nodes (any
-    // event with a graph_node_id) after the first of their launch.
+    // event with a graph_node_id) after the first of their launch, and
+    // unified-memory migrations and faults, which the driver does on its
+    // own.
     let mut multi = Vec::new();
     let mut orphans = Vec::new();
     let mut graph_followers = 0usize;
-    for e in &t.gpu_events {
+    for e in t.gpu_events.iter().filter(|e| !crate::activity::is_uvm(e)) {
         match cx.submitters.get(&e.event_id).map(Vec::len).unwrap_or(0) {
             1 => {}
             0 if graph_node(e) != 0 => graph_followers += 1,
@@ -1084,6 +1102,18 @@ pub fn expectations(cx: &Ctx<'_>, e: &Expect, o: &Options, r: &mut Report) {
                     }
                 }
             }
+            ("memory_steps", "") => crate::activity::memory_steps(&o.memory, v, r),
+            ("min_uvm", k) => {
+                if let Some(n) = num(r, key, v) {
+                    crate::activity::min_uvm(t, k, n, r);
+                }
+            }
+            ("uvm_bytes", what) => {
+                if let Some(n) = num(r, key, v) {
+                    crate::activity::uvm_bytes(t, what, n, r);
+                }
+            }
+            ("busy_exact", "") => crate::activity::busy(t, v == "1", r),
             _ => r.fail(format!("unknown EXPECT key {key}")),
         }
     }

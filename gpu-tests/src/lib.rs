@@ -5,6 +5,7 @@
 //! trace with [`gpu_trace_reader`] and compares. The key grammar is in
 //! this crate's README; [`check::CASES`] lists the cases.
 
+pub mod activity;
 pub mod check;
 pub mod expect;
 pub mod names;
@@ -30,8 +31,20 @@ pub fn check_files(
             return r;
         }
     };
+    let mut o = o.clone();
+    if exp.main.contains_key("memory_steps") {
+        // The reader does not decode the memory curve: read it here.
+        match std::fs::read(trace) {
+            Ok(raw) => o.memory = activity::memory_totals(&raw),
+            Err(e) => {
+                let mut r = Report::new(label);
+                r.fail(format!("cannot read the trace: {e}"));
+                return r;
+            }
+        }
+    }
     match gpu_trace_reader::Trace::open_showing_progress(trace, "gpu-check:") {
-        Ok(t) => check(case, label, &t, &exp, o),
+        Ok(t) => check(case, label, &t, &exp, &o),
         Err(e) => {
             let mut r = Report::new(label);
             r.fail(format!("cannot decode the trace: {e}"));

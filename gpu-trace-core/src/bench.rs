@@ -161,3 +161,20 @@ impl TrackEventSink for CountingTe {
         0
     }
 }
+
+/// The busy accounting of [`crate::busy`] (what the emitter does with every
+/// kernel, copy and synchronising call), for `benches/`.
+#[derive(Default)]
+pub struct BusyAccounting(crate::busy::Busy<u32>);
+
+impl BusyAccounting {
+    /// Track `key` busy from `start` to `end`.
+    pub fn add(&mut self, key: u32, start: u64, end: u64) {
+        self.0.add(key, start, end);
+    }
+
+    /// Writes what ended before `watermark`; returns the points.
+    pub fn advance(&mut self, watermark: u64) -> usize {
+        self.0.advance(watermark).len()
+    }
+}

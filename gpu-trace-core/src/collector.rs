@@ -13,7 +13,7 @@
 
 use crate::model::{
     ApiCall, CounterSample, DropKind, Event, KernelCounters, KernelExec, LogEvent, Marker,
-    MarkerEvent, MemoryOp, TextRef, Timestamp,
+    MarkerEvent, MemoryOp, MemoryUsage, TextRef, Timestamp, UnifiedMemoryEvent,
 };
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -305,6 +305,16 @@ impl Recorder {
     /// Records periodic counter values.
     pub fn counters(&self, c: CounterSample) {
         self.push(Event::Counters(c));
+    }
+
+    /// Records a unified-memory event.
+    pub fn unified_memory(&self, u: UnifiedMemoryEvent) {
+        self.push(Event::UnifiedMemory(u));
+    }
+
+    /// Records the device memory in use after an allocation or free.
+    pub fn memory_usage(&self, m: MemoryUsage) {
+        self.push(Event::MemoryUsage(m));
     }
 
     /// Records a marker whose text is `text` (ignored for `Pop` and `End`).

@@ -27,9 +27,9 @@ pub mod vars {
     /// How often the trace file is written (and data flushed), ms.
     pub const FLUSH_PERIOD_MS: &str = "INJECTION_FLUSH_PERIOD_MS";
     /// What standalone mode records: `gpu`, `api`, `markers`, `counters`,
-    /// `telemetry` or `all`. `nvtx` and `roctx` are aliases of `markers`
-    /// whatever the backend, as are `kernels`/`renderstages` of `gpu` and
-    /// `metrics` of `counters`.
+    /// `telemetry`, `uvm`, `memory` or `all`. `nvtx` and `roctx` are
+    /// aliases of `markers` whatever the backend, as are
+    /// `kernels`/`renderstages` of `gpu` and `metrics` of `counters`.
     pub const TRACE: &str = "INJECTION_TRACE";
     /// How often device telemetry is sampled (`10ms`, `1s`, `off`).
     pub const TELEMETRY_PERIOD: &str = "INJECTION_TELEMETRY_PERIOD";
@@ -98,6 +98,10 @@ pub struct Recording {
     /// Periodic device telemetry: clocks, power, utilisation
     /// (`gpu.telemetry`).
     pub telemetry: bool,
+    /// Unified-memory migrations, faults and thrashing (with `gpu.renderstages`).
+    pub uvm: bool,
+    /// Device memory in use, from allocation and free calls.
+    pub memory: bool,
 }
 
 impl Default for Recording {
@@ -108,6 +112,8 @@ impl Default for Recording {
             markers: true,
             counters: false,
             telemetry: true,
+            uvm: false,
+            memory: false,
         }
     }
 }
@@ -120,6 +126,8 @@ impl Recording {
         markers: false,
         counters: false,
         telemetry: false,
+        uvm: false,
+        memory: false,
     };
     /// Everything.
     pub const ALL: Recording = Recording {
@@ -128,6 +136,8 @@ impl Recording {
         markers: true,
         counters: true,
         telemetry: true,
+        uvm: true,
+        memory: true,
     };
 }
 
@@ -381,7 +391,7 @@ impl Config {
                     vars::TRACE,
                     &v,
                     &format!(
-                        "a list of gpu, api, markers (also spelt nvtx or roctx), counters, telemetry, all; {word:?} is none of these"
+                        "a list of gpu, api, markers (also spelt nvtx or roctx), counters, telemetry, uvm, memory, all; {word:?} is none of these"
                     ),
                     "gpu,api,markers,telemetry".into(),
                 ),
@@ -700,6 +710,8 @@ fn parse_recording(v: &str) -> Result<Recording, String> {
             "markers" | "nvtx" | "roctx" => r.markers = true,
             "counters" | "metrics" => r.counters = true,
             "telemetry" => r.telemetry = true,
+            "uvm" => r.uvm = true,
+            "memory" => r.memory = true,
             "all" => r = Recording::ALL,
             _ => return Err(w.to_owned()),
         }
@@ -850,6 +862,21 @@ mod tests {
                 ..Recording::NONE
             }
         );
+    }
+
+    #[test]
+    fn uvm_and_memory_are_off_unless_named() {
+        let (c, p) = cfg(&[]);
+        assert!(p.is_empty() && !c.recording.uvm && !c.recording.memory);
+        let (c, p) = cfg(&[(vars::TRACE, "gpu,api,uvm")]);
+        assert!(p.is_empty(), "{p:?}");
+        assert!(c.recording.uvm && !c.recording.memory && c.recording.gpu);
+        let (c, _) = cfg(&[(vars::TRACE, "api+memory")]);
+        assert!(c.recording.memory && !c.recording.uvm && !c.recording.gpu);
+        let (c, _) = cfg(&[(vars::TRACE, "all")]);
+        assert!(c.recording.uvm && c.recording.memory);
+        let (_, p) = cfg(&[(vars::TRACE, "gpu,um")]);
+        assert!(p[0].to_string().contains("uvm, memory"), "{p:?}");
     }
 
     #[test]

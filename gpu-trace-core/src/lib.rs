@@ -12,6 +12,8 @@ pub mod backend;
 #[cfg(feature = "perfetto")]
 #[doc(hidden)]
 pub mod bench;
+#[cfg_attr(not(feature = "perfetto"), allow(dead_code))]
+pub mod busy;
 pub mod clock;
 mod collector;
 pub mod config;
@@ -34,6 +36,7 @@ pub mod telemetry;
 pub mod testing;
 #[cfg(feature = "perfetto")]
 mod tracer;
+pub mod waits;
 pub mod windows;
 #[cfg(all(test, feature = "perfetto"))]
 mod wire_check;

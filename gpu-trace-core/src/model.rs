@@ -672,6 +672,157 @@ impl CounterSample {
     }
 }
 
+/// What a unified-memory event was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum UvmKind {
+    /// Pages migrated from the host to a GPU (`value`: bytes).
+    MigrationHtoD,
+    /// Pages migrated from a GPU to the host (`value`: bytes).
+    MigrationDtoH,
+    /// Pages migrated between GPUs (`value`: bytes).
+    MigrationDtoD,
+    /// A GPU page fault group (`value`: faults in the group), from the
+    /// driver taking it to the replay of the faulting accesses.
+    GpuPageFault,
+    /// A CPU page fault on managed memory (`value`: the faulting
+    /// instruction's address); an instant.
+    CpuPageFault,
+    /// Processors fighting over a region (`value`: bytes); an instant.
+    Thrashing,
+    /// The driver holding one processor off a region to stop thrashing.
+    Throttling,
+    /// A region mapped remotely instead of migrated (`value`: bytes); an
+    /// instant.
+    RemoteMap,
+}
+
+impl UvmKind {
+    /// The slice name.
+    pub fn name(self) -> &'static str {
+        match self {
+            UvmKind::MigrationHtoD => "UM migration HtoD",
+            UvmKind::MigrationDtoH => "UM migration DtoH",
+            UvmKind::MigrationDtoD => "UM migration DtoD",
+            UvmKind::GpuPageFault => "UM GPU page fault",
+            UvmKind::CpuPageFault => "UM CPU page fault",
+            UvmKind::Thrashing => "UM thrashing",
+            UvmKind::Throttling => "UM throttling",
+            UvmKind::RemoteMap => "UM remote map",
+        }
+    }
+
+    /// What `value` counts, as the slice arg is named.
+    pub fn value_name(self) -> &'static str {
+        match self {
+            UvmKind::GpuPageFault => "faults",
+            UvmKind::CpuPageFault => "pc",
+            _ => "bytes",
+        }
+    }
+
+    /// Whether the event has a duration (the others are instants).
+    pub fn has_duration(self) -> bool {
+        !matches!(
+            self,
+            UvmKind::CpuPageFault | UvmKind::Thrashing | UvmKind::RemoteMap
+        )
+    }
+
+    /// All kinds, in a stable order.
+    pub const ALL: [UvmKind; 8] = [
+        UvmKind::MigrationHtoD,
+        UvmKind::MigrationDtoH,
+        UvmKind::MigrationDtoD,
+        UvmKind::GpuPageFault,
+        UvmKind::CpuPageFault,
+        UvmKind::Thrashing,
+        UvmKind::Throttling,
+        UvmKind::RemoteMap,
+    ];
+}
+
+/// One unified-memory (managed memory) event: a migration, a fault,
+/// thrashing and what the driver did about it.
+///
+/// New fields will come: make one with [`UnifiedMemoryEvent::new`] and set
+/// the fields the backend knows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct UnifiedMemoryEvent {
+    /// `gpu_id` of the GPU it happened on or for: the destination of a
+    /// migration to a GPU, the source of one from it, the GPU that
+    /// faulted. CPU page faults, which have none, go with the first GPU.
+    pub device: u32,
+    /// What it was.
+    pub kind: UvmKind,
+    /// Start, ns (GPU clock domain, as kernels).
+    pub start: Timestamp,
+    /// End, ns; equal to `start` for instants.
+    pub end: Timestamp,
+    /// Virtual address of the (first) page concerned.
+    pub address: u64,
+    /// Bytes, faults or instruction address (see [`UvmKind::value_name`]).
+    pub value: u64,
+    /// Source and destination processors as the vendor numbers them
+    /// (`gpu_id`s where they are GPUs the trace knows).
+    pub src: Option<u32>,
+    /// See `src`.
+    pub dst: Option<u32>,
+    /// Why it happened (migration or remote-map cause) or what access
+    /// faulted, as a short word ("prefetch", "eviction", "write"...).
+    pub cause: Option<&'static str>,
+}
+
+impl UnifiedMemoryEvent {
+    /// `kind` on `device` from `start` to `end`, at `address`, with its
+    /// `value`; no processors and no cause known.
+    #[inline]
+    pub fn new(
+        device: u32,
+        kind: UvmKind,
+        start: Timestamp,
+        end: Timestamp,
+        address: u64,
+        value: u64,
+    ) -> Self {
+        Self {
+            device,
+            kind,
+            start,
+            end,
+            address,
+            value,
+            src: None,
+            dst: None,
+            cause: None,
+        }
+    }
+}
+
+/// Device memory this process holds on one GPU, after an allocation or a
+/// free changed it.
+///
+/// New fields may come: make one with [`MemoryUsage::new`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MemoryUsage {
+    /// `gpu_id`.
+    pub device: u32,
+    /// When, ns (CLOCK_BOOTTIME: the call that changed it).
+    pub ts: Timestamp,
+    /// Bytes allocated and not freed since recording began.
+    pub bytes: u64,
+}
+
+impl MemoryUsage {
+    /// `bytes` in use on `device` from `ts` on.
+    #[inline]
+    pub fn new(device: u32, ts: Timestamp, bytes: u64) -> Self {
+        Self { device, ts, bytes }
+    }
+}
+
 /// Everything a backend records, as the emitter receives it.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -690,6 +841,10 @@ pub enum Event {
     Counters(CounterSample),
     /// A GPU log line.
     Log(LogEvent),
+    /// A unified-memory migration, fault or thrashing event.
+    UnifiedMemory(UnifiedMemoryEvent),
+    /// Device memory in use after an allocation or free.
+    MemoryUsage(MemoryUsage),
 }
 
 impl Event {
@@ -703,6 +858,8 @@ impl Event {
             Event::KernelCounters(c) => c.start,
             Event::Counters(c) => c.ts,
             Event::Log(l) => l.ts,
+            Event::UnifiedMemory(u) => u.start,
+            Event::MemoryUsage(m) => m.ts,
         }
     }
 }

@@ -282,7 +282,9 @@ pub struct TpAgreement {
 /// start, duration, name and (for slices) depth; every submission arrow
 /// and every wait arrow it can draw ([`tp_wait_arrows`]) between the same
 /// two slices; every GPU counter value with its GPU
-/// and time. Panics with the differences. `None` when skipped.
+/// and time (the GPU counters: the reader does not decode the "GPU Memory"
+/// tracks of `GpuMemTotalEvent`s). Panics with the differences. `None`
+/// when skipped.
 pub fn tp_agrees_with_reader(path: &Path, t: &Trace) -> Option<TpAgreement> {
     let tables = tp_tables(
         path,
@@ -294,7 +296,8 @@ pub fn tp_agrees_with_reader(path: &Path, t: &Trace) -> Option<TpAgreement> {
          select o.ts, o.name, i.ts, i.name from flow f \
            join slice o on f.slice_out = o.id join slice i on f.slice_in = i.id;
          select k.name, k.gpu_id, c.ts, printf('%.17g', c.value) \
-           from counter c join gpu_counter_track k on c.track_id = k.id;",
+           from counter c join gpu_counter_track k on c.track_id = k.id \
+          where k.type = 'gpu_counter';",
     )?;
     let [gpu, slices, flows, counters]: [Vec<Vec<String>>; 4] = tables
         .try_into()

@@ -38,6 +38,11 @@ pub struct Sources {
     /// follows it; backends only [`crate::telemetry::Telemetry::watch`]
     /// their GPUs.
     pub telemetry: bool,
+    /// Unified-memory migrations and faults (`INJECTION_TRACE=...,uvm`).
+    pub uvm: bool,
+    /// Device memory in use, from allocations and frees
+    /// (`INJECTION_TRACE=...,memory`).
+    pub memory: bool,
 }
 
 /// Lines for the trace's log (`GpuLog`), from any thread: a backend's
@@ -308,13 +313,17 @@ impl Inner {
         } else {
             (None, None)
         };
+        // Both are written with the GPU work, on its data source.
+        let rs = reg.rs.is_enabled();
         Sources {
-            gpu: gpu_wanted && reg.rs.is_enabled(),
+            gpu: gpu_wanted && rs,
             api: self.info.categories.enabled(API),
             markers: self.info.categories.enabled(MARKERS),
             counters,
             kernel_filter,
             telemetry: reg.tel.is_enabled(),
+            uvm: self.config.recording.uvm && rs,
+            memory: self.config.recording.memory && rs,
         }
     }
 
@@ -887,6 +896,7 @@ fn emitter_loop(inner: Arc<Inner>) {
     );
     let mut last_backend_flush = Instant::now();
     let mut last_snapshot: Option<Instant> = None;
+    let mut marks = Watermarks::default();
     let limits = inner.recorder.limits();
     let mut pacer = Pacer::new(
         inner.config.buffer_kb as u64 * 1024,
@@ -913,10 +923,12 @@ fn emitter_loop(inner: Arc<Inner>) {
         let ok = crate::guard::catch("trace emitter", || {
             inner.refresh_sources();
             if !requests.is_empty() || last_backend_flush.elapsed() >= inner.config.flush_period {
+                let started = activity_now(&inner.clock);
                 inner.backend_flush(forced, || {
                     cycle(&inner, &mut enc, &mut pacer, false);
                 });
                 last_backend_flush = Instant::now();
+                marks.flushed(started);
             }
             if let GpuClock::Custom { sample, .. } = &inner.clock
                 && last_snapshot.is_none_or(|t| t.elapsed() >= SNAPSHOT_INTERVAL)
@@ -932,6 +944,13 @@ fn emitter_loop(inner: Arc<Inner>) {
                 }
             }
             more = cycle(&inner, &mut enc, &mut pacer, !requests.is_empty());
+            if forced {
+                let points = enc.finish_activity();
+                write_activity(&inner, &mut enc, &points);
+            } else if !more && let Some((gpu, host)) = marks.drained() {
+                let points = enc.advance_activity(gpu, host);
+                write_activity(&inner, &mut enc, &points);
+            }
             if summary && !inner.summary_written.swap(true, Ordering::AcqRel) {
                 write_summary(&inner, &mut enc);
             }
@@ -961,6 +980,63 @@ fn emitter_loop(inner: Arc<Inner>) {
             }
             return;
         }
+    }
+}
+
+/// When the backend's flushes started, to know which busy and wait
+/// intervals can no longer change. Once a flush has been delivered and
+/// everything recorded has been written, every record of work that ended
+/// before the *previous* flush started has been seen: CUPTI's and
+/// rocprofiler's flushes hand over all completed records, and a record
+/// can complete a little after its work ends, so the watermark lags by one
+/// flush period (`INJECTION_FLUSH_PERIOD_MS`) to leave it that long.
+#[derive(Debug, Default)]
+struct Watermarks {
+    prev: Option<(u64, u64)>,
+    flushed: Option<(u64, u64)>,
+}
+
+impl Watermarks {
+    /// A flush that started at `at` (GPU clock, BOOTTIME) was delivered.
+    fn flushed(&mut self, at: Option<(u64, u64)>) {
+        if let Some(at) = at {
+            self.flushed = Some(at);
+        }
+    }
+
+    /// Everything recorded was written: the watermarks now passed.
+    fn drained(&mut self) -> Option<(u64, u64)> {
+        let f = self.flushed.take()?;
+        self.prev.replace(f)
+    }
+}
+
+/// Now in the GPU clock and in BOOTTIME.
+fn activity_now(clock: &GpuClock) -> Option<(u64, u64)> {
+    match clock {
+        GpuClock::Boottime => {
+            let t = crate::clock::boottime_ns();
+            Some((t, t))
+        }
+        GpuClock::Custom { sample, .. } => sample(),
+    }
+}
+
+/// Writes busy points with the GPU work and wait points with the API calls.
+fn write_activity(inner: &Inner, enc: &mut Encoder, points: &crate::emit::ActivityPoints) {
+    if points.is_empty() {
+        return;
+    }
+    if !points.busy.is_empty() {
+        write_rs(
+            &mut |enc: &mut Encoder, seq, sink| enc.write_busy(seq, &points.busy, sink),
+            enc,
+        );
+    }
+    if !points.waits.is_empty() {
+        inner.info.categories.trace(API, &mut |ctx| {
+            enc.write_waits(&points.waits, &mut TeSink(ctx))
+        });
     }
 }
 
@@ -1142,19 +1218,35 @@ fn write_group(inner: &Inner, enc: &mut Encoder, batches: &[crate::collector::Ba
 fn write_summary(inner: &Inner, enc: &mut Encoder) {
     let t: Totals = enc.totals();
     let drops = inner.recorder.drop_counts();
-    let mut lines = vec![(
-        false,
-        format!(
-            "gpu-trace summary: kernels={} memory_ops={} api_calls={} markers={} counter_samples={} telemetry_samples={}",
-            t.kernels, t.memory_ops, t.api_calls, t.markers, t.counter_samples, t.telemetry_samples
-        ),
-    )];
+    let mut summary = format!(
+        "gpu-trace summary: kernels={} memory_ops={} api_calls={} markers={} counter_samples={} telemetry_samples={}",
+        t.kernels, t.memory_ops, t.api_calls, t.markers, t.counter_samples, t.telemetry_samples
+    );
+    for (key, n) in [
+        ("uvm_events", t.uvm_events),
+        ("memory_samples", t.memory_samples),
+    ] {
+        if n > 0 {
+            summary.push_str(&format!(" {key}={n}"));
+        }
+    }
+    let mut lines = vec![(false, summary)];
     let losses = *inner
         .service_losses
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let dropped = loss_counts(&drops, losses);
-    let notes = inner.notes.take();
+    let mut notes = inner.notes.take();
+    let late = enc.activity_late();
+    if late > 0 {
+        notes.push((
+            true,
+            format!(
+                "{late} activity records arrived after their {} ms interval was written; the busy and GPU-wait counters leave them out",
+                crate::busy::INTERVAL / 1_000_000
+            ),
+        ));
+    }
     lines.push((
         !dropped.is_empty(),
         format!(
@@ -1279,5 +1371,26 @@ mod tests {
             None,
             "the first leaves it to the environment"
         );
+    }
+
+    #[test]
+    fn the_watermark_is_the_previous_flush_once_everything_is_written() {
+        let mut w = Watermarks::default();
+        // Nothing flushed, nothing passed.
+        assert_eq!(w.drained(), None);
+        // The first flush only marks a start: work ending before it may
+        // still be in the vendor's hands.
+        w.flushed(Some((100, 1_100)));
+        assert_eq!(w.drained(), None);
+        // Once the second flush is written out, the first one's start is
+        // passed (in both clocks), once.
+        w.flushed(Some((200, 1_200)));
+        assert_eq!(w.drained(), Some((100, 1_100)));
+        assert_eq!(w.drained(), None);
+        // A flush whose clocks could not be read moves nothing.
+        w.flushed(None);
+        assert_eq!(w.drained(), None);
+        w.flushed(Some((300, 1_300)));
+        assert_eq!(w.drained(), Some((200, 1_200)));
     }
 }

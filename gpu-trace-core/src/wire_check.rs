@@ -715,3 +715,25 @@ fn field_numbers_match_the_sdk() {
     assert_eq!(wire::rse::Y, D3::Y as u32, "wire::rse::Y");
     assert_eq!(wire::rse::Z, D3::Z as u32, "wire::rse::Z");
 }
+
+#[test]
+fn memory_and_counter_track_field_numbers_match_the_sdk() {
+    use perfetto_sdk::protos::trace::track_event::counter_descriptor::CounterDescriptorFieldNumber as Cd;
+    use perfetto_sdk_protos_gpu::protos::trace::gpu::gpu_mem_event::GpuMemTotalEventFieldNumber as Gm;
+    assert_eq!(
+        wire::packet::GPU_MEM_TOTAL_EVENT,
+        TpX::GpuMemTotalEvent as u32
+    );
+    assert_eq!(wire::gpu_mem_total::GPU_ID, Gm::GpuId as u32);
+    assert_eq!(wire::gpu_mem_total::PID, Gm::Pid as u32);
+    assert_eq!(wire::gpu_mem_total::SIZE, Gm::Size as u32);
+    assert_eq!(
+        wire::track_event::DOUBLE_COUNTER_VALUE,
+        Te::DoubleCounterValue as u32
+    );
+    assert_eq!(wire::track_descriptor::COUNTER, Td::Counter as u32);
+    assert_eq!(
+        wire::track_descriptor::COUNTER_UNIT_NAME,
+        Cd::UnitName as u32
+    );
+}

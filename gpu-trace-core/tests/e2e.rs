@@ -105,6 +105,7 @@ fn child() {
             println!("STALLED_NS={}", tracer.recorder().stalled().as_nanos());
         }
         "capture" => capture(&tracer),
+        "busy_live" => busy_live(&tracer),
         other => panic!("unknown scenario {other}"),
     }
     tracer.shutdown(Duration::from_secs(20));
@@ -378,6 +379,42 @@ fn flood(tracer: &Tracer, paced: bool) {
     );
 }
 
+/// Kernels of 5 ms every 10 ms for 100 ms, then a wait: the busy counters
+/// of those intervals reach the file while the process still runs (the
+/// watermark passed them), not only at exit. Prints `BUSY-LIVE n` with the
+/// non-zero busy values the file held, or `BUSY-LIVE 0` after 20 s.
+fn busy_live(tracer: &Tracer) {
+    let names = tracer.names().clone();
+    let kernels = tracer.kernels().clone();
+    let n = kernels.names(&names, "_Z4livev");
+    let k = kernels.register(KernelDesc::new(
+        n.mangled,
+        n.demangled,
+        n.display,
+        names.intern("sm_90"),
+    ));
+    let rec = tracer.recorder().clone();
+    // On an interval boundary: each interval is exactly half busy.
+    let t0 = (now() / 10_000_000 + 1) * 10_000_000;
+    for i in 0..10u64 {
+        let start = t0 + i * 10_000_000;
+        rec.kernel(KernelExec::new(0, i + 1, start, start + 5_000_000, k));
+    }
+    let path = tracer.output_path().expect("a file").to_path_buf();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut seen = 0;
+    while seen == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        seen = Trace::open(&path).map_or(0, |t| {
+            t.counters
+                .iter()
+                .filter(|c| c.name.as_str() == "Compute busy" && c.value > 0.0)
+                .count()
+        });
+    }
+    println!("BUSY-LIVE {seen}");
+}
+
 /// Prints each source change the backend is told of, as `SOURCES gpu api
 /// markers` (0/1).
 struct PrintingBackend;
@@ -623,7 +660,11 @@ fn check_workload(t: &Trace, pid: i64) {
         .data_sources
         .iter()
         .any(|d| d.starts_with("gpu.counters."));
-    assert_eq!(counters_on, !t.counters.is_empty());
+    assert_eq!(
+        counters_on,
+        t.counters.iter().any(|c| c.groups.contains(&6)),
+        "per-kernel counters exactly when their data source runs"
+    );
     let sm: Vec<_> = t
         .counters
         .iter()
@@ -677,6 +718,124 @@ fn check_workload(t: &Trace, pid: i64) {
     assert_eq!(drops, vec![("vendor_records".to_owned(), 3)]);
     if let Some(l) = t.losses {
         assert_eq!(l.chunks_discarded, 0);
+    }
+}
+
+/// Busy % per 10 ms as computed here, independently of the tool, from the
+/// GPU work the reader decoded: for each (counter name, GPU), the points
+/// where the value changes (from 0 before the first busy interval), as
+/// the trace processor prints them.
+fn expected_busy(t: &Trace) -> BTreeMap<(String, String), Vec<(String, String)>> {
+    const W: u64 = 10_000_000;
+    let mut intervals: BTreeMap<(String, String), Vec<(u64, u64)>> = BTreeMap::new();
+    for e in &t.gpu_events {
+        let name = match (&e.stage, e.name.as_str()) {
+            (Stage::Kernel, _) => "Compute busy",
+            (Stage::Memset, _) => "Memset busy",
+            (Stage::Memcpy, "Memcpy HtoD") => "Copy HtoD busy",
+            (Stage::Memcpy, "Memcpy DtoH") => "Copy DtoH busy",
+            _ => continue,
+        };
+        let gpu = e.gpu_id.unwrap().to_string();
+        intervals
+            .entry((name.to_owned(), gpu))
+            .or_default()
+            .push((e.ts, e.ts + e.dur));
+    }
+    intervals
+        .into_iter()
+        .map(|(key, mut v)| {
+            // The union, then its share of each interval.
+            v.sort();
+            let mut union: Vec<(u64, u64)> = Vec::new();
+            for (s, e) in v {
+                match union.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                    _ => union.push((s, e)),
+                }
+            }
+            let mut busy: BTreeMap<u64, u64> = BTreeMap::new();
+            for (s, e) in union {
+                let mut a = s;
+                while a < e {
+                    let b = (a / W + 1) * W;
+                    *busy.entry(a / W).or_default() += e.min(b) - a;
+                    a = b;
+                }
+            }
+            let (first, last) = (*busy.keys().next().unwrap(), *busy.keys().last().unwrap());
+            let mut points = Vec::new();
+            let mut prev = 0.0;
+            for i in first..=last + 1 {
+                let v = busy.get(&i).map_or(0.0, |&ns| ns as f64 * 100.0 / W as f64);
+                if v != prev {
+                    points.push(((i * W).to_string(), format!("{v:.6}")));
+                    prev = v;
+                }
+            }
+            (key, points)
+        })
+        .collect()
+}
+
+/// The busy counters the trace processor shows equal [`expected_busy`],
+/// and each thread's "GPU wait" track holds the time it spent in its
+/// synchronisations. Skipped without a trace processor.
+fn check_busy_and_waits_in_tp(path: &Path, t: &Trace) {
+    let Some(tables) = gpu_trace_core::testing::tp_tables(
+        path,
+        "select k.name, k.gpu_id, c.ts, printf('%.6f', c.value), k.unit, k.description
+           from counter c join gpu_counter_track k on c.track_id = k.id
+          where k.name like '% busy' order by k.name, k.gpu_id, c.ts;
+         select th.tid, c.ts, printf('%.6f', c.value)
+           from counter c join thread_counter_track k on c.track_id = k.id
+           join thread th using (utid)
+          where k.name = 'GPU wait' order by th.tid, c.ts;",
+    ) else {
+        return;
+    };
+    let mut got: BTreeMap<(String, String), Vec<(String, String)>> = BTreeMap::new();
+    for r in &tables[0] {
+        assert_eq!(r[4], "%", "{r:?}");
+        assert!(r[5].starts_with("Share of each 10 ms"), "{r:?}");
+        got.entry((r[0].clone(), r[1].clone()))
+            .or_default()
+            .push((r[2].clone(), r[3].clone()));
+    }
+    let want = expected_busy(t);
+    assert!(want.contains_key(&("Compute busy".to_owned(), "0".to_owned())));
+    assert_eq!(got, want, "busy % per (counter, GPU): (ts, value)");
+    // GPU wait: the synchronisations of each worker thread, 20 µs each.
+    let mut waits: BTreeMap<String, f64> = BTreeMap::new();
+    let mut last: BTreeMap<String, (u64, f64)> = BTreeMap::new();
+    for r in &tables[1] {
+        let ts: u64 = r[1].parse().unwrap();
+        let v: f64 = r[2].parse().unwrap();
+        // The integral of the track: each value holds until the next.
+        if let Some((t0, v0)) = last.insert(r[0].clone(), (ts, v)) {
+            *waits.entry(r[0].clone()).or_default() += v0 / 100.0 * (ts - t0) as f64;
+        }
+    }
+    assert!(
+        last.values().all(|&(_, v)| v == 0.0),
+        "every track returns to 0"
+    );
+    let mut want_waits: BTreeMap<String, f64> = BTreeMap::new();
+    for s in t
+        .slices
+        .iter()
+        .filter(|s| s.name == "cudaStreamSynchronize")
+    {
+        let tid = t.thread_of(s.track).unwrap().tid.to_string();
+        *want_waits.entry(tid).or_default() += s.dur as f64;
+    }
+    assert_eq!(waits.len(), THREADS as usize);
+    for (tid, ns) in &want_waits {
+        assert!(
+            (waits[tid] - ns).abs() < 1.0,
+            "thread {tid}: {} ns, not {ns}",
+            waits[tid]
+        );
     }
 }
 
@@ -738,9 +897,10 @@ fn check_workload_in_tp(path: &Path, t: &Trace, pid: i64) {
              select k.name, k.gpu_id, k.unit, k.description, count(c.id), sum(c.value > 0),
                     max(c.value)
                from gpu_counter_track k left join counter c on c.track_id = k.id
+              where k.name not like '% busy'
               group by k.id;
              select count(*) from counter c join gpu_counter_track k on c.track_id = k.id
-              where c.value > 0 and not exists (
+              where k.name not like '% busy' and c.value > 0 and not exists (
                 select 1 from gpu_slice s join track g on s.track_id = g.id
                  where extract_arg(g.dimension_arg_set_id, 'gpu') = k.gpu_id
                    and s.ts <= c.ts and c.ts < s.ts + s.dur);
@@ -1112,6 +1272,7 @@ fn standalone_trace_has_everything_once_and_validates() {
     let t = Trace::open(&path).unwrap();
     check_workload(&t, pid_of(&out));
     check_workload_in_tp(&path, &t, pid_of(&out));
+    check_busy_and_waits_in_tp(&path, &t);
     // Telemetry is on by default (a data source of its own).
     assert_eq!(
         t.data_sources,
@@ -1133,6 +1294,45 @@ fn standalone_trace_has_everything_once_and_validates() {
 }
 
 #[test]
+fn busy_counters_are_written_while_the_process_runs() {
+    let dir = tmpdir("busy_live");
+    let out = run_child(
+        "busy_live",
+        &dir,
+        &[
+            ("INJECTION_FLUSH_PERIOD_MS", "100"),
+            ("INJECTION_TRACE", "gpu"),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let seen: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("BUSY-LIVE "))
+        .unwrap_or_else(|| panic!("no BUSY-LIVE line: {stdout}"))
+        .parse()
+        .unwrap();
+    // 50% in each of the ten intervals: one point of 50, written long
+    // before the exit.
+    assert_eq!(seen, 1, "{stdout}");
+    let t = Trace::open(output_of(&out)).unwrap();
+    let busy: Vec<(u64, f64)> = t
+        .counters
+        .iter()
+        .filter(|c| c.name.as_str() == "Compute busy")
+        .map(|c| (c.ts, c.value))
+        .collect();
+    assert_eq!(busy.len(), 2, "{busy:?}");
+    assert_eq!((busy[0].1, busy[1].1), (50.0, 0.0));
+    assert_eq!(busy[1].0 - busy[0].0, 100_000_000, "ten intervals at 50%");
+    assert!(
+        t.logs.iter().all(|l| !l.message.contains("arrived after")),
+        "no record was late: {:?}",
+        t.logs
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn custom_gpu_clock_is_converted_with_snapshots() {
     let dir = tmpdir("clock");
     let out = run_child("custom_clock", &dir, &[("INJECTION_TRACE", "all")]);
@@ -1142,6 +1342,7 @@ fn custom_gpu_clock_is_converted_with_snapshots() {
     check_workload(&t, pid_of(&out));
     // The trace processor converts the GPU clock as our reader does.
     check_workload_in_tp(&path, &t, pid_of(&out));
+    check_busy_and_waits_in_tp(&path, &t);
     validate(&path);
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -652,13 +652,25 @@ data_sources { config { name: "gpu.renderstages.nv" } }
     let t = check_valid(&path, false);
     assert_eq!(t.data_sources, ["gpu.renderstages.nv"]);
     assert_eq!(t.gpu_events.len() as u64, BURST_GPU);
-    assert!(t.slices.is_empty() && t.instants.is_empty() && t.counters.is_empty());
+    assert!(t.slices.is_empty() && t.instants.is_empty());
+    // No per-kernel counters; the busy % derived from the GPU work comes
+    // with the render stages.
+    assert!(!t.counters.is_empty());
+    assert!(
+        t.counters.iter().all(|c| c.name.ends_with(" busy")),
+        "{:?}",
+        t.counters
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+    );
     if let Some(tables) = tp_tables(
         &path,
         "select count(*) from gpu_slice g join track k on g.track_id = k.id
           where k.type = 'gpu_render_stage';
          select count(*) from slice where id not in (select id from gpu_slice);
-         select count(*) from counter;
+         select count(*) from counter c join track k on c.track_id = k.id
+          where k.name not like '% busy';
          select count(*) from flow;",
     ) {
         assert_eq!(
@@ -669,7 +681,7 @@ data_sources { config { name: "gpu.renderstages.nv" } }
                 [["0".to_owned()]],
                 [["0".to_owned()]]
             ],
-            "(GPU slices, other slices, counter values, arrows)"
+            "(GPU slices, other slices, counter values but busy %, arrows)"
         );
     }
 
@@ -699,14 +711,19 @@ data_sources {
     assert_eq!(t.gpu_events.len() as u64, BURST_GPU);
     assert_eq!(t.slices.len() as u64, BURST_API);
     assert!(t.slices.iter().all(|s| s.name.starts_with("cuda")));
-    assert!(t.instants.is_empty() && t.counters.is_empty());
+    assert!(t.instants.is_empty() && t.counters.iter().all(|c| c.name.ends_with(" busy")));
     if let Some(rows) = tp_tables(
         &path,
         "select count(*) from slice where id not in (select id from gpu_slice)
             and name not like 'cuda%';
-         select count(*) from counter;",
+         select count(*) from counter c join track k on c.track_id = k.id
+          where k.name not like '% busy' and k.name != 'GPU wait';",
     ) {
-        assert_eq!(rows, [[["0"]], [["0"]]], "(other slices, counter values)");
+        assert_eq!(
+            rows,
+            [[["0"]], [["0"]]],
+            "(other slices, counter values but busy % and GPU wait)"
+        );
     }
 }
 
@@ -753,7 +770,8 @@ data_sources { config { name: "gpu.counters.nv" } }
     let path = rec.stop();
     let t = check_valid(&path, false);
     assert_eq!(t.gpu_events.len() as u64, BURST_GPU);
-    assert!(t.counters.is_empty());
+    // No per-kernel counters (only the busy % of the render stages).
+    assert!(t.counters.iter().all(|c| c.name.ends_with(" busy")));
     assert!(
         t.gpu_events
             .iter()

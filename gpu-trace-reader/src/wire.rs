@@ -24,6 +24,7 @@ pub mod packet {
     pub const GPU_INFO: u32 = 128;
     /// `TracePacket.generic_gpu_frequency_event` (trace/gpu/gpu_frequency_event.proto).
     pub const GENERIC_GPU_FREQUENCY_EVENT: u32 = 129;
+    pub const GPU_MEM_TOTAL_EVENT: u32 = 71;
     /// `TracePacket.trace_stats` (trace/trace_stats.proto).
     pub const TRACE_STATS: u32 = 35;
     /// `TracePacket.trace_config`: the session's config, written by the service.
@@ -162,6 +163,12 @@ pub mod gpu_info {
     pub const VALUE: u32 = 2;
 }
 
+pub mod gpu_mem_total {
+    pub const GPU_ID: u32 = 1;
+    pub const PID: u32 = 2;
+    pub const SIZE: u32 = 3;
+}
+
 pub mod gpu_log {
     pub const SEVERITY: u32 = 1;
     pub const TAG: u32 = 2;
@@ -183,6 +190,8 @@ pub mod track_event {
     pub const TYPE_SLICE_BEGIN: u64 = 1;
     pub const TYPE_SLICE_END: u64 = 2;
     pub const TYPE_INSTANT: u64 = 3;
+    pub const TYPE_COUNTER: u64 = 4;
+    pub const DOUBLE_COUNTER_VALUE: u32 = 44;
     pub const GPU_API_CUDA: u64 = 4;
     pub const GPU_API_HIP: u64 = 5;
 }
@@ -205,6 +214,8 @@ pub mod track_descriptor {
     pub const THREAD_PID: u32 = 1;
     pub const THREAD_TID: u32 = 2;
     pub const THREAD_NAME: u32 = 5;
+    pub const COUNTER: u32 = 8;
+    pub const COUNTER_UNIT_NAME: u32 = 6;
 }
 
 pub mod config {

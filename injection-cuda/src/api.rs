@@ -196,6 +196,13 @@ impl ApiState {
         if INTERNAL.try_with(Cell::get).unwrap_or(true) {
             return;
         }
+        // Calls enabled for another reason (memory accounting's
+        // `cuMemCreate`) are no API slices, unless they are ours.
+        if cb.kind() == CallKind::Other
+            && !self.extra_ids().any(|id| id == (cb.domain(), cb.cbid()))
+        {
+            return;
+        }
         let domain = cb.domain();
         match cb.site() {
             Site::Enter => {

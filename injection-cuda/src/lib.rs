@@ -23,6 +23,7 @@ pub mod config;
 mod counters;
 #[allow(unsafe_code)]
 mod ffi;
+mod memory;
 mod nvtx_capture;
 pub mod occupancy;
 mod records;

@@ -8,13 +8,14 @@
 
 use crate::occupancy::{self, DeviceLimits, KernelResources};
 use cupti::activity::{
-    KernelRecord, MemcpyKind, MemcpyPeerRecord, MemcpyRecord, MemoryKind as CuptiMemoryKind,
-    MemsetRecord, Record, Records,
+    AccessType, KernelRecord, MemcpyKind, MemcpyPeerRecord, MemcpyRecord,
+    MemoryKind as CuptiMemoryKind, MemsetRecord, MigrationCause, Record, Records, RemoteMapCause,
+    UnifiedMemoryCounterKind, UnifiedMemoryRecord,
 };
 use gpu_trace_core::Recorder;
 use gpu_trace_core::model::{
     ArgValue, CopyKind, Device, Dim3, DropKind, KernelDesc, KernelExec, KernelId, MemoryKind,
-    MemoryOp, MemoryOpKind, NameId,
+    MemoryOp, MemoryOpKind, NameId, UnifiedMemoryEvent, UvmKind,
 };
 use gpu_trace_core::names::{Kernels, Names};
 use rustc_hash::FxHashMap;
@@ -71,6 +72,9 @@ pub(crate) struct RecordState {
     args: ArgNames,
     /// Where profiled kernels' counters wait for their records.
     join: OnceLock<Arc<crate::counters::Join>>,
+    /// CUDA devices in the process, asked once: processor ids of
+    /// unified-memory records below it are GPUs, the others the host.
+    device_count: OnceLock<u32>,
 }
 
 /// Where device descriptions go (the tracer's table).
@@ -107,6 +111,7 @@ impl RecordState {
             device_cache: Mutex::new(FxHashMap::default()),
             args,
             join: OnceLock::new(),
+            device_count: OnceLock::new(),
         }
     }
 
@@ -129,6 +134,7 @@ impl RecordState {
                 Ok(Record::Memcpy(m)) => self.memcpy(&m),
                 Ok(Record::MemcpyPeer(m)) => self.memcpy_peer(&m),
                 Ok(Record::Memset(m)) => self.memset(&m),
+                Ok(Record::UnifiedMemory(u)) => self.unified_memory(&u),
                 Ok(_) => {}
                 Err(e) => {
                     gpu_trace_core::warn_once!("an activity buffer could not be read: {e}");
@@ -153,6 +159,83 @@ impl RecordState {
     /// Describes CUDA device `ordinal` now if it was not yet.
     pub(crate) fn describe_device(&self, ordinal: u32) {
         let _ = self.device(ordinal);
+    }
+
+    /// The trace's `gpu_id` of CUDA device `ordinal` (described on first
+    /// use).
+    pub(crate) fn gpu_id(&self, ordinal: u32) -> u32 {
+        self.device(ordinal).gpu_id
+    }
+
+    /// The `gpu_id` of a unified-memory record's processor id, if it is a
+    /// GPU of this process (CUPTI numbers the host outside them).
+    fn processor(&self, id: u32) -> Option<u32> {
+        let count = *self.device_count.get_or_init(|| {
+            crate::api::driver()
+                .and_then(|d| crate::api::internal(|| d.device_count()).ok())
+                .map_or(0, |n| n.max(0) as u32)
+        });
+        (id < count).then(|| self.gpu_id(id))
+    }
+
+    fn unified_memory(&self, u: &UnifiedMemoryRecord<'_>) {
+        use UnifiedMemoryCounterKind as K;
+        let kind = match u.kind() {
+            K::BytesHtoD => UvmKind::MigrationHtoD,
+            K::BytesDtoH => UvmKind::MigrationDtoH,
+            K::BytesDtoD => UvmKind::MigrationDtoD,
+            K::GpuPageFault => UvmKind::GpuPageFault,
+            K::CpuPageFault => UvmKind::CpuPageFault,
+            K::Thrashing => UvmKind::Thrashing,
+            K::Throttling => UvmKind::Throttling,
+            K::RemoteMap => UvmKind::RemoteMap,
+            _ => return,
+        };
+        // Instants keep only their start (CUPTI says to ignore their end).
+        let end = if kind.has_duration() {
+            u.end()
+        } else {
+            u.start()
+        };
+        if !self.valid(u.start(), end) {
+            return;
+        }
+        let (src, dst) = (self.processor(u.src_id()), self.processor(u.dst_id()));
+        // The host side of a migration is no GPU, whatever id CUPTI gives it.
+        let (src, dst) = match kind {
+            UvmKind::MigrationHtoD => (None, dst),
+            UvmKind::MigrationDtoH => (src, None),
+            _ => (src, dst),
+        };
+        let device = match kind {
+            UvmKind::MigrationHtoD | UvmKind::MigrationDtoD | UvmKind::RemoteMap => dst,
+            UvmKind::MigrationDtoH => src,
+            UvmKind::GpuPageFault | UvmKind::Throttling => src,
+            // The lowest of the GPUs contending (a bitmask, not an id).
+            UvmKind::Thrashing => u
+                .processors()
+                .iter()
+                .enumerate()
+                .find(|(_, w)| **w != 0)
+                .and_then(|(i, w)| self.processor(i as u32 * 64 + w.trailing_zeros())),
+            _ => None,
+        };
+        // CPU faults (and anything whose GPU is not known) go with CUDA
+        // device 0.
+        let device = device.unwrap_or_else(|| self.gpu_id(0));
+        let mut ev = UnifiedMemoryEvent::new(device, kind, u.start(), end, u.address(), u.value());
+        if matches!(
+            kind,
+            UvmKind::MigrationHtoD
+                | UvmKind::MigrationDtoH
+                | UvmKind::MigrationDtoD
+                | UvmKind::RemoteMap
+        ) {
+            ev.src = src;
+            ev.dst = dst;
+        }
+        ev.cause = uvm_cause(u);
+        self.recorder.unified_memory(ev);
     }
 
     /// The trace's view of CUDA device `ordinal`, described on first use.
@@ -427,6 +510,41 @@ impl RecordState {
         op.graph_node = m.graph_node_id();
         self.recorder.memory(op);
     }
+}
+
+/// Why a unified-memory event happened, as its record says, in a word.
+fn uvm_cause(u: &UnifiedMemoryRecord<'_>) -> Option<&'static str> {
+    if let Some(c) = u.migration_cause() {
+        return match c {
+            MigrationCause::User => Some("user"),
+            MigrationCause::Coherence => Some("coherence"),
+            MigrationCause::Prefetch => Some("prefetch"),
+            MigrationCause::Eviction => Some("eviction"),
+            MigrationCause::AccessCounters => Some("access counters"),
+            _ => None,
+        };
+    }
+    if let Some(a) = u.access_type() {
+        return match a {
+            AccessType::Read => Some("read"),
+            AccessType::Write => Some("write"),
+            AccessType::Atomic => Some("atomic"),
+            AccessType::Prefetch => Some("prefetch"),
+            _ => None,
+        };
+    }
+    if let Some(c) = u.remote_map_cause() {
+        return match c {
+            RemoteMapCause::Coherence => Some("coherence"),
+            RemoteMapCause::Thrashing => Some("thrashing"),
+            RemoteMapCause::Policy => Some("policy"),
+            RemoteMapCause::OutOfMemory => Some("out of memory"),
+            RemoteMapCause::Eviction => Some("eviction"),
+            _ => None,
+        };
+    }
+    u.involves_cpu()
+        .and_then(|cpu| cpu.then_some("with the CPU"))
 }
 
 fn architecture(major: u32, minor: u32) -> &'static str {

@@ -1,6 +1,7 @@
 //! Wiring CUPTI to the core tracer.
 
 use crate::api::{ApiState, TRACED_KINDS};
+use crate::memory::MemoryState;
 use crate::records::{DevicesSink, RecordState};
 use cupti::Cupti;
 use cupti::activity::{self, Activity, ActivityConfig, ActivityKind};
@@ -76,6 +77,98 @@ pub(crate) struct Shared {
     counting: OnceLock<Arc<Counting>>,
     /// Devices of contexts created since the last flush.
     new_devices: Mutex<Vec<u32>>,
+    /// Device memory in use (`-t memory`).
+    memory: MemoryState,
+    /// Unified-memory records (`-t uvm`), set once CUPTI is known.
+    uvm: OnceLock<Uvm>,
+}
+
+/// Switches CUPTI's unified-memory counters. CUPTI configures them only
+/// once the driver is initialised, which it may not be yet when recording
+/// starts (inside `cuInit`): then the next context retries.
+struct Uvm {
+    cupti: Cupti,
+    notes: gpu_trace_core::Notes,
+    /// (wanted, on in CUPTI).
+    state: Mutex<(bool, bool)>,
+}
+
+impl Uvm {
+    fn set(&self, wanted: bool) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).0 = wanted;
+        self.apply();
+    }
+
+    /// Brings CUPTI to what is wanted, if it can now.
+    fn apply(&self) {
+        use cupti::activity::UnifiedMemoryCounterKind as K;
+        let Some(a) = Activity::get() else { return };
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (wanted, on) = *st;
+        if wanted == on {
+            return;
+        }
+        if !wanted {
+            if let Err(e) = a.disable(ActivityKind::UnifiedMemoryCounter) {
+                gpu_trace_core::verbose!("cannot stop unified-memory records: {e}");
+            }
+            let _ = activity::configure_unified_memory(&self.cupti, &K::ALL, false);
+            st.1 = false;
+            return;
+        }
+        let kinds: Vec<K> = match activity::configure_unified_memory(&self.cupti, &K::ALL, true) {
+            Ok(()) => K::ALL.to_vec(),
+            Err(cupti::Error::NotInitialized(_)) => {
+                gpu_trace_core::verbose!(
+                    "unified-memory counters wait for the driver to initialise (the first context)"
+                );
+                return;
+            }
+            Err(e) => {
+                // Some platforms count only some kinds (no peer copies on one
+                // GPU): keep those that configure alone.
+                let ok: Vec<K> = K::ALL
+                    .into_iter()
+                    .filter(|k| {
+                        activity::configure_unified_memory(&self.cupti, &[*k], true).is_ok()
+                    })
+                    .collect();
+                if ok.is_empty() {
+                    let msg = format!(
+                        "unified-memory counters are not available here ({e}); the trace has no UVM migrations or faults"
+                    );
+                    gpu_trace_core::warn_once!("{msg}");
+                    self.notes.warn(msg);
+                    // Do not ask again.
+                    st.0 = false;
+                    return;
+                }
+                let missing: Vec<String> = K::ALL
+                    .iter()
+                    .filter(|k| !ok.contains(k))
+                    .map(|k| format!("{k:?}"))
+                    .collect();
+                self.notes.info(format!(
+                    "unified-memory counters {} are not available here ({e})",
+                    missing.join(", ")
+                ));
+                ok
+            }
+        };
+        match a.enable(ActivityKind::UnifiedMemoryCounter) {
+            Ok(()) => {
+                st.1 = true;
+                gpu_trace_core::verbose!("recording unified memory: {kinds:?}");
+            }
+            Err(e) => {
+                let msg =
+                    format!("cannot record unified memory ({e}); the trace has no UVM events");
+                gpu_trace_core::warn_once!("{msg}");
+                self.notes.warn(msg);
+                st.0 = false;
+            }
+        }
+    }
 }
 
 /// The application's profiler start/stop calls (runtime and driver alike:
@@ -142,6 +235,8 @@ impl Shared {
                 _ => None,
             },
             new_devices: Mutex::new(Vec::new()),
+            memory: MemoryState::new(tracer.recorder().clone()),
+            uvm: OnceLock::new(),
             capture: match capture_range {
                 CaptureRange::Whole | CaptureRange::Nvtx => None,
                 CaptureRange::CudaProfilerApi => {
@@ -191,6 +286,11 @@ impl Shared {
     }
 
     pub(crate) fn on_callback(&self, cb: &Callback<'_>) {
+        if let Callback::Api(a) = cb
+            && self.memory.is_on()
+        {
+            self.memory.on_api(a, &self.records);
+        }
         // Counters bracket the API slice: at a launch's entry the slice starts before the
         // profiling setup, at its exit it ends after the collection. A kernel the counters
         // place inside its launch (kernel replay) thus lies inside the launch's slice.
@@ -234,9 +334,13 @@ impl Shared {
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .push(c);
+                    if let Some(u) = self.uvm.get() {
+                        u.apply();
+                    }
                 }
                 (ResourceEvent::ContextDestroyStarting, c) => {
                     self.api.forget_context(r.context_handle());
+                    self.memory.forget_context(r.context_handle());
                     if let Some(counting) = self.counting.get() {
                         counting.forget_context(r.context_handle());
                     }
@@ -331,6 +435,32 @@ impl CudaBackend {
 }
 
 impl CudaBackend {
+    /// Memory accounting needs the driver's allocation and free callbacks,
+    /// whether or not API calls are recorded; API recording keeps those it
+    /// draws as slices.
+    fn set_memory(&self, on: bool) {
+        if on != self.shared.memory.is_on() {
+            self.shared.memory.set_on(on);
+        }
+        let api_has = |id: u32| {
+            self.shared.api_on.load(Ordering::Relaxed)
+                && self.api_domains.contains(&ApiDomain::Driver)
+                && TRACED_KINDS.contains(&cupti::cbid::classify(ApiDomain::Driver, id))
+        };
+        for id in cupti::callback::memory_call_ids() {
+            let r = if on {
+                self.subscriber.enable(Domain::Driver, id)
+            } else if !api_has(id) {
+                self.subscriber.disable(Domain::Driver, id)
+            } else {
+                Ok(())
+            };
+            if let Err(e) = r {
+                gpu_trace_core::warn_once!("cannot switch allocation callbacks for memory: {e}");
+            }
+        }
+    }
+
     /// Counters need the driver's launch callbacks (entry and exit of each
     /// kernel launch, and graph launches to say they are not profiled),
     /// whether or not API calls are recorded.
@@ -401,13 +531,24 @@ impl Backend for CudaBackend {
         if s.counters != cur.counters || s.kernel_filter != cur.kernel_filter || s.api != cur.api {
             self.set_counters(s.counters.as_deref(), s.kernel_filter.as_ref());
         }
+        // Likewise for allocation callbacks.
+        if s.memory != cur.memory || s.api != cur.api {
+            self.set_memory(s.memory);
+        }
+        if s.uvm != cur.uvm
+            && let Some(u) = self.shared.uvm.get()
+        {
+            u.set(s.uvm);
+        }
         gpu_trace_core::verbose!(
-            "recording gpu={} api={} ({:?}) nvtx={} counters={:?}",
+            "recording gpu={} api={} ({:?}) nvtx={} counters={:?} uvm={} memory={}",
             s.gpu,
             s.api,
             self.api_domains,
             s.markers,
-            s.counters
+            s.counters,
+            s.uvm,
+            s.memory
         );
         *cur = s.clone();
     }
@@ -534,6 +675,11 @@ impl Tool {
             cuda.counters_replay,
             cuda.counters_batch,
         ));
+        let _ = shared.uvm.set(Uvm {
+            cupti: cupti.clone(),
+            notes: tracer.notes(),
+            state: Mutex::new((false, false)),
+        });
         let _ = gate.set(shared.clone());
 
         let activity = {

@@ -9,7 +9,7 @@ use cupti_sim::counters::{Fault, ProfilerCall};
 use cupti_sim::scenario::{KernelSpec, Layer, Op, ThreadSpec};
 use cupti_sim::{Outcome, Report, RunSpec, Scenario};
 use gpu_trace_core::reader::pb::{Fields, Value};
-use gpu_trace_core::reader::{GpuEvent, Slice, Trace, wire};
+use gpu_trace_core::reader::{CounterValue, GpuEvent, Slice, Trace, wire};
 use gpu_trace_core::testing::{tp_check, tp_tables, validate};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -143,6 +143,15 @@ fn run(
     (out, t, path)
 }
 
+/// The per-kernel counter values (COMPUTE group): not the engines' busy % (SYSTEM, MEMORY)
+/// that every trace with GPU work carries, derived from the activity (core's tests check
+/// those).
+fn kernel_counters(t: &Trace) -> impl Iterator<Item = &CounterValue> {
+    t.counters
+        .iter()
+        .filter(|c| c.groups.contains(&wire::counters::GROUP_COMPUTE))
+}
+
 /// The kernels in launch order: the one GPU event each launch slice points at. Every launch
 /// has exactly one, and every kernel comes from exactly one launch.
 fn launched(t: &Trace) -> Vec<&GpuEvent> {
@@ -171,19 +180,14 @@ fn launched(t: &Trace) -> Vec<&GpuEvent> {
 /// end, as the UI's GPU-compute view reads them.
 fn counters_of(t: &Trace, k: &GpuEvent) -> BTreeMap<String, f64> {
     let mut at_start = BTreeMap::new();
-    for c in t
-        .counters
-        .iter()
-        .filter(|c| c.ts >= k.ts && c.ts < k.ts + k.dur)
-    {
+    for c in kernel_counters(t).filter(|c| c.ts >= k.ts && c.ts < k.ts + k.dur) {
         assert_eq!(c.ts, k.ts, "{} is sampled at its kernel's start", c.name);
         assert_eq!(c.gpu_id, k.gpu_id.unwrap(), "{}", c.name);
         at_start.insert(c.name.to_string(), c.value);
     }
     for name in at_start.keys() {
         assert!(
-            t.counters
-                .iter()
+            kernel_counters(t)
                 .any(|c| c.name.as_ref() == name && c.ts == k.ts + k.dur && c.value == 0.0),
             "{name} returns to zero at the end of {}",
             k.name
@@ -194,7 +198,7 @@ fn counters_of(t: &Trace, k: &GpuEvent) -> BTreeMap<String, f64> {
 
 /// Every counter sample belongs to one of `profiled` (at its start, or the zero at its end).
 fn no_stray_samples(t: &Trace, profiled: &[&GpuEvent]) {
-    for c in &t.counters {
+    for c in kernel_counters(t) {
         assert!(
             profiled
                 .iter()
@@ -215,7 +219,7 @@ fn check_tp(path: &Path, t: &Trace) {
             "select count(*), ifnull(sum(exists (select 1 from gpu_slice s
                                                  where s.ts <= c.ts and c.ts < s.ts + s.dur)), 0)
                from counter c join gpu_counter_track k on c.track_id = k.id
-              where c.value != 0;",
+              where c.value != 0 and k.name not like '% busy';",
         )
         .unwrap();
         let (n, inside) = (&rows[0][0][0], &rows[0][0][1]);
@@ -295,7 +299,10 @@ fn a_bad_metric_name_is_said_once_with_the_nearest_names_and_the_rest_are_collec
     }
     no_stray_samples(&t, &ks);
     check_tp(&path, &t);
-    if let Some(tracks) = tp_tables(&path, "select name from gpu_counter_track order by name;") {
+    if let Some(tracks) = tp_tables(
+        &path,
+        "select name from gpu_counter_track where name not like '% busy' order by name;",
+    ) {
         assert_eq!(
             tracks[0],
             [["gpu__time_duration.sum"], ["smsp__inst_executed.sum"]]
@@ -365,7 +372,7 @@ fn the_default_metrics_are_described_once_interned_with_units_and_the_compute_gr
         ),
     ];
     let mut seen = BTreeMap::new();
-    for c in &t.counters {
+    for c in kernel_counters(&t) {
         let spec = specs
             .iter()
             .find(|s| s.0 == c.name.as_ref())
@@ -386,43 +393,75 @@ fn the_default_metrics_are_described_once_interned_with_units_and_the_compute_gr
         assert_eq!(counters_of(&t, k), expected(sym, &names), "{sym}");
     }
 
-    // On the wire: one interned descriptor (GPU 0's), and every counter event refers to it
-    // by iid instead of carrying one.
+    // On the wire: one interned per-kernel descriptor (GPU 0's), and every counter event of
+    // its sequence refers to it by iid instead of carrying one. (The busy % derived from the
+    // activity has its own descriptor, on the render stages' sequence.)
     let bytes = std::fs::read(&path).unwrap();
-    let (mut described, mut events, mut by_iid) = (0, 0, 0);
+    let mut described = 0;
+    let mut kernel_seqs = Vec::new();
+    let mut counter_events: Vec<(u64, bool)> = Vec::new();
     for f in Fields::new(&bytes) {
         let (field, v) = f.expect("a trace");
         let (wire::TRACE_PACKET, Value::Len(p)) = (field, v) else {
             continue;
         };
+        let seq = Fields::new(p)
+            .filter_map(Result::ok)
+            .find_map(|f| match f {
+                (wire::packet::SEQUENCE_ID, Value::Varint(n)) => Some(n),
+                _ => None,
+            })
+            .unwrap_or(0);
         for f in Fields::new(p) {
             match f.expect("a packet") {
                 (wire::packet::INTERNED_DATA, Value::Len(i)) => {
-                    described += Fields::new(i)
-                        .filter_map(Result::ok)
-                        .filter(|(n, _)| *n == wire::interned::GPU_COUNTER_DESCRIPTORS)
-                        .count();
+                    for (n, d) in Fields::new(i).filter_map(Result::ok) {
+                        let (wire::interned::GPU_COUNTER_DESCRIPTORS, Value::Len(d)) = (n, d)
+                        else {
+                            continue;
+                        };
+                        let per_kernel = Fields::new(d).filter_map(Result::ok).any(|f| {
+                            let (wire::counters::IDESC_DESCRIPTOR, Value::Len(cd)) = f else {
+                                return false;
+                            };
+                            Fields::new(cd).filter_map(Result::ok).any(|f| {
+                                matches!(
+                                    f,
+                                    (wire::counters::DESC_SUPPORTS_INSTRUMENTED, Value::Varint(1))
+                                )
+                            })
+                        });
+                        if per_kernel {
+                            described += 1;
+                            kernel_seqs.push(seq);
+                        }
+                    }
                 }
                 (wire::packet::GPU_COUNTER_EVENT, Value::Len(e)) => {
-                    events += 1;
                     let fields: Vec<u32> =
                         Fields::new(e).filter_map(Result::ok).map(|f| f.0).collect();
                     assert!(!fields.contains(&1), "an inline counter_descriptor");
-                    by_iid += usize::from(fields.contains(&wire::counters::DESCRIPTOR_IID));
+                    counter_events.push((seq, fields.contains(&wire::counters::DESCRIPTOR_IID)));
                 }
                 _ => {}
             }
         }
     }
     assert_eq!(described, 1, "GPU 0's counters are described once");
+    let (events, by_iid) = counter_events
+        .iter()
+        .filter(|(seq, _)| kernel_seqs.contains(seq))
+        .fold((0, 0), |(n, i), &(_, iid)| (n + 1, i + usize::from(iid)));
     assert_eq!((events, by_iid), (6, 6), "counter events by descriptor iid");
 
     check_tp(&path, &t);
     if let Some(tables) = tp_tables(
         &path,
-        "select name, ifnull(unit, ''), description from gpu_counter_track order by name;
+        "select name, ifnull(unit, ''), description from gpu_counter_track
+           where name not like '% busy' order by name;
          select g.group_id, count(*) from gpu_counter_group g
-           join gpu_counter_track k on g.track_id = k.id group by 1;",
+           join gpu_counter_track k on g.track_id = k.id where k.name not like '% busy'
+          group by 1;",
     ) {
         let mut want: Vec<Vec<String>> = specs
             .iter()
@@ -758,7 +797,7 @@ fn profiler_faults_give_one_line_and_kernels_are_traced_as_usual() {
         assert!(off[0].contains(says), "{tag}: {}", off[0]);
         assert!(off[0].ends_with("traced as usual"), "{tag}: {}", off[0]);
         logged_as_warning(&t, off[0]);
-        assert!(t.counters.is_empty(), "{tag}");
+        assert_eq!(kernel_counters(&t).count(), 0, "{tag}");
         let ks = launched(&t);
         assert_eq!(ks.len(), 4, "{tag}");
         for k in &ks {
@@ -864,7 +903,7 @@ fn without_counters_the_profiler_is_never_initialised() {
             "{trace}: {:#?}",
             out.report.profiler_calls
         );
-        assert!(t.counters.is_empty());
+        assert_eq!(kernel_counters(&t).count(), 0);
         assert_eq!(t.kernels().count(), 2, "{trace}");
         assert!(
             t.kernels().all(|k| k.dur > 0),

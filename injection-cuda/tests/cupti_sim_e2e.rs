@@ -557,7 +557,9 @@ fn counters_without_permission_say_so_once_and_trace_the_rest() {
         "the trace carries the warning: {:?}",
         t.logs
     );
-    assert!(t.counters.is_empty());
+    // No per-kernel (COMPUTE) counter; the busy % derived from the
+    // activity is there as always.
+    assert!(t.counters.iter().all(|c| !c.groups.contains(&6)));
     cleanup(&dir);
 }
 

@@ -13,6 +13,12 @@ use super::{FAKE, activity_ts, cbid, emit, fire, kind_on, lock, static_cstr, vio
 use crate::scenario::{CONTEXT_HANDLE, CopyKind, Layer, Op, Scenario, stream_handle};
 
 static CORRELATION: AtomicU32 = AtomicU32::new(1);
+static CONTEXT_CREATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the program's context exists (the driver is initialised).
+pub(crate) fn context_created() -> bool {
+    CONTEXT_CREATED.load(Ordering::Relaxed)
+}
 
 /// `cudaStreamBeginCapture(stream, mode)`'s arguments (the meta header has no struct for it).
 #[repr(C)]
@@ -55,9 +61,15 @@ struct AsyncCopyParams {
 }
 
 /// One API function of a call, with its parameter block.
-struct Fun {
+pub(super) struct Fun {
     name: &'static str,
     params: *const c_void,
+}
+
+impl Fun {
+    pub(super) fn new(name: &'static str, params: *const c_void) -> Self {
+        Self { name, params }
+    }
 }
 
 fn stream_ptr(n: u32) -> sys::cudaStream_t {
@@ -67,7 +79,7 @@ fn stream_ptr(n: u32) -> sys::cudaStream_t {
 /// Makes one application call: the functions' entry callbacks outermost first, `body` (the
 /// call's effect), then the exit callbacks innermost first. All share one correlation id, as
 /// a runtime call and the driver call it makes do.
-fn call(funs: &[Fun], body: impl FnOnce(u32)) {
+pub(super) fn call(funs: &[Fun], body: impl FnOnce(u32)) {
     call_named(funs, None, body)
 }
 
@@ -112,7 +124,7 @@ fn call_named(funs: &[Fun], symbol: Option<&std::ffi::CStr>, body: impl FnOnce(u
 
 /// Queues `dur_ns` of work on `stream`: it starts when the stream is free (and not before
 /// the call), in the activity clock.
-fn run_on(stream: u32, dur_ns: u64) -> (u64, u64) {
+pub(super) fn run_on(stream: u32, dur_ns: u64) -> (u64, u64) {
     run_after(stream, activity_ts() + 1_000, dur_ns)
 }
 
@@ -706,6 +718,9 @@ impl Thread<'_> {
                     std::thread::sleep(Duration::from_millis(2));
                 }
             }
+            Op::Alloc { bytes, kind, slot } => super::memory::alloc(*bytes, kind, slot),
+            Op::Free { slot } => super::memory::free(slot),
+            Op::Uvm { op, bytes, address } => super::memory::uvm(*op, *bytes, *address),
             Op::Repeat { times, ops } => {
                 for _ in 0..*times {
                     self.run(ops);
@@ -742,6 +757,7 @@ fn create_context() {
     // SAFETY: plain C data; all zeroes is valid (null handles).
     let mut data: sys::CUpti_ResourceData = unsafe { std::mem::zeroed() };
     data.context = CONTEXT_HANDLE as sys::CUcontext;
+    CONTEXT_CREATED.store(true, Ordering::Relaxed);
     fire(
         sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RESOURCE,
         sys::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_CONTEXT_CREATED.0,

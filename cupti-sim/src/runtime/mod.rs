@@ -8,6 +8,7 @@
 
 mod exec;
 mod exports;
+mod memory;
 mod nvtx;
 mod range_profiler;
 
@@ -192,6 +193,9 @@ pub(crate) fn record_size(kind: u32) -> usize {
         }
         K::CUPTI_ACTIVITY_KIND_MEMCPY => size_of::<sys::CUpti_ActivityMemcpy6>(),
         K::CUPTI_ACTIVITY_KIND_MEMSET => size_of::<sys::CUpti_ActivityMemset4>(),
+        K::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER => {
+            size_of::<sys::CUpti_ActivityUnifiedMemoryCounter3>()
+        }
         _ => 16,
     };
     s.div_ceil(8) * 8

@@ -187,6 +187,13 @@ pub struct CuptiApi {
     pub cuptiActivityEnableLaunchAttributes: Option<
         unsafe extern "C" fn(enable: u8) -> CUptiResult,
     >,
+    ///`cuptiActivityConfigureUnifiedMemoryCounter`, or `None` when libcupti does not export it.
+    pub cuptiActivityConfigureUnifiedMemoryCounter: Option<
+        unsafe extern "C" fn(
+            config: *mut CUpti_ActivityUnifiedMemoryCounterConfig,
+            count: u32,
+        ) -> CUptiResult,
+    >,
     ///`cuptiProfilerInitialize`, or `None` when libcupti does not export it.
     pub cuptiProfilerInitialize: Option<
         unsafe extern "C" fn(
@@ -451,6 +458,7 @@ impl CuptiApi {
         "cuptiActivityPushExternalCorrelationId",
         "cuptiActivityPopExternalCorrelationId",
         "cuptiActivityEnableLaunchAttributes",
+        "cuptiActivityConfigureUnifiedMemoryCounter",
         "cuptiProfilerInitialize",
         "cuptiProfilerDeInitialize",
         "cuptiProfilerGetCounterAvailability",
@@ -824,6 +832,17 @@ impl CuptiApi {
                     *const c_void,
                     Option<unsafe extern "C" fn(enable: u8) -> CUptiResult>,
                 >(resolve(c"cuptiActivityEnableLaunchAttributes"))
+            },
+            cuptiActivityConfigureUnifiedMemoryCounter: unsafe {
+                core::mem::transmute::<
+                    *const c_void,
+                    Option<
+                        unsafe extern "C" fn(
+                            config: *mut CUpti_ActivityUnifiedMemoryCounterConfig,
+                            count: u32,
+                        ) -> CUptiResult,
+                    >,
+                >(resolve(c"cuptiActivityConfigureUnifiedMemoryCounter"))
             },
             cuptiProfilerInitialize: unsafe {
                 core::mem::transmute::<
@@ -1872,6 +1891,26 @@ The contract of the C function `cuptiActivityEnableLaunchAttributes`.*/
         match self.cuptiActivityEnableLaunchAttributes {
             Some(f) => Ok(unsafe { f(enable) }),
             None => Err(MissingSymbol("cuptiActivityEnableLaunchAttributes")),
+        }
+    }
+    /**Calls `cuptiActivityConfigureUnifiedMemoryCounter`.
+
+# Errors
+
+[`MissingSymbol`] when the symbol was not resolved.
+
+# Safety
+
+The contract of the C function `cuptiActivityConfigureUnifiedMemoryCounter`.*/
+    #[inline]
+    pub unsafe fn cuptiActivityConfigureUnifiedMemoryCounter(
+        &self,
+        config: *mut CUpti_ActivityUnifiedMemoryCounterConfig,
+        count: u32,
+    ) -> Result<CUptiResult, MissingSymbol> {
+        match self.cuptiActivityConfigureUnifiedMemoryCounter {
+            Some(f) => Ok(unsafe { f(config, count) }),
+            None => Err(MissingSymbol("cuptiActivityConfigureUnifiedMemoryCounter")),
         }
     }
     /**Calls `cuptiProfilerInitialize`.

@@ -206,6 +206,12 @@ pub struct CUgraphExec_st {
 pub type CUgraphExec = *mut CUgraphExec_st;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
+pub struct CUmemPoolHandle_st {
+    _unused: [u8; 0],
+}
+pub type CUmemoryPool = *mut CUmemPoolHandle_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUgraphDeviceUpdatableNode_st {
     _unused: [u8; 0],
 }
@@ -1760,6 +1766,32 @@ impl Default for CUDA_MEMCPY3D_PEER_st {
 }
 pub type CUDA_MEMCPY3D_PEER_v1 = CUDA_MEMCPY3D_PEER_st;
 pub type CUDA_MEMCPY3D_PEER = CUDA_MEMCPY3D_PEER_v1;
+pub type CUmemGenericAllocationHandle_v1 = ::std::os::raw::c_ulonglong;
+pub type CUmemGenericAllocationHandle = CUmemGenericAllocationHandle_v1;
+impl CUmemAllocationHandleType_enum {
+    pub const CU_MEM_HANDLE_TYPE_NONE: CUmemAllocationHandleType_enum = CUmemAllocationHandleType_enum(
+        0,
+    );
+    pub const CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: CUmemAllocationHandleType_enum = CUmemAllocationHandleType_enum(
+        1,
+    );
+    pub const CU_MEM_HANDLE_TYPE_WIN32: CUmemAllocationHandleType_enum = CUmemAllocationHandleType_enum(
+        2,
+    );
+    pub const CU_MEM_HANDLE_TYPE_WIN32_KMT: CUmemAllocationHandleType_enum = CUmemAllocationHandleType_enum(
+        4,
+    );
+    pub const CU_MEM_HANDLE_TYPE_FABRIC: CUmemAllocationHandleType_enum = CUmemAllocationHandleType_enum(
+        8,
+    );
+    pub const CU_MEM_HANDLE_TYPE_MAX: CUmemAllocationHandleType_enum = CUmemAllocationHandleType_enum(
+        2147483647,
+    );
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUmemAllocationHandleType_enum(pub ::std::os::raw::c_uint);
+pub use self::CUmemAllocationHandleType_enum as CUmemAllocationHandleType;
 impl CUmemLocationType_enum {
     pub const CU_MEM_LOCATION_TYPE_INVALID: CUmemLocationType_enum = CUmemLocationType_enum(
         0,
@@ -1787,6 +1819,24 @@ impl CUmemLocationType_enum {
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemLocationType_enum(pub ::std::os::raw::c_uint);
 pub use self::CUmemLocationType_enum as CUmemLocationType;
+impl CUmemAllocationType_enum {
+    pub const CU_MEM_ALLOCATION_TYPE_INVALID: CUmemAllocationType_enum = CUmemAllocationType_enum(
+        0,
+    );
+    pub const CU_MEM_ALLOCATION_TYPE_PINNED: CUmemAllocationType_enum = CUmemAllocationType_enum(
+        1,
+    );
+    pub const CU_MEM_ALLOCATION_TYPE_MANAGED: CUmemAllocationType_enum = CUmemAllocationType_enum(
+        2,
+    );
+    pub const CU_MEM_ALLOCATION_TYPE_MAX: CUmemAllocationType_enum = CUmemAllocationType_enum(
+        2147483647,
+    );
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUmemAllocationType_enum(pub ::std::os::raw::c_uint);
+pub use self::CUmemAllocationType_enum as CUmemAllocationType;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct CUmemLocation_st {
@@ -1817,6 +1867,81 @@ impl Default for CUmemLocation_st {
 }
 pub type CUmemLocation_v1 = CUmemLocation_st;
 pub type CUmemLocation = CUmemLocation_v1;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct CUmemAllocationProp_st {
+    pub type_: CUmemAllocationType,
+    pub requestedHandleTypes: CUmemAllocationHandleType,
+    pub location: CUmemLocation,
+    pub win32HandleMetaData: *mut ::std::os::raw::c_void,
+    pub allocFlags: CUmemAllocationProp_st__bindgen_ty_1,
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct CUmemAllocationProp_st__bindgen_ty_1 {
+    pub compressionType: ::std::os::raw::c_uchar,
+    pub gpuDirectRDMACapable: ::std::os::raw::c_uchar,
+    pub usage: ::std::os::raw::c_ushort,
+    pub reserved: [::std::os::raw::c_uchar; 4usize],
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUmemAllocationProp_st__bindgen_ty_1",
+    ][::std::mem::size_of::<CUmemAllocationProp_st__bindgen_ty_1>() - 8usize];
+    [
+        "Alignment of CUmemAllocationProp_st__bindgen_ty_1",
+    ][::std::mem::align_of::<CUmemAllocationProp_st__bindgen_ty_1>() - 2usize];
+    [
+        "Offset of field: CUmemAllocationProp_st__bindgen_ty_1::compressionType",
+    ][::std::mem::offset_of!(CUmemAllocationProp_st__bindgen_ty_1, compressionType)
+        - 0usize];
+    [
+        "Offset of field: CUmemAllocationProp_st__bindgen_ty_1::gpuDirectRDMACapable",
+    ][::std::mem::offset_of!(CUmemAllocationProp_st__bindgen_ty_1, gpuDirectRDMACapable)
+        - 1usize];
+    [
+        "Offset of field: CUmemAllocationProp_st__bindgen_ty_1::usage",
+    ][::std::mem::offset_of!(CUmemAllocationProp_st__bindgen_ty_1, usage) - 2usize];
+    [
+        "Offset of field: CUmemAllocationProp_st__bindgen_ty_1::reserved",
+    ][::std::mem::offset_of!(CUmemAllocationProp_st__bindgen_ty_1, reserved) - 4usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUmemAllocationProp_st",
+    ][::std::mem::size_of::<CUmemAllocationProp_st>() - 32usize];
+    [
+        "Alignment of CUmemAllocationProp_st",
+    ][::std::mem::align_of::<CUmemAllocationProp_st>() - 8usize];
+    [
+        "Offset of field: CUmemAllocationProp_st::type_",
+    ][::std::mem::offset_of!(CUmemAllocationProp_st, type_) - 0usize];
+    [
+        "Offset of field: CUmemAllocationProp_st::requestedHandleTypes",
+    ][::std::mem::offset_of!(CUmemAllocationProp_st, requestedHandleTypes) - 4usize];
+    [
+        "Offset of field: CUmemAllocationProp_st::location",
+    ][::std::mem::offset_of!(CUmemAllocationProp_st, location) - 8usize];
+    [
+        "Offset of field: CUmemAllocationProp_st::win32HandleMetaData",
+    ][::std::mem::offset_of!(CUmemAllocationProp_st, win32HandleMetaData) - 16usize];
+    [
+        "Offset of field: CUmemAllocationProp_st::allocFlags",
+    ][::std::mem::offset_of!(CUmemAllocationProp_st, allocFlags) - 24usize];
+};
+impl Default for CUmemAllocationProp_st {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUmemAllocationProp_v1 = CUmemAllocationProp_st;
+pub type CUmemAllocationProp = CUmemAllocationProp_v1;
 impl CUmemcpySrcAccessOrder_enum {
     pub const CU_MEMCPY_SRC_ACCESS_ORDER_INVALID: CUmemcpySrcAccessOrder_enum = CUmemcpySrcAccessOrder_enum(
         0,
@@ -10143,6 +10268,133 @@ impl Default for cudaGraphLaunch_v10000_params_st {
 pub type cudaGraphLaunch_v10000_params = cudaGraphLaunch_v10000_params_st;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
+pub struct cuMemAlloc_v2_params_st {
+    pub dptr: *mut CUdeviceptr,
+    pub bytesize: usize,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cuMemAlloc_v2_params_st",
+    ][::std::mem::size_of::<cuMemAlloc_v2_params_st>() - 16usize];
+    [
+        "Alignment of cuMemAlloc_v2_params_st",
+    ][::std::mem::align_of::<cuMemAlloc_v2_params_st>() - 8usize];
+    [
+        "Offset of field: cuMemAlloc_v2_params_st::dptr",
+    ][::std::mem::offset_of!(cuMemAlloc_v2_params_st, dptr) - 0usize];
+    [
+        "Offset of field: cuMemAlloc_v2_params_st::bytesize",
+    ][::std::mem::offset_of!(cuMemAlloc_v2_params_st, bytesize) - 8usize];
+};
+impl Default for cuMemAlloc_v2_params_st {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type cuMemAlloc_v2_params = cuMemAlloc_v2_params_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuMemAllocPitch_v2_params_st {
+    pub dptr: *mut CUdeviceptr,
+    pub pPitch: *mut usize,
+    pub WidthInBytes: usize,
+    pub Height: usize,
+    pub ElementSizeBytes: ::std::os::raw::c_uint,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cuMemAllocPitch_v2_params_st",
+    ][::std::mem::size_of::<cuMemAllocPitch_v2_params_st>() - 40usize];
+    [
+        "Alignment of cuMemAllocPitch_v2_params_st",
+    ][::std::mem::align_of::<cuMemAllocPitch_v2_params_st>() - 8usize];
+    [
+        "Offset of field: cuMemAllocPitch_v2_params_st::dptr",
+    ][::std::mem::offset_of!(cuMemAllocPitch_v2_params_st, dptr) - 0usize];
+    [
+        "Offset of field: cuMemAllocPitch_v2_params_st::pPitch",
+    ][::std::mem::offset_of!(cuMemAllocPitch_v2_params_st, pPitch) - 8usize];
+    [
+        "Offset of field: cuMemAllocPitch_v2_params_st::WidthInBytes",
+    ][::std::mem::offset_of!(cuMemAllocPitch_v2_params_st, WidthInBytes) - 16usize];
+    [
+        "Offset of field: cuMemAllocPitch_v2_params_st::Height",
+    ][::std::mem::offset_of!(cuMemAllocPitch_v2_params_st, Height) - 24usize];
+    [
+        "Offset of field: cuMemAllocPitch_v2_params_st::ElementSizeBytes",
+    ][::std::mem::offset_of!(cuMemAllocPitch_v2_params_st, ElementSizeBytes) - 32usize];
+};
+impl Default for cuMemAllocPitch_v2_params_st {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type cuMemAllocPitch_v2_params = cuMemAllocPitch_v2_params_st;
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct cuMemFree_v2_params_st {
+    pub dptr: CUdeviceptr,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cuMemFree_v2_params_st",
+    ][::std::mem::size_of::<cuMemFree_v2_params_st>() - 8usize];
+    [
+        "Alignment of cuMemFree_v2_params_st",
+    ][::std::mem::align_of::<cuMemFree_v2_params_st>() - 8usize];
+    [
+        "Offset of field: cuMemFree_v2_params_st::dptr",
+    ][::std::mem::offset_of!(cuMemFree_v2_params_st, dptr) - 0usize];
+};
+pub type cuMemFree_v2_params = cuMemFree_v2_params_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuMemAllocManaged_params_st {
+    pub dptr: *mut CUdeviceptr,
+    pub bytesize: usize,
+    pub flags: ::std::os::raw::c_uint,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cuMemAllocManaged_params_st",
+    ][::std::mem::size_of::<cuMemAllocManaged_params_st>() - 24usize];
+    [
+        "Alignment of cuMemAllocManaged_params_st",
+    ][::std::mem::align_of::<cuMemAllocManaged_params_st>() - 8usize];
+    [
+        "Offset of field: cuMemAllocManaged_params_st::dptr",
+    ][::std::mem::offset_of!(cuMemAllocManaged_params_st, dptr) - 0usize];
+    [
+        "Offset of field: cuMemAllocManaged_params_st::bytesize",
+    ][::std::mem::offset_of!(cuMemAllocManaged_params_st, bytesize) - 8usize];
+    [
+        "Offset of field: cuMemAllocManaged_params_st::flags",
+    ][::std::mem::offset_of!(cuMemAllocManaged_params_st, flags) - 16usize];
+};
+impl Default for cuMemAllocManaged_params_st {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type cuMemAllocManaged_params = cuMemAllocManaged_params_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
 pub struct cuMemcpyAsync_ptsz_params_st {
     pub dst: CUdeviceptr,
     pub src: CUdeviceptr,
@@ -10875,6 +11127,168 @@ impl Default for cuMemsetD2D32Async_ptsz_params_st {
     }
 }
 pub type cuMemsetD2D32Async_ptsz_params = cuMemsetD2D32Async_ptsz_params_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuMemCreate_params_st {
+    pub handle: *mut CUmemGenericAllocationHandle,
+    pub size: usize,
+    pub prop: *const CUmemAllocationProp,
+    pub flags: ::std::os::raw::c_ulonglong,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cuMemCreate_params_st",
+    ][::std::mem::size_of::<cuMemCreate_params_st>() - 32usize];
+    [
+        "Alignment of cuMemCreate_params_st",
+    ][::std::mem::align_of::<cuMemCreate_params_st>() - 8usize];
+    [
+        "Offset of field: cuMemCreate_params_st::handle",
+    ][::std::mem::offset_of!(cuMemCreate_params_st, handle) - 0usize];
+    [
+        "Offset of field: cuMemCreate_params_st::size",
+    ][::std::mem::offset_of!(cuMemCreate_params_st, size) - 8usize];
+    [
+        "Offset of field: cuMemCreate_params_st::prop",
+    ][::std::mem::offset_of!(cuMemCreate_params_st, prop) - 16usize];
+    [
+        "Offset of field: cuMemCreate_params_st::flags",
+    ][::std::mem::offset_of!(cuMemCreate_params_st, flags) - 24usize];
+};
+impl Default for cuMemCreate_params_st {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type cuMemCreate_params = cuMemCreate_params_st;
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct cuMemRelease_params_st {
+    pub handle: CUmemGenericAllocationHandle,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cuMemRelease_params_st",
+    ][::std::mem::size_of::<cuMemRelease_params_st>() - 8usize];
+    [
+        "Alignment of cuMemRelease_params_st",
+    ][::std::mem::align_of::<cuMemRelease_params_st>() - 8usize];
+    [
+        "Offset of field: cuMemRelease_params_st::handle",
+    ][::std::mem::offset_of!(cuMemRelease_params_st, handle) - 0usize];
+};
+pub type cuMemRelease_params = cuMemRelease_params_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuMemFreeAsync_ptsz_params_st {
+    pub dptr: CUdeviceptr,
+    pub hStream: CUstream,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cuMemFreeAsync_ptsz_params_st",
+    ][::std::mem::size_of::<cuMemFreeAsync_ptsz_params_st>() - 16usize];
+    [
+        "Alignment of cuMemFreeAsync_ptsz_params_st",
+    ][::std::mem::align_of::<cuMemFreeAsync_ptsz_params_st>() - 8usize];
+    [
+        "Offset of field: cuMemFreeAsync_ptsz_params_st::dptr",
+    ][::std::mem::offset_of!(cuMemFreeAsync_ptsz_params_st, dptr) - 0usize];
+    [
+        "Offset of field: cuMemFreeAsync_ptsz_params_st::hStream",
+    ][::std::mem::offset_of!(cuMemFreeAsync_ptsz_params_st, hStream) - 8usize];
+};
+impl Default for cuMemFreeAsync_ptsz_params_st {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type cuMemFreeAsync_ptsz_params = cuMemFreeAsync_ptsz_params_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuMemAllocAsync_ptsz_params_st {
+    pub dptr: *mut CUdeviceptr,
+    pub bytesize: usize,
+    pub hStream: CUstream,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cuMemAllocAsync_ptsz_params_st",
+    ][::std::mem::size_of::<cuMemAllocAsync_ptsz_params_st>() - 24usize];
+    [
+        "Alignment of cuMemAllocAsync_ptsz_params_st",
+    ][::std::mem::align_of::<cuMemAllocAsync_ptsz_params_st>() - 8usize];
+    [
+        "Offset of field: cuMemAllocAsync_ptsz_params_st::dptr",
+    ][::std::mem::offset_of!(cuMemAllocAsync_ptsz_params_st, dptr) - 0usize];
+    [
+        "Offset of field: cuMemAllocAsync_ptsz_params_st::bytesize",
+    ][::std::mem::offset_of!(cuMemAllocAsync_ptsz_params_st, bytesize) - 8usize];
+    [
+        "Offset of field: cuMemAllocAsync_ptsz_params_st::hStream",
+    ][::std::mem::offset_of!(cuMemAllocAsync_ptsz_params_st, hStream) - 16usize];
+};
+impl Default for cuMemAllocAsync_ptsz_params_st {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type cuMemAllocAsync_ptsz_params = cuMemAllocAsync_ptsz_params_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuMemAllocFromPoolAsync_ptsz_params_st {
+    pub dptr: *mut CUdeviceptr,
+    pub bytesize: usize,
+    pub pool: CUmemoryPool,
+    pub hStream: CUstream,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cuMemAllocFromPoolAsync_ptsz_params_st",
+    ][::std::mem::size_of::<cuMemAllocFromPoolAsync_ptsz_params_st>() - 32usize];
+    [
+        "Alignment of cuMemAllocFromPoolAsync_ptsz_params_st",
+    ][::std::mem::align_of::<cuMemAllocFromPoolAsync_ptsz_params_st>() - 8usize];
+    [
+        "Offset of field: cuMemAllocFromPoolAsync_ptsz_params_st::dptr",
+    ][::std::mem::offset_of!(cuMemAllocFromPoolAsync_ptsz_params_st, dptr) - 0usize];
+    [
+        "Offset of field: cuMemAllocFromPoolAsync_ptsz_params_st::bytesize",
+    ][::std::mem::offset_of!(cuMemAllocFromPoolAsync_ptsz_params_st, bytesize) - 8usize];
+    [
+        "Offset of field: cuMemAllocFromPoolAsync_ptsz_params_st::pool",
+    ][::std::mem::offset_of!(cuMemAllocFromPoolAsync_ptsz_params_st, pool) - 16usize];
+    [
+        "Offset of field: cuMemAllocFromPoolAsync_ptsz_params_st::hStream",
+    ][::std::mem::offset_of!(cuMemAllocFromPoolAsync_ptsz_params_st, hStream) - 24usize];
+};
+impl Default for cuMemAllocFromPoolAsync_ptsz_params_st {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type cuMemAllocFromPoolAsync_ptsz_params = cuMemAllocFromPoolAsync_ptsz_params_st;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct cuStreamWaitEvent_ptsz_params_st {
@@ -12772,6 +13186,111 @@ impl Default for cuGraphLaunch_params_st {
     }
 }
 pub type cuGraphLaunch_params = cuGraphLaunch_params_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuMemFreeAsync_params_st {
+    pub dptr: CUdeviceptr,
+    pub hStream: CUstream,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cuMemFreeAsync_params_st",
+    ][::std::mem::size_of::<cuMemFreeAsync_params_st>() - 16usize];
+    [
+        "Alignment of cuMemFreeAsync_params_st",
+    ][::std::mem::align_of::<cuMemFreeAsync_params_st>() - 8usize];
+    [
+        "Offset of field: cuMemFreeAsync_params_st::dptr",
+    ][::std::mem::offset_of!(cuMemFreeAsync_params_st, dptr) - 0usize];
+    [
+        "Offset of field: cuMemFreeAsync_params_st::hStream",
+    ][::std::mem::offset_of!(cuMemFreeAsync_params_st, hStream) - 8usize];
+};
+impl Default for cuMemFreeAsync_params_st {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type cuMemFreeAsync_params = cuMemFreeAsync_params_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuMemAllocAsync_params_st {
+    pub dptr: *mut CUdeviceptr,
+    pub bytesize: usize,
+    pub hStream: CUstream,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cuMemAllocAsync_params_st",
+    ][::std::mem::size_of::<cuMemAllocAsync_params_st>() - 24usize];
+    [
+        "Alignment of cuMemAllocAsync_params_st",
+    ][::std::mem::align_of::<cuMemAllocAsync_params_st>() - 8usize];
+    [
+        "Offset of field: cuMemAllocAsync_params_st::dptr",
+    ][::std::mem::offset_of!(cuMemAllocAsync_params_st, dptr) - 0usize];
+    [
+        "Offset of field: cuMemAllocAsync_params_st::bytesize",
+    ][::std::mem::offset_of!(cuMemAllocAsync_params_st, bytesize) - 8usize];
+    [
+        "Offset of field: cuMemAllocAsync_params_st::hStream",
+    ][::std::mem::offset_of!(cuMemAllocAsync_params_st, hStream) - 16usize];
+};
+impl Default for cuMemAllocAsync_params_st {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type cuMemAllocAsync_params = cuMemAllocAsync_params_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuMemAllocFromPoolAsync_params_st {
+    pub dptr: *mut CUdeviceptr,
+    pub bytesize: usize,
+    pub pool: CUmemoryPool,
+    pub hStream: CUstream,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cuMemAllocFromPoolAsync_params_st",
+    ][::std::mem::size_of::<cuMemAllocFromPoolAsync_params_st>() - 32usize];
+    [
+        "Alignment of cuMemAllocFromPoolAsync_params_st",
+    ][::std::mem::align_of::<cuMemAllocFromPoolAsync_params_st>() - 8usize];
+    [
+        "Offset of field: cuMemAllocFromPoolAsync_params_st::dptr",
+    ][::std::mem::offset_of!(cuMemAllocFromPoolAsync_params_st, dptr) - 0usize];
+    [
+        "Offset of field: cuMemAllocFromPoolAsync_params_st::bytesize",
+    ][::std::mem::offset_of!(cuMemAllocFromPoolAsync_params_st, bytesize) - 8usize];
+    [
+        "Offset of field: cuMemAllocFromPoolAsync_params_st::pool",
+    ][::std::mem::offset_of!(cuMemAllocFromPoolAsync_params_st, pool) - 16usize];
+    [
+        "Offset of field: cuMemAllocFromPoolAsync_params_st::hStream",
+    ][::std::mem::offset_of!(cuMemAllocFromPoolAsync_params_st, hStream) - 24usize];
+};
+impl Default for cuMemAllocFromPoolAsync_params_st {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type cuMemAllocFromPoolAsync_params = cuMemAllocFromPoolAsync_params_st;
 pub type nvtxRangeId_t = u64;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -14138,6 +14657,26 @@ impl CUpti_ActivityMemoryKind {
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUpti_ActivityMemoryKind(pub ::std::os::raw::c_uint);
+impl CUpti_ActivityUnifiedMemoryCounterScope {
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_UNKNOWN: CUpti_ActivityUnifiedMemoryCounterScope = CUpti_ActivityUnifiedMemoryCounterScope(
+        0,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE: CUpti_ActivityUnifiedMemoryCounterScope = CUpti_ActivityUnifiedMemoryCounterScope(
+        1,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_ALL_DEVICES: CUpti_ActivityUnifiedMemoryCounterScope = CUpti_ActivityUnifiedMemoryCounterScope(
+        2,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_COUNT: CUpti_ActivityUnifiedMemoryCounterScope = CUpti_ActivityUnifiedMemoryCounterScope(
+        3,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_FORCE_INT: CUpti_ActivityUnifiedMemoryCounterScope = CUpti_ActivityUnifiedMemoryCounterScope(
+        2147483647,
+    );
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUpti_ActivityUnifiedMemoryCounterScope(pub ::std::os::raw::c_uint);
 impl CUpti_ActivityUnifiedMemoryCounterKind {
     pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_UNKNOWN: CUpti_ActivityUnifiedMemoryCounterKind = CUpti_ActivityUnifiedMemoryCounterKind(
         0,
@@ -14176,6 +14715,72 @@ impl CUpti_ActivityUnifiedMemoryCounterKind {
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUpti_ActivityUnifiedMemoryCounterKind(pub ::std::os::raw::c_uint);
+impl CUpti_ActivityUnifiedMemoryAccessType {
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_UNKNOWN: CUpti_ActivityUnifiedMemoryAccessType = CUpti_ActivityUnifiedMemoryAccessType(
+        0,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_READ: CUpti_ActivityUnifiedMemoryAccessType = CUpti_ActivityUnifiedMemoryAccessType(
+        1,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE: CUpti_ActivityUnifiedMemoryAccessType = CUpti_ActivityUnifiedMemoryAccessType(
+        2,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_ATOMIC: CUpti_ActivityUnifiedMemoryAccessType = CUpti_ActivityUnifiedMemoryAccessType(
+        3,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_PREFETCH: CUpti_ActivityUnifiedMemoryAccessType = CUpti_ActivityUnifiedMemoryAccessType(
+        4,
+    );
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUpti_ActivityUnifiedMemoryAccessType(pub ::std::os::raw::c_uint);
+impl CUpti_ActivityUnifiedMemoryMigrationCause {
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_UNKNOWN: CUpti_ActivityUnifiedMemoryMigrationCause = CUpti_ActivityUnifiedMemoryMigrationCause(
+        0,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_USER: CUpti_ActivityUnifiedMemoryMigrationCause = CUpti_ActivityUnifiedMemoryMigrationCause(
+        1,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE: CUpti_ActivityUnifiedMemoryMigrationCause = CUpti_ActivityUnifiedMemoryMigrationCause(
+        2,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH: CUpti_ActivityUnifiedMemoryMigrationCause = CUpti_ActivityUnifiedMemoryMigrationCause(
+        3,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION: CUpti_ActivityUnifiedMemoryMigrationCause = CUpti_ActivityUnifiedMemoryMigrationCause(
+        4,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_ACCESS_COUNTERS: CUpti_ActivityUnifiedMemoryMigrationCause = CUpti_ActivityUnifiedMemoryMigrationCause(
+        5,
+    );
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUpti_ActivityUnifiedMemoryMigrationCause(pub ::std::os::raw::c_uint);
+impl CUpti_ActivityUnifiedMemoryRemoteMapCause {
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_REMOTE_MAP_CAUSE_UNKNOWN: CUpti_ActivityUnifiedMemoryRemoteMapCause = CUpti_ActivityUnifiedMemoryRemoteMapCause(
+        0,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_REMOTE_MAP_CAUSE_COHERENCE: CUpti_ActivityUnifiedMemoryRemoteMapCause = CUpti_ActivityUnifiedMemoryRemoteMapCause(
+        1,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_REMOTE_MAP_CAUSE_THRASHING: CUpti_ActivityUnifiedMemoryRemoteMapCause = CUpti_ActivityUnifiedMemoryRemoteMapCause(
+        2,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_REMOTE_MAP_CAUSE_POLICY: CUpti_ActivityUnifiedMemoryRemoteMapCause = CUpti_ActivityUnifiedMemoryRemoteMapCause(
+        3,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_REMOTE_MAP_CAUSE_OUT_OF_MEMORY: CUpti_ActivityUnifiedMemoryRemoteMapCause = CUpti_ActivityUnifiedMemoryRemoteMapCause(
+        4,
+    );
+    pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_REMOTE_MAP_CAUSE_EVICTION: CUpti_ActivityUnifiedMemoryRemoteMapCause = CUpti_ActivityUnifiedMemoryRemoteMapCause(
+        5,
+    );
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUpti_ActivityUnifiedMemoryRemoteMapCause(pub ::std::os::raw::c_uint);
 impl CUpti_ActivityPartitionedGlobalCacheConfig {
     pub const CUPTI_ACTIVITY_PARTITIONED_GLOBAL_CACHE_CONFIG_UNKNOWN: CUpti_ActivityPartitionedGlobalCacheConfig = CUpti_ActivityPartitionedGlobalCacheConfig(
         0,
@@ -14231,6 +14836,47 @@ impl CUpti_ChannelType {
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUpti_ChannelType(pub ::std::os::raw::c_uint);
+#[repr(C)]
+#[repr(align(8))]
+#[derive(Debug, Copy, Clone)]
+pub struct CUpti_ActivityUnifiedMemoryCounterConfig {
+    pub scope: CUpti_ActivityUnifiedMemoryCounterScope,
+    pub kind: CUpti_ActivityUnifiedMemoryCounterKind,
+    pub deviceId: u32,
+    pub enable: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUpti_ActivityUnifiedMemoryCounterConfig",
+    ][::std::mem::size_of::<CUpti_ActivityUnifiedMemoryCounterConfig>() - 16usize];
+    [
+        "Alignment of CUpti_ActivityUnifiedMemoryCounterConfig",
+    ][::std::mem::align_of::<CUpti_ActivityUnifiedMemoryCounterConfig>() - 8usize];
+    [
+        "Offset of field: CUpti_ActivityUnifiedMemoryCounterConfig::scope",
+    ][::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounterConfig, scope) - 0usize];
+    [
+        "Offset of field: CUpti_ActivityUnifiedMemoryCounterConfig::kind",
+    ][::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounterConfig, kind) - 4usize];
+    [
+        "Offset of field: CUpti_ActivityUnifiedMemoryCounterConfig::deviceId",
+    ][::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounterConfig, deviceId)
+        - 8usize];
+    [
+        "Offset of field: CUpti_ActivityUnifiedMemoryCounterConfig::enable",
+    ][::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounterConfig, enable)
+        - 12usize];
+};
+impl Default for CUpti_ActivityUnifiedMemoryCounterConfig {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
 #[repr(C)]
 #[repr(align(8))]
 #[derive(Debug, Copy, Clone)]

@@ -195,6 +195,9 @@ pub fn record_size(kind: u32) -> usize {
         K::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION => {
             size_of::<sys::CUpti_ActivityExternalCorrelation>()
         }
+        K::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER => {
+            size_of::<sys::CUpti_ActivityUnifiedMemoryCounter3>()
+        }
         _ => 16,
     };
     s.div_ceil(8) * 8
@@ -226,6 +229,25 @@ unsafe extern "C" fn next_record(
     OK
 }
 
+/// The unified-memory counters configured: (kind, enable) of each config
+/// passed, in order.
+pub static UM_CONFIGS: Mutex<Vec<(u32, u32)>> = Mutex::new(Vec::new());
+/// The result the fake's `cuptiActivityConfigureUnifiedMemoryCounter` gives.
+pub static UM_RESULT: AtomicU32 = AtomicU32::new(0);
+
+unsafe extern "C" fn configure_unified_memory(
+    config: *mut sys::CUpti_ActivityUnifiedMemoryCounterConfig,
+    count: u32,
+) -> sys::CUptiResult {
+    // SAFETY: test fake; the safe layer passes `count` configs.
+    let configs = unsafe { std::slice::from_raw_parts(config, count as usize) };
+    let mut v = UM_CONFIGS.lock().unwrap();
+    for c in configs {
+        v.push((c.kind.0, c.enable));
+    }
+    sys::CUptiResult(UM_RESULT.load(Ordering::Relaxed))
+}
+
 /// The fake's symbol table; names in `missing` resolve to null.
 pub fn api(missing: &[&str]) -> sys::CuptiApi {
     let resolve = |name: &CStr| -> *const c_void {
@@ -245,6 +267,9 @@ pub fn api(missing: &[&str]) -> sys::CuptiApi {
             "cuptiActivityRegisterTimestampCallback" => register_timestamp as *const c_void,
             "cuptiActivityGetNumDroppedRecords" => dropped_records as *const c_void,
             "cuptiActivityGetNextRecord" => next_record as *const c_void,
+            "cuptiActivityConfigureUnifiedMemoryCounter" => {
+                configure_unified_memory as *const c_void
+            }
             _ => std::ptr::null(),
         }
     };

@@ -204,6 +204,8 @@ impl Walker<'_> {
                 | Op::SleepUs { .. }
                 | Op::Announce { .. }
                 | Op::WaitFile { .. } => {}
+                // Not in the synthetic programs (their own suite checks them).
+                Op::Alloc { .. } | Op::Free { .. } | Op::Uvm { .. } => {}
                 // Recorded at its pop; its depth is the number of ranges open around it.
                 Op::NvtxPush { message, domain } => {
                     th.open.push((message.clone(), domain.clone(), 0));

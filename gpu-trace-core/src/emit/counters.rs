@@ -1,8 +1,9 @@
 //! GPU counters: per-kernel values (`gpu.counters`) and periodic telemetry
-//! (`gpu.telemetry`), each on its own data source with the per-GPU counter
-//! descriptors it interns, and the GPU frequency track.
+//! (`gpu.telemetry`), each on its own data source, the counters derived
+//! from the activity (busy %) on the render stages' sequences, the per-GPU
+//! counter descriptors they intern, and the GPU frequency track.
 
-use super::{ClockSpec, CtrSeq, Encoder, PacketSink};
+use super::{ClockSpec, CtrSeq, Encoder, PacketSink, RsSeq};
 use crate::collector::Batch;
 use crate::model::{CounterGroup, CounterSpec, Event, Unit};
 use gpu_trace_reader::pb::Writer;
@@ -32,7 +33,7 @@ impl Encoder {
                             values: &c.values,
                             zero,
                         };
-                        self.write_counter_point(seq, &point, &mut specs, sink);
+                        self.write_counter_point(SeqRef::Ctr(seq), &point, &mut specs, sink);
                     }
                 }
             }
@@ -62,7 +63,7 @@ impl Encoder {
                         values: &c.values,
                         zero: false,
                     };
-                    self.write_counter_point(seq, &point, &mut specs, sink);
+                    self.write_counter_point(SeqRef::Ctr(seq), &point, &mut specs, sink);
                     if let Some(khz) = c.frequency_khz {
                         let p = &mut self.pkt;
                         p.clear();
@@ -78,16 +79,21 @@ impl Encoder {
         }
     }
 
-    fn write_counter_point(
+    /// Writes one value per counter of `point`, describing the GPU's
+    /// counters on `seq` first if they changed since it last did. On a
+    /// render-stage sequence (`SeqRef::Rs`) the sequence must be started.
+    pub(super) fn write_counter_point(
         &mut self,
-        seq: &mut CtrSeq,
+        seq: SeqRef<'_>,
         point: &CounterPoint<'_>,
         specs: &mut Option<Vec<CounterSpec>>,
         sink: &mut dyn PacketSink,
     ) {
         // A GPU's descriptor lists the counters that GPU has reported:
         // listing every registered counter would draw empty tracks for the
-        // counters another GPU offers and this one does not.
+        // counters another GPU offers and this one does not. Each counter
+        // family (per-kernel, telemetry, activity) is described apart, on
+        // its own sequences.
         let offered = self.device_counters[point.stream as usize]
             .entry(point.device)
             .or_default();
@@ -99,26 +105,40 @@ impl Encoder {
         }
         let version = offered.0;
         let iid = self.counter_descriptor_iid(point.device, version);
-        let first = !seq.started;
-        seq.started = true;
-        let describe = seq.described.get(&point.device) != Some(&version);
-        if describe {
-            seq.described.insert(point.device, version);
-        }
         let p = &mut self.pkt;
         p.clear();
-        p.varint(wire::packet::TIMESTAMP, point.ts);
-        if let (ClockSpec::Custom(id), Stream::Kernel) = (self.clock, point.stream) {
-            p.varint(wire::packet::TIMESTAMP_CLOCK_ID, id as u64);
+        let (first, described) = match seq {
+            SeqRef::Ctr(seq) => {
+                let first = !seq.started;
+                seq.started = true;
+                p.varint(wire::packet::TIMESTAMP, point.ts);
+                // Telemetry is read on the host: CLOCK_BOOTTIME whatever the GPU's.
+                if let (ClockSpec::Custom(id), Stream::Kernel) = (self.clock, point.stream) {
+                    p.varint(wire::packet::TIMESTAMP_CLOCK_ID, id as u64);
+                }
+                p.varint(
+                    wire::packet::SEQUENCE_FLAGS,
+                    if first {
+                        wire::packet::SEQ_INCREMENTAL_STATE_CLEARED
+                    } else {
+                        wire::packet::SEQ_NEEDS_INCREMENTAL_STATE
+                    },
+                );
+                (first, &mut seq.described)
+            }
+            SeqRef::Rs(seq) => {
+                super::render_stages::rs_timestamp(p, seq, point.ts);
+                p.varint(
+                    wire::packet::SEQUENCE_FLAGS,
+                    wire::packet::SEQ_NEEDS_INCREMENTAL_STATE,
+                );
+                (false, &mut seq.counters_described)
+            }
+        };
+        let describe = described.get(&point.device) != Some(&version);
+        if describe {
+            described.insert(point.device, version);
         }
-        p.varint(
-            wire::packet::SEQUENCE_FLAGS,
-            if first {
-                wire::packet::SEQ_INCREMENTAL_STATE_CLEARED
-            } else {
-                wire::packet::SEQ_NEEDS_INCREMENTAL_STATE
-            },
-        );
         if first || describe {
             let specs = specs.get_or_insert_with(|| self.counters.snapshot());
             let ids = &self.device_counters[point.stream as usize][&point.device].1;
@@ -152,21 +172,35 @@ impl Encoder {
     }
 }
 
-/// Which data source a counter value goes to.
+/// The sequence a counter value goes to, with its interning state.
+pub(super) enum SeqRef<'a> {
+    /// A counters or telemetry data-source sequence.
+    Ctr(&'a mut CtrSeq),
+    /// A render-stage sequence (counters derived from the GPU activity).
+    Rs(&'a mut RsSeq),
+}
+
+/// Which family a counter belongs to: each is described on its own
+/// sequences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stream {
+pub(super) enum Stream {
     /// Per-kernel values (`gpu.counters`).
     Kernel = 0,
     /// Periodic telemetry (`gpu.telemetry`).
     Telemetry = 1,
+    /// Busy % derived from the activity (`gpu.renderstages`).
+    Activity = 2,
 }
 
-struct CounterPoint<'a> {
-    stream: Stream,
-    device: u32,
-    ts: u64,
-    values: &'a [(crate::model::CounterId, f64)],
-    zero: bool,
+/// How many [`Stream`]s there are.
+pub(super) const COUNTER_STREAMS: usize = 3;
+
+pub(super) struct CounterPoint<'a> {
+    pub(super) stream: Stream,
+    pub(super) device: u32,
+    pub(super) ts: u64,
+    pub(super) values: &'a [(crate::model::CounterId, f64)],
+    pub(super) zero: bool,
 }
 
 fn unit_code(u: Unit) -> u64 {
@@ -193,7 +227,8 @@ fn unit_code(u: Unit) -> u64 {
     }
 }
 
-/// Describes the counters `ids` (`CounterId`s: index into `specs` + 1).
+/// Describes the counters `ids` (`CounterId`s: index into `specs` + 1);
+/// `per_kernel`: values are sampled per kernel (instrumented), not over time.
 fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec], ids: &[u32], per_kernel: bool) {
     for (i, s) in specs.iter().enumerate() {
         if !ids.contains(&(i as u32 + 1)) {

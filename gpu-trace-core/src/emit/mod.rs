@@ -13,6 +13,7 @@
 //! memsets), [`gpu_info`], [`track_events`] (API calls and markers),
 //! [`counters`], and [`clocks_logs`] (clock snapshots and GpuLog lines).
 
+mod activity;
 mod clocks_logs;
 mod counters;
 mod gpu_info;
@@ -26,6 +27,7 @@ use crate::collector::Batch;
 use crate::model::{Event, NameId};
 use crate::names::{Kernels, Names};
 use crate::registry::{Counters, Devices};
+pub(crate) use activity::Points as ActivityPoints;
 use gpu_trace_reader::pb::Writer;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::VecDeque;
@@ -50,7 +52,10 @@ pub(crate) trait TrackEventSink: PacketSink {
 pub(crate) const STAGE_KERNEL: u64 = 1;
 pub(crate) const STAGE_MEMCPY: u64 = 2;
 pub(crate) const STAGE_MEMSET: u64 = 3;
+pub(crate) const STAGE_UVM: u64 = 4;
 const QUEUE_IID_BASE: u64 = 16;
+/// The "stream" of a GPU's unified-memory queue.
+const UVM_STREAM: u64 = u64::MAX;
 
 /// Sequence-scoped incremental clock (ids 64–127 are per sequence; the SDK
 /// itself uses 64 and 65). Packets on our sequences carry the nanoseconds
@@ -113,6 +118,8 @@ pub(crate) struct RsSeq {
     queues: BitSet,
     contexts: HashSet<u64>,
     gpu_info_version: Option<u32>,
+    /// Device → activity-counter table version described on this sequence.
+    counters_described: HashMap<u32, u32>,
 }
 
 impl perfetto_sdk::data_source::Clear for RsSeq {}
@@ -158,6 +165,10 @@ pub(crate) struct Totals {
     pub(crate) counter_samples: u64,
     /// Telemetry values.
     pub(crate) telemetry_samples: u64,
+    /// Unified-memory events.
+    pub(crate) uvm_events: u64,
+    /// Device-memory-in-use samples.
+    pub(crate) memory_samples: u64,
 }
 
 /// Remembers which correlations already have their primary GPU event, in a
@@ -246,10 +257,10 @@ pub(crate) struct Encoder {
     /// (seen on the H200: GPU work recorded late, after a clear). So each
     /// snapshot is taken at this floor or later.
     snapshot_floor: u64,
-    /// Per stream (per-kernel, telemetry) and GPU: a version bumped
-    /// whenever it reports a counter it had not reported before, and those
-    /// counters' ids.
-    device_counters: [HashMap<u32, (u32, Vec<u32>)>; 2],
+    /// Per counter family (per-kernel, telemetry, activity) and GPU: a
+    /// version bumped whenever it reports a counter it had not reported
+    /// before, and those counters' ids.
+    device_counters: [HashMap<u32, (u32, Vec<u32>)>; counters::COUNTER_STREAMS],
     /// Last delta-clock timestamp per track-event instance.
     te_last: [Option<u64>; 8],
     /// The default track of each track-event instance (the busiest thread),
@@ -261,6 +272,8 @@ pub(crate) struct Encoder {
     open_ranges: HashSet<u64>,
     /// Scratch for time-sorting one pass.
     order: Vec<(u64, u32, u32, bool)>,
+    /// Busy and wait accounting, and the counters it writes.
+    activity: activity::State,
 }
 
 /// The tracer's tables the encoder reads.
@@ -331,6 +344,7 @@ impl Encoder {
             marker_depth: HashMap::default(),
             open_ranges: HashSet::default(),
             order: Vec::new(),
+            activity: activity::State::default(),
         }
     }
 
@@ -349,14 +363,17 @@ impl Encoder {
                     .map(|e| match e {
                         Event::Kernel(k) => {
                             self.totals.kernels += 1;
+                            self.activity.kernel(k);
                             self.event_id(k.correlation_id)
                         }
                         Event::Memory(m) => {
                             self.totals.memory_ops += 1;
+                            self.activity.memory_op(m);
                             self.event_id(m.correlation_id)
                         }
-                        Event::Api(_) => {
+                        Event::Api(a) => {
                             self.totals.api_calls += 1;
+                            self.activity.api_call(a, &self.names);
                             0
                         }
                         Event::Marker(_) => {
@@ -372,6 +389,16 @@ impl Encoder {
                             0
                         }
                         Event::Log(_) => 0,
+                        Event::UnifiedMemory(u) => {
+                            self.totals.uvm_events += 1;
+                            self.activity.unified_memory(u);
+                            self.secondary += 1;
+                            secondary_event_id(self.pid, self.secondary)
+                        }
+                        Event::MemoryUsage(_) => {
+                            self.totals.memory_samples += 1;
+                            0
+                        }
                     })
                     .collect()
             })

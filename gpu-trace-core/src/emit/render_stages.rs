@@ -4,7 +4,7 @@
 use super::clocks_logs::{absolute_timestamp, write_delta_clock_snapshot};
 use super::{
     ClockSpec, DELTA_CLOCK, Encoder, PacketSink, QUEUE_IID_BASE, RsSeq, STAGE_KERNEL, STAGE_MEMCPY,
-    STAGE_MEMSET,
+    STAGE_MEMSET, STAGE_UVM, UVM_STREAM,
 };
 use crate::collector::Batch;
 use crate::model::{ArgValue, Event, KernelExec, MemoryOp, MemoryOpKind, NameId};
@@ -26,7 +26,11 @@ impl Encoder {
         order.clear();
         for (bi, b) in batches.iter().enumerate() {
             for (ei, e) in b.events.iter().enumerate() {
-                if let Event::Kernel(_) | Event::Memory(_) = e {
+                if let Event::Kernel(_)
+                | Event::Memory(_)
+                | Event::UnifiedMemory(_)
+                | Event::MemoryUsage(_) = e
+                {
                     order.push((e.time(), bi as u32, ei as u32, false));
                 }
             }
@@ -43,6 +47,8 @@ impl Encoder {
             match &batches[b].events[id] {
                 Event::Kernel(k) => self.write_kernel(seq, k, ids[b][id], sink),
                 Event::Memory(m) => self.write_memory(seq, m, ids[b][id], sink),
+                Event::UnifiedMemory(u) => self.write_uvm(seq, u, ids[b][id], sink),
+                Event::MemoryUsage(m) => self.write_memory_usage(m, sink),
                 _ => {}
             }
         }
@@ -90,16 +96,37 @@ impl Encoder {
             }
         }
         p.nested(wire::packet::INTERNED_DATA, |i| {
-            for (iid, name, desc) in [
-                (STAGE_KERNEL, "Kernel", "Kernel execution"),
-                (STAGE_MEMCPY, "Memcpy", "Memory copy"),
-                (STAGE_MEMSET, "Memset", "Memory set"),
+            for (iid, name, desc, category) in [
+                (
+                    STAGE_KERNEL,
+                    "Kernel",
+                    "Kernel execution",
+                    wire::spec::CATEGORY_COMPUTE,
+                ),
+                (
+                    STAGE_MEMCPY,
+                    "Memcpy",
+                    "Memory copy",
+                    wire::spec::CATEGORY_COMPUTE,
+                ),
+                (
+                    STAGE_MEMSET,
+                    "Memset",
+                    "Memory set",
+                    wire::spec::CATEGORY_COMPUTE,
+                ),
+                (
+                    STAGE_UVM,
+                    "Unified memory",
+                    "Unified-memory migration, fault or thrashing",
+                    wire::spec::CATEGORY_OTHER,
+                ),
             ] {
                 i.nested(wire::interned::GPU_SPECIFICATIONS, |s| {
                     s.varint(wire::spec::IID, iid)
                         .string(wire::spec::NAME, name)
                         .string(wire::spec::DESCRIPTION, desc)
-                        .varint(wire::spec::CATEGORY, wire::spec::CATEGORY_COMPUTE);
+                        .varint(wire::spec::CATEGORY, category);
                 });
             }
         });
@@ -263,7 +290,7 @@ impl Encoder {
         sink.packet(p.as_bytes());
     }
 
-    fn intern_queue(&mut self, seq: &mut RsSeq, iid: u64) {
+    pub(super) fn intern_queue(&mut self, seq: &mut RsSeq, iid: u64) {
         if seq.queues.test_and_set(iid as u32) {
             return;
         }
@@ -274,19 +301,30 @@ impl Encoder {
             .map(|d| d.name)
             .unwrap_or_else(|| "GPU".to_owned());
         let api = self.backend.name;
+        let (name, desc, category) = match (device, stream) {
+            (_, UVM_STREAM) => (
+                format!("GPU {device} · unified memory"),
+                format!(
+                    "{api} unified-memory migrations, faults and thrashing of {dev_name} (GPU {device}), and the CPU's page faults"
+                ),
+                wire::spec::CATEGORY_OTHER,
+            ),
+            _ => (
+                format!("GPU {device} · stream {stream}"),
+                format!("{api} stream {stream} on {dev_name} (GPU {device})"),
+                wire::spec::CATEGORY_COMPUTE,
+            ),
+        };
         self.interned
             .nested(wire::interned::GPU_SPECIFICATIONS, |s| {
                 s.varint(wire::spec::IID, iid)
-                    .string(wire::spec::NAME, &format!("GPU {device} · stream {stream}"))
-                    .string(
-                        wire::spec::DESCRIPTION,
-                        &format!("{api} stream {stream} on {dev_name} (GPU {device})"),
-                    )
-                    .varint(wire::spec::CATEGORY, wire::spec::CATEGORY_COMPUTE);
+                    .string(wire::spec::NAME, &name)
+                    .string(wire::spec::DESCRIPTION, &desc)
+                    .varint(wire::spec::CATEGORY, category);
             });
     }
 
-    fn intern_context(&mut self, seq: &mut RsSeq, iid: u64) {
+    pub(super) fn intern_context(&mut self, seq: &mut RsSeq, iid: u64) {
         if !seq.contexts.insert(iid) {
             return;
         }
@@ -300,7 +338,7 @@ impl Encoder {
             });
     }
 
-    fn intern_event_name(&mut self, seq: &mut RsSeq, n: NameId) {
+    pub(super) fn intern_event_name(&mut self, seq: &mut RsSeq, n: NameId) {
         if seq.names.test_and_set(n.0) {
             return;
         }
@@ -311,7 +349,7 @@ impl Encoder {
         });
     }
 
-    fn intern_arg_name(&mut self, seq: &mut RsSeq, n: NameId) {
+    pub(super) fn intern_arg_name(&mut self, seq: &mut RsSeq, n: NameId) {
         if seq.arg_names.test_and_set(n.0) {
             return;
         }
@@ -324,10 +362,9 @@ impl Encoder {
     }
 }
 
-/// The timestamp of a render-stage packet.
 /// Packet header of a render-stage event: its timestamp, the sequence flag
 /// (it uses interned data) and the data it interns.
-fn rs_header(p: &mut Writer, seq: &mut RsSeq, ts: u64, interned: &Writer) {
+pub(super) fn rs_header(p: &mut Writer, seq: &mut RsSeq, ts: u64, interned: &Writer) {
     rs_timestamp(p, seq, ts);
     p.varint(
         wire::packet::SEQUENCE_FLAGS,
@@ -338,7 +375,9 @@ fn rs_header(p: &mut Writer, seq: &mut RsSeq, ts: u64, interned: &Writer) {
     }
 }
 
-fn rs_timestamp(p: &mut Writer, seq: &mut RsSeq, ts: u64) {
+/// The timestamp of a render-stage packet: a delta on the sequence's clock
+/// when in order, else absolute.
+pub(super) fn rs_timestamp(p: &mut Writer, seq: &mut RsSeq, ts: u64) {
     match seq.last_ts {
         Some(last) if ts >= last => {
             p.varint(wire::packet::TIMESTAMP, ts - last);
@@ -360,14 +399,14 @@ fn write_dim3(w: &mut Writer, field: u32, d: crate::model::Dim3) {
     });
 }
 
-fn arg_uint(l: &mut Writer, name: NameId, v: u64) {
+pub(super) fn arg_uint(l: &mut Writer, name: NameId, v: u64) {
     l.nested(wire::rse::LAUNCH_ARGS, |a| {
         a.varint(wire::arg::NAME_IID, name.0 as u64)
             .varint(wire::arg::UINT, v);
     });
 }
 
-fn arg_str(l: &mut Writer, name: NameId, v: &str) {
+pub(super) fn arg_str(l: &mut Writer, name: NameId, v: &str) {
     l.nested(wire::rse::LAUNCH_ARGS, |a| {
         a.varint(wire::arg::NAME_IID, name.0 as u64)
             .string(wire::arg::STRING, v);

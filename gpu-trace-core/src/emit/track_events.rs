@@ -103,18 +103,41 @@ impl Encoder {
         let Some(&(t0, ..)) = order.first() else {
             return;
         };
+        // The busiest thread of this pass becomes the default track.
+        self.begin_te_sequence(
+            t0,
+            || {
+                let mut count: HashMap<u32, u32> = HashMap::default();
+                for &(_, bi, _, _) in order {
+                    *count.entry(batches[bi as usize].thread).or_default() += 1;
+                }
+                count
+                    .into_iter()
+                    .max_by_key(|&(t, n)| (n, t))
+                    .map(|(t, _)| t)
+            },
+            sink,
+        );
+        let mut seen = rustc_hash::FxHashSet::default();
+        for &(_, bi, _, _) in order {
+            let tid = batches[bi as usize].thread;
+            if seen.insert(tid) {
+                self.describe_thread(tid, sink);
+            }
+        }
+    }
+
+    /// Sets up the delta clock on a (new or reset) sequence from `t0` on,
+    /// with the track of the thread `busiest` names as its default.
+    fn begin_te_sequence(
+        &mut self,
+        t0: u64,
+        busiest: impl FnOnce() -> Option<u32>,
+        sink: &mut dyn TrackEventSink,
+    ) {
         let inst = sink.instance() as usize % self.te_last.len();
         if !sink.track_seen(TE_CLOCK_SENTINEL) {
-            // The busiest thread of this pass becomes the default track.
-            let mut count: HashMap<u32, u32> = HashMap::default();
-            for &(_, bi, _, _) in order {
-                *count.entry(batches[bi as usize].thread).or_default() += 1;
-            }
-            let busiest = count
-                .into_iter()
-                .max_by_key(|&(t, n)| (n, t))
-                .map(|(t, _)| t);
-            let default_track = busiest.map(|t| thread_track_uuid(self.pid, t));
+            let default_track = busiest().map(|t| thread_track_uuid(self.pid, t));
             let p = &mut self.pkt;
             p.clear();
             absolute_timestamp(p, t0);
@@ -135,12 +158,48 @@ impl Encoder {
             self.te_last[inst] = Some(at);
             self.te_default[inst] = default_track;
         }
-        let mut seen = rustc_hash::FxHashSet::default();
-        for &(_, bi, _, _) in order {
-            let tid = batches[bi as usize].thread;
-            if seen.insert(tid) {
-                self.describe_thread(tid, sink);
+    }
+
+    /// Writes each thread's "GPU wait" points (see [`super::activity`]) on
+    /// a counter track under the thread's track.
+    pub(crate) fn write_waits(
+        &mut self,
+        points: &[crate::busy::Point<u32>],
+        sink: &mut dyn TrackEventSink,
+    ) {
+        let Some(t0) = points.iter().map(|p| p.ts).min() else {
+            return;
+        };
+        self.begin_te_sequence(t0, || None, sink);
+        let mut order: Vec<&crate::busy::Point<u32>> = points.iter().collect();
+        order.sort_by_key(|p| (p.ts, p.key));
+        for pt in order {
+            self.describe_thread(pt.key, sink);
+            let uuid = super::activity::wait_track_uuid(self.pid, pt.key);
+            if !sink.track_seen(uuid) {
+                let parent = thread_track_uuid(self.pid, pt.key);
+                let p = &mut self.pkt;
+                p.clear();
+                p.nested(wire::packet::TRACK_DESCRIPTOR, |t| {
+                    t.varint(wire::track_descriptor::UUID, uuid)
+                        .varint(wire::track_descriptor::PARENT_UUID, parent)
+                        .string(wire::track_descriptor::NAME, "GPU wait");
+                    t.nested(wire::track_descriptor::COUNTER, |c| {
+                        c.string(wire::track_descriptor::COUNTER_UNIT_NAME, "%");
+                    });
+                });
+                sink.packet(p.as_bytes());
             }
+            let stamp = self.te_stamp(pt.ts, sink.instance());
+            let p = &mut self.pkt;
+            p.clear();
+            te_header(p, stamp, None, false);
+            p.nested(wire::packet::TRACK_EVENT, |t| {
+                t.varint(wire::track_event::TYPE, wire::track_event::TYPE_COUNTER)
+                    .varint(wire::track_event::TRACK_UUID, uuid)
+                    .double(wire::track_event::DOUBLE_COUNTER_VALUE, pt.percent);
+            });
+            sink.packet(p.as_bytes());
         }
     }
 
