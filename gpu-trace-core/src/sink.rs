@@ -817,15 +817,13 @@ pub(crate) fn file_trace_config(
             b.varint(
                 c::BUILTIN_SNAPSHOT_INTERVAL_MS,
                 STATS_PERIOD.as_millis() as u64,
-            )
-            // No flush/read markers from the service: with them Perfetto's
-            // trace processor sorts in windows between reads, and drops
-            // (sorter_push_event_out_of_order) GPU work whose records reach
-            // the file more than a window after later events, as kernels
-            // placed after CUPTI's kernel replay do (9% of them in run 31).
-            // Without them it sorts the whole file, which the UI loads whole
-            // anyway.
-            .bool(c::BUILTIN_DISABLE_SERVICE_EVENTS, true);
+            );
+            // The service's flush/read events stay on: without them
+            // (tried in 9795ea5, which let the trace processor sort the
+            // whole file and keep every kernel placed after kernel replay)
+            // a read of an empty buffer hands perfetto-sdk 1.2.1 a null
+            // pointer, which aborts debug builds. The trace processor then
+            // sorts in windows between reads (see README, "Known").
         })
         .varint(c::DATA_SOURCE_STOP_TIMEOUT_MS, 5000)
         .string(
