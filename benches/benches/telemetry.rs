@@ -38,8 +38,14 @@ fn bench(c: &mut Criterion) {
     for (name, gpm) in [("nvml_round", false), ("nvml_round_gpm", true)] {
         let mut p = probe(gpm);
         let mut r = TelemetryRound::default();
-        // A round that records nothing would be worthless to time.
+        // A round that records nothing would be worthless to time. GPM is
+        // sampled every 100 ms (injection-cuda's GPM_PERIOD_NS): the second
+        // warm-up round waits for it, and the timed rounds are mostly
+        // rounds without a GPM sample, as at the default 10 ms period.
         r.round(p.as_mut());
+        if gpm {
+            std::thread::sleep(std::time::Duration::from_millis(110));
+        }
         let n = r.round(p.as_mut());
         assert!(n >= if gpm { 16 } else { 8 }, "{name}: {n} values");
         g.bench_function(name, |b| b.iter(|| black_box(r.round(p.as_mut()))));
