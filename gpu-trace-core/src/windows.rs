@@ -13,7 +13,7 @@
 //!
 //! **Control from outside** is a Unix datagram socket per traced process,
 //! `<dir>/<pid>.sock`, in a directory only this user can enter
-//! (`$XDG_RUNTIME_DIR/gpu-trace`, else `/tmp/gpu-trace-<uid>`, mode 0700,
+//! (`$XDG_RUNTIME_DIR/gpu-trace`, else `$TMPDIR/gpu-trace-<uid>` (the system temp directory), mode 0700,
 //! refused when another user owns it). A socket rather than a signal: the
 //! application's own signal handlers are never touched, nothing needs
 //! chaining, a stray signal cannot kill it, and the controlling thread
