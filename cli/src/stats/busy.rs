@@ -135,100 +135,13 @@ impl Intervals {
     }
 }
 
-/// The CUDA and HIP API functions that block the calling thread until work
-/// on the GPU finishes, by base name (see [`base_name`]): synchronisations
-/// of the device, context, stream or event, and copies that return only
-/// once the copy is done (the synchronous `cudaMemcpy*` / `cuMemcpy*` /
-/// `hipMemcpy*` family; their `Async` forms do not wait). An API call that
-/// carries wait arrows in the trace (`GpuCorrelation.wait_ids`, which the
+/// Whether a call waits for the GPU: the synchronising calls and blocking
+/// copies of the injections' own list (`gpu_trace_core::waits`), so that
+/// `stats` and the trace's GPU-wait tracks agree. An API call that carries
+/// wait arrows in the trace (`GpuCorrelation.wait_ids`, which the
 /// injections set on synchronisations) counts as waiting too, whatever its
 /// name.
-pub(crate) const WAITING_CALLS: &[&str] = &[
-    // CUDA runtime
-    "cudaDeviceSynchronize",
-    "cudaThreadSynchronize",
-    "cudaStreamSynchronize",
-    "cudaEventSynchronize",
-    "cudaMemcpy",
-    "cudaMemcpy2D",
-    "cudaMemcpy3D",
-    "cudaMemcpyPeer",
-    "cudaMemcpy3DPeer",
-    "cudaMemcpyToSymbol",
-    "cudaMemcpyFromSymbol",
-    "cudaMemcpyToArray",
-    "cudaMemcpyFromArray",
-    "cudaMemcpy2DToArray",
-    "cudaMemcpy2DFromArray",
-    "cudaMemcpyArrayToArray",
-    "cudaMemcpy2DArrayToArray",
-    // CUDA driver
-    "cuCtxSynchronize",
-    "cuStreamSynchronize",
-    "cuEventSynchronize",
-    "cuMemcpy",
-    "cuMemcpyHtoD",
-    "cuMemcpyDtoH",
-    "cuMemcpyDtoD",
-    "cuMemcpyPeer",
-    "cuMemcpy2D",
-    "cuMemcpy2DUnaligned",
-    "cuMemcpy3D",
-    "cuMemcpy3DPeer",
-    "cuMemcpyAtoH",
-    "cuMemcpyHtoA",
-    "cuMemcpyAtoD",
-    "cuMemcpyDtoA",
-    "cuMemcpyAtoA",
-    // HIP
-    "hipDeviceSynchronize",
-    "hipCtxSynchronize",
-    "hipStreamSynchronize",
-    "hipEventSynchronize",
-    "hipMemcpy",
-    "hipMemcpyHtoD",
-    "hipMemcpyDtoH",
-    "hipMemcpyDtoD",
-    "hipMemcpy2D",
-    "hipMemcpy3D",
-    "hipMemcpyPeer",
-    "hipMemcpyParam2D",
-    "hipMemcpyToSymbol",
-    "hipMemcpyFromSymbol",
-    "hipMemcpyAtoH",
-    "hipMemcpyHtoA",
-    "hipMemcpy2DToArray",
-    "hipMemcpy2DFromArray",
-];
-
-/// A function name without its version and default-stream decorations
-/// (`cudaMemcpy_v3020`, `cuMemcpyHtoD_v2`, `cuStreamSynchronize_ptsz`,
-/// `hipStreamSynchronize_spt`), as the API slices of either backend may
-/// spell it.
-pub(crate) fn base_name(name: &str) -> &str {
-    let mut b = name.strip_prefix("__").unwrap_or(name);
-    loop {
-        let before = b;
-        for suffix in ["_ptsz", "_ptds", "_spt"] {
-            b = b.strip_suffix(suffix).unwrap_or(b);
-        }
-        if let Some(i) = b.rfind("_v")
-            && i + 2 < b.len()
-            && b[i + 2..].bytes().all(|c| c.is_ascii_digit())
-        {
-            b = &b[..i];
-        }
-        if b == before {
-            return b;
-        }
-    }
-}
-
-/// Whether an API function of this name waits for the GPU
-/// ([`WAITING_CALLS`]).
-pub(crate) fn waits_for_gpu(name: &str) -> bool {
-    WAITING_CALLS.contains(&base_name(name))
-}
+pub(crate) use gpu_trace_core::waits::waits_for_gpu;
 
 #[cfg(test)]
 mod tests {
