@@ -617,10 +617,12 @@ impl Counting {
         let corr = u64::from(cb.correlation_id());
         let handle = cb.context_handle();
         let launched = cb.return_value().unwrap_or(0) == 0;
+        let mut replayed = false;
         {
             let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
             let full = match st.contexts.get_mut(&handle) {
                 Some(Some(c)) if c.open.is_some() => {
+                    replayed = launched && c.dm.replay == Replay::Kernel;
                     let batch = c.open.get_or_insert_with(Vec::new);
                     if launched {
                         batch.push(Launch { corr, exit });
@@ -643,6 +645,21 @@ impl Counting {
             }
         }
         self.release();
+        // A replayed launch takes its passes' time on this thread, and
+        // CUPTI would deliver its record a buffer later: behind the API
+        // calls and counters written since, so that Perfetto's trace
+        // processor, which sorts between the service's reads, drops the
+        // kernel as out of order. Its record is asked for now, while the
+        // launch is the newest thing in the trace.
+        if replayed && let Some(a) = cupti::activity::Activity::get() {
+            let t0 = boottime_ns();
+            if let Err(e) = crate::api::internal(|| a.flush_all(true)) {
+                gpu_trace_core::verbose!("activity flush after a replayed kernel failed: {e}");
+            }
+            self.cost
+                .collect
+                .fetch_add(boottime_ns() - t0, Ordering::Relaxed);
+        }
     }
 
     /// Closes the session open on context `handle`: pops its range, stops

@@ -567,6 +567,15 @@ fn kernel_replay_places_each_profiled_kernel_with_its_exact_counters_inside() {
     );
     assert_eq!(r.profiler_calls["cuptiRangeProfilerStart"], 4);
     assert_eq!(r.profiler_calls["cuptiRangeProfilerDecodeData"], 4);
+    // Each replayed kernel's record is asked for at its launch's exit (a
+    // buffer of its own), not a buffer later behind newer packets, which
+    // Perfetto's trace processor would drop as out of order.
+    assert!(
+        r.flushes >= 4 && r.buffers_completed >= 4,
+        "one forced flush per replayed launch: {} flush(es), {} buffer(s)",
+        r.flushes,
+        r.buffers_completed
+    );
     check_tp(&path, &t);
     cleanup(&dir);
 }
