@@ -25,6 +25,12 @@ pub fn memory_call_ids() -> impl Iterator<Item = u32> {
     params::MEMORY_CALL_IDS.iter().map(|d| d.0)
 }
 
+/// The driver callback id of `cuMemAllocManaged`, which every unified-memory
+/// allocation of a program goes through.
+pub fn managed_alloc_call_id() -> u32 {
+    params::MANAGED_ALLOC_CALL_ID.0
+}
+
 use crate::{
     Context, Cupti, Error, Result, Status, Stream,
     cbid::{self, ApiDomain, CallKind},

@@ -210,6 +210,12 @@ impl Error {
         self.status().map(|s| s.code().0)
     }
 
+    /// Whether CUPTI said `CUPTI_ERROR_NOT_READY`: the object is not yet
+    /// ready for the call, which may work later.
+    pub fn is_not_ready(&self) -> bool {
+        self.code() == Some(sys::CUptiResult::CUPTI_ERROR_NOT_READY.0)
+    }
+
     /// Whether the error means "no permission for performance counters": the
     /// caller should keep tracing and skip counters.
     pub fn is_permission_denied(&self) -> bool {

@@ -697,6 +697,8 @@ pub enum MemoryCall {
 }
 
 /// The driver callback ids [`driver_memory`] reads.
+pub(crate) const MANAGED_ALLOC_CALL_ID: D = D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged;
+
 pub(crate) const MEMORY_CALL_IDS: [D; 12] = [
     D::CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
     D::CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,

@@ -85,18 +85,65 @@ pub(crate) struct Shared {
 
 /// Switches CUPTI's unified-memory counters. CUPTI configures them only
 /// once the driver is initialised, which it may not be yet when recording
-/// starts (inside `cuInit`): then the next context retries.
+/// starts (inside `cuInit`), and on the H200 (driver 580, CUPTI 13.0) it
+/// enables their records only once the first context is made: not from
+/// inside `cuInit`, nor from the context's creation callback
+/// (`CUPTI_ERROR_NOT_READY`). Then the next API call retries, up to
+/// [`UVM_TRIES`] times.
 struct Uvm {
     cupti: Cupti,
     notes: gpu_trace_core::Notes,
     /// (wanted, on in CUPTI).
     state: Mutex<(bool, bool)>,
+    /// CUPTI was not ready: the next API call tries again.
+    pending: AtomicBool,
+    tries: std::sync::atomic::AtomicU32,
 }
 
+/// How many times unified memory is tried while CUPTI is not ready.
+const UVM_TRIES: u32 = 1000;
+
 impl Uvm {
+    fn new(cupti: Cupti, notes: gpu_trace_core::Notes) -> Self {
+        Uvm {
+            cupti,
+            notes,
+            state: Mutex::new((false, false)),
+            pending: AtomicBool::new(false),
+            tries: std::sync::atomic::AtomicU32::new(0),
+        }
+    }
+
     fn set(&self, wanted: bool) {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).0 = wanted;
         self.apply();
+    }
+
+    /// At an API call: retries when CUPTI was not ready.
+    fn retry(&self) {
+        if self.pending.load(Ordering::Relaxed) {
+            self.apply();
+        }
+    }
+
+    /// CUPTI is not ready for `what` yet: try again at the next API call,
+    /// unless it has been tried too often.
+    fn wait(&self, st: &mut (bool, bool), what: &str, e: &cupti::Error) {
+        let n = self.tries.fetch_add(1, Ordering::Relaxed) + 1;
+        if n == 1 {
+            gpu_trace_core::verbose!("{what} waits for CUDA ({e}); retried at the next API calls");
+        }
+        if n >= UVM_TRIES {
+            let msg = format!(
+                "cannot record unified memory ({e}, {n} tries); the trace has no UVM events"
+            );
+            gpu_trace_core::warn_once!("{msg}");
+            self.notes.warn(msg);
+            st.0 = false;
+            self.pending.store(false, Ordering::Relaxed);
+        } else {
+            self.pending.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Brings CUPTI to what is wanted, if it can now.
@@ -106,6 +153,7 @@ impl Uvm {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let (wanted, on) = *st;
         if wanted == on {
+            self.pending.store(false, Ordering::Relaxed);
             return;
         }
         if !wanted {
@@ -114,14 +162,17 @@ impl Uvm {
             }
             let _ = activity::configure_unified_memory(&self.cupti, &K::ALL, false);
             st.1 = false;
+            self.pending.store(false, Ordering::Relaxed);
             return;
         }
         let kinds: Vec<K> = match activity::configure_unified_memory(&self.cupti, &K::ALL, true) {
             Ok(()) => K::ALL.to_vec(),
-            Err(cupti::Error::NotInitialized(_)) => {
-                gpu_trace_core::verbose!(
-                    "unified-memory counters wait for the driver to initialise (the first context)"
-                );
+            Err(e @ cupti::Error::NotInitialized(_)) => {
+                self.wait(&mut st, "configuring unified-memory counters", &e);
+                return;
+            }
+            Err(e) if e.is_not_ready() => {
+                self.wait(&mut st, "configuring unified-memory counters", &e);
                 return;
             }
             Err(e) => {
@@ -158,8 +209,13 @@ impl Uvm {
         match a.enable(ActivityKind::UnifiedMemoryCounter) {
             Ok(()) => {
                 st.1 = true;
-                gpu_trace_core::verbose!("recording unified memory: {kinds:?}");
+                self.pending.store(false, Ordering::Relaxed);
+                gpu_trace_core::verbose!(
+                    "recording unified memory: {kinds:?} (after {} tries)",
+                    self.tries.load(Ordering::Relaxed) + 1
+                );
             }
+            Err(e) if e.is_not_ready() => self.wait(&mut st, "recording unified memory", &e),
             Err(e) => {
                 let msg =
                     format!("cannot record unified memory ({e}); the trace has no UVM events");
@@ -286,6 +342,9 @@ impl Shared {
     }
 
     pub(crate) fn on_callback(&self, cb: &Callback<'_>) {
+        if let Some(u) = self.uvm.get() {
+            u.retry();
+        }
         if let Callback::Api(a) = cb
             && self.memory.is_on()
         {
@@ -540,6 +599,16 @@ impl Backend for CudaBackend {
         {
             u.set(s.uvm);
         }
+        // Unified memory needs managed memory, made by `cuMemAllocManaged`
+        // (or a module's `__managed__` variables, at its load): at that
+        // call's exit CUDA is ready, and a pending switch is retried there.
+        // Allocation callbacks may have just been turned off.
+        if s.uvm && (s.uvm != cur.uvm || s.memory != cur.memory || s.api != cur.api) {
+            let id = cupti::callback::managed_alloc_call_id();
+            if let Err(e) = self.subscriber.enable(Domain::Driver, id) {
+                gpu_trace_core::verbose!("cannot enable the managed-allocation callback: {e}");
+            }
+        }
         gpu_trace_core::verbose!(
             "recording gpu={} api={} ({:?}) nvtx={} counters={:?} uvm={} memory={}",
             s.gpu,
@@ -675,11 +744,7 @@ impl Tool {
             cuda.counters_replay,
             cuda.counters_batch,
         ));
-        let _ = shared.uvm.set(Uvm {
-            cupti: cupti.clone(),
-            notes: tracer.notes(),
-            state: Mutex::new((false, false)),
-        });
+        let _ = shared.uvm.set(Uvm::new(cupti.clone(), tracer.notes()));
         let _ = gate.set(shared.clone());
 
         let activity = {

@@ -266,7 +266,7 @@ fn unified_memory_migrations_and_faults_are_on_each_gpus_queue() {
     assert_eq!(
         out.report.records_made.get("UNIFIED_MEMORY_COUNTER"),
         Some(&6),
-        "the tool configured every counter (after the driver initialised): {:?}",
+        "the tool configured every counter and enabled their records once CUDA was ready (at the managed allocation, after the context was made): {:?}",
         out.report.records_made
     );
     let um: Vec<_> = t

@@ -15,9 +15,17 @@ use crate::scenario::{CONTEXT_HANDLE, CopyKind, Layer, Op, Scenario, stream_hand
 static CORRELATION: AtomicU32 = AtomicU32::new(1);
 static CONTEXT_CREATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+static CONTEXT_READY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Whether the program's context exists (the driver is initialised).
 pub(crate) fn context_created() -> bool {
     CONTEXT_CREATED.load(Ordering::Relaxed)
+}
+
+/// Whether the context's creation has finished (its resource callback
+/// returned).
+pub(crate) fn context_ready() -> bool {
+    CONTEXT_READY.load(Ordering::Relaxed)
 }
 
 /// `cudaStreamBeginCapture(stream, mode)`'s arguments (the meta header has no struct for it).
@@ -763,7 +771,7 @@ fn create_context() {
         sys::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_CONTEXT_CREATED.0,
         "CONTEXT_CREATED",
         (&data as *const sys::CUpti_ResourceData).cast(),
-    );
+    );    CONTEXT_READY.store(true, Ordering::Relaxed);
 }
 
 /// Runs the program; returns once every scripted thread has finished (the process then exits,

@@ -150,6 +150,14 @@ pub unsafe extern "C" fn cuptiEnableDomain(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuptiActivityEnable(k: sys::CUpti_ActivityKind) -> R {
     guard("cuptiActivityEnable", INVALID, || {
+        // As on the H200 (driver 580, CUPTI 13.0): unified-memory records
+        // cannot be enabled until the first context is made, not even from
+        // inside its creation callback.
+        if k == sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER
+            && !super::exec::context_ready()
+        {
+            return sys::CUptiResult::CUPTI_ERROR_NOT_READY;
+        }
         lock(&FAKE.kinds).insert(k.0);
         OK
     })

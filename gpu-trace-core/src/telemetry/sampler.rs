@@ -66,8 +66,11 @@ pub struct Stats {
     pub devices: u32,
     /// GPUs another process sampled (their lock was held).
     pub elsewhere: u32,
-    /// CPU time of the fast thread.
+    /// CPU time of the fast thread, opening included.
     pub cpu: Duration,
+    /// Of `cpu`, what opening the GPUs took (loading NVML, finding the
+    /// GPU, GPM's buffers): paid once, not per period.
+    pub setup_cpu: Duration,
     /// Time sampling was on.
     pub active: Duration,
     /// The longest fast round.
@@ -79,12 +82,14 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// Percent of one CPU core the fast thread used while sampling was on.
+    /// Percent of one CPU core the fast thread's rounds used while
+    /// sampling was on: the steady cost, opening left out (it is paid
+    /// once, and would make a short run look dear).
     pub fn core_percent(&self) -> f64 {
         if self.active.is_zero() {
             return 0.0;
         }
-        100.0 * self.cpu.as_secs_f64() / self.active.as_secs_f64()
+        100.0 * self.cpu.saturating_sub(self.setup_cpu).as_secs_f64() / self.active.as_secs_f64()
     }
 }
 
@@ -326,7 +331,9 @@ impl Telemetry {
                 if d.told_busy {
                     crate::verbose!("telemetry: GPU {} is free now; sampling it", d.gpu_id);
                 }
+                let t0 = crate::clock::thread_cpu_ns();
                 self.open(d, slow);
+                stats.setup_cpu += Duration::from_nanos(crate::clock::thread_cpu_ns() - t0);
             }
             Stage::Ready(p) => {
                 reading.clear(crate::clock::boottime_ns());
@@ -557,14 +564,15 @@ impl Report {
     /// The line that says what sampling cost, for the log and `--verbose`.
     pub fn cost_line(stats: &Stats, cfg: &TelemetryConfig) -> String {
         let mut l = format!(
-            "gpu-trace telemetry: {} GPU(s) every {}, {} rounds, {} values; {:.1} ms CPU over {:.1} s sampling ({:.3}% of one core); slowest round {} us",
+            "gpu-trace telemetry: {} GPU(s) every {}, {} rounds, {} values; {:.1} ms CPU over {:.1} s sampling ({:.3}% of one core), {:.1} ms more opening the GPUs; slowest round {} us",
             stats.devices,
             format_period(cfg.period),
             stats.rounds,
             stats.values,
-            stats.cpu.as_secs_f64() * 1e3,
+            stats.cpu.saturating_sub(stats.setup_cpu).as_secs_f64() * 1e3,
             stats.active.as_secs_f64(),
             stats.core_percent(),
+            stats.setup_cpu.as_secs_f64() * 1e3,
             stats.slowest_round.as_micros()
         );
         if stats.elsewhere > 0 {
