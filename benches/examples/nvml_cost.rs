@@ -65,7 +65,9 @@ fn main() {
     time("temperature", n, || dev.temperature_c());
     time("memory", n, || dev.memory());
     time("clocks_event_reasons", n, || dev.clocks_event_reasons());
-    time("pcie_throughput(tx)", 5, || dev.pcie_throughput_kbps(Pcie::Tx));
+    time("pcie_throughput(tx)", 5, || {
+        dev.pcie_throughput_kbps(Pcie::Tx)
+    });
     time("total_energy", 20, || dev.total_energy_mj());
     if dev.gpm_supported().unwrap_or(false) {
         match nvml::gpm::Sample::alloc(&dev) {

@@ -48,6 +48,25 @@ pub struct Report {
     /// Records of `WaitNs` kernels, which CUPTI's profiler launches itself (one after each
     /// kernel profiled under user replay).
     pub profiler_kernels: u64,
+    /// The thread that loaded the injection and ran the program's setup.
+    pub program_thread_id: u64,
+    /// Every thread of the process and its blocked signals, when `Op::Signals` ran.
+    pub thread_masks: Vec<ThreadMask>,
+    /// SIGUSR1 the program's handler ran for (`Op::Signals`).
+    pub signals_handled: u32,
+    /// Names of the threads the SIGUSR1 handler ran on.
+    pub signal_handler_threads: Vec<String>,
     /// Protocol violations by the tool.
     pub violations: Vec<String>,
+}
+
+/// A thread and the signals it blocks (`/proc/self/task/<tid>/status`'s `SigBlk`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadMask {
+    /// Kernel tid.
+    pub tid: u64,
+    /// Its name (`comm`).
+    pub name: String,
+    /// Bit `n - 1` set: signal `n` blocked.
+    pub blocked: u64,
 }

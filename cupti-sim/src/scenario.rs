@@ -182,6 +182,13 @@ pub enum Op {
         /// Name given at start.
         slot: String,
     },
+    /// Signals: reads every thread's blocked signals (`Report::thread_masks`),
+    /// then installs a SIGUSR1 handler and sends `count` SIGUSR1 to the
+    /// process, one at a time, each waited for.
+    Signals {
+        /// SIGUSR1 sent.
+        count: u32,
+    },
     /// Host work.
     SleepUs {
         /// Microseconds.
@@ -524,6 +531,7 @@ impl Scenario {
                         Op::NvtxPop { .. }
                         | Op::NvtxEnd { .. }
                         | Op::SleepUs { .. }
+                        | Op::Signals { .. }
                         | Op::Announce { .. }
                         | Op::WaitFile { .. } => {}
                         Op::Alloc { kind, .. } => {

@@ -34,6 +34,7 @@ mod sink;
 pub mod telemetry;
 #[doc(hidden)]
 pub mod testing;
+pub mod thread;
 #[cfg(feature = "perfetto")]
 mod tracer;
 pub mod waits;

@@ -88,7 +88,9 @@ pub(crate) fn register(
 ) -> Result<&'static Registry, RegisterError> {
     if let Some(r) = REGISTRY.get() {
         // A later tracer may add the system backend; init is idempotent.
-        Producer::init(ProducerInitArgsBuilder::new().backends(backends).build());
+        crate::thread::with_signals_blocked(|| {
+            Producer::init(ProducerInitArgsBuilder::new().backends(backends).build());
+        });
         return if !std::ptr::eq(r.categories, categories) {
             Err(RegisterError::CategoriesMismatch {
                 registered: r.categories.names(),
@@ -106,13 +108,17 @@ pub(crate) fn register(
     // Perfetto's service runs in the application: its log lines would land
     // on the application's stderr. They are ours to show, when verbose.
     perfetto_log_sys::set_sink(perfetto_log);
-    Producer::init(
-        ProducerInitArgsBuilder::new()
-            .backends(backends)
-            .shmem_size_hint_kb(SHMEM_KB)
-            .build(),
-    );
-    TrackEvent::init();
+    // Perfetto's threads (its task runner, the in-process service) inherit
+    // the blocked mask: the application's signals are not delivered there.
+    crate::thread::with_signals_blocked(|| {
+        Producer::init(
+            ProducerInitArgsBuilder::new()
+                .backends(backends)
+                .shmem_size_hint_kb(SHMEM_KB)
+                .build(),
+        );
+        TrackEvent::init();
+    });
     categories.register();
     for i in [crate::backend::API, crate::backend::MARKERS] {
         categories.set_callback(
@@ -548,24 +554,22 @@ impl FileSession {
         let (tx, rx) = mpsc::channel::<Cmd>();
         let own_tx = tx.clone();
         let (started_tx, started_rx) = mpsc::sync_channel::<Result<(), SessionError>>(1);
-        std::thread::Builder::new()
-            .name("gpu-trace-session".into())
-            .spawn(move || {
-                crate::guard::catch("session thread", move || {
-                    let mut s = match TracingSession::in_process() {
-                        Ok(s) => s,
-                        Err(_) => {
-                            let _ = started_tx.send(Err(SessionError::Create));
-                            return;
-                        }
-                    };
-                    s.setup(&config);
-                    s.start_blocking();
-                    let _ = started_tx.send(Ok(()));
-                    session_loop(&mut s, &own_tx, &rx, &out, period);
-                });
-            })
-            .map_err(SessionError::Thread)?;
+        crate::thread::spawn("gpu-trace-session", move || {
+            crate::guard::catch("session thread", move || {
+                let mut s = match TracingSession::in_process() {
+                    Ok(s) => s,
+                    Err(_) => {
+                        let _ = started_tx.send(Err(SessionError::Create));
+                        return;
+                    }
+                };
+                s.setup(&config);
+                s.start_blocking();
+                let _ = started_tx.send(Ok(()));
+                session_loop(&mut s, &own_tx, &rx, &out, period);
+            });
+        })
+        .map_err(SessionError::Thread)?;
         let limit = Duration::from_secs(10);
         match started_rx.recv_timeout(limit) {
             Ok(r) => r.map(|()| FileSession { tx }),

@@ -375,6 +375,7 @@ impl Inner {
             let flusher = std::thread::Builder::new()
                 .name("gpu-trace-flush".into())
                 .spawn_scoped(s, || {
+                    crate::thread::block_signals();
                     crate::guard::catch("backend flush", || b.flush(forced));
                     done.store(true, Ordering::Release);
                     self.wake();
@@ -427,7 +428,14 @@ impl Tracer {
     /// # Errors
     /// When nothing can be traced; the caller prints the error and lets the
     /// application run untraced.
+    ///
+    /// Threads started here (ours and Perfetto's) keep the application's
+    /// signals away from them (see [`crate::thread`]).
     pub fn start(opts: TracerOptions) -> Result<Tracer, StartError> {
+        crate::thread::with_signals_blocked(|| Self::start_blocked(opts))
+    }
+
+    fn start_blocked(opts: TracerOptions) -> Result<Tracer, StartError> {
         if crate::guard::broken() {
             return Err(StartError::Broken);
         }
@@ -516,13 +524,10 @@ impl Tracer {
 
         let emitter = {
             let inner = inner.clone();
-            std::thread::Builder::new()
-                .name("gpu-trace-emit".into())
-                .spawn(move || emitter_loop(inner))
-                .map_err(|e| {
-                    sink::set_route(None);
-                    StartError::Thread(e)
-                })?
+            crate::thread::spawn("gpu-trace-emit", move || emitter_loop(inner)).map_err(|e| {
+                sink::set_route(None);
+                StartError::Thread(e)
+            })?
         };
 
         let mut tracer = Tracer {

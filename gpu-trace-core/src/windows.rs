@@ -334,13 +334,11 @@ impl Windows {
         }
         let schedule = Schedule::new(plan, Instant::now());
         let s = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("gpu-trace-windows".into())
-            .spawn(move || {
-                crate::guard::catch("window controller", || run(&s, sock, schedule));
-            })
-            .map_err(|e| crate::warn!("cannot start the window controller: {e}"))
-            .ok();
+        let thread = crate::thread::spawn("gpu-trace-windows", move || {
+            crate::guard::catch("window controller", || run(&s, sock, schedule));
+        })
+        .map_err(|e| crate::warn!("cannot start the window controller: {e}"))
+        .ok();
         Some(Windows {
             shared,
             thread,

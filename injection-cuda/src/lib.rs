@@ -38,7 +38,10 @@ static TOOL: OnceLock<Option<tool::Tool>> = OnceLock::new();
 /// Starts the tool once per process (later calls do nothing). Returns
 /// whether it is running.
 fn init() -> bool {
-    TOOL.get_or_init(tool::Tool::start).is_some()
+    // Threads made while starting (ours, Perfetto's, CUPTI's) inherit a mask
+    // that keeps the application's signals away from them.
+    TOOL.get_or_init(|| gpu_trace_core::thread::with_signals_blocked(tool::Tool::start))
+        .is_some()
 }
 
 /// An NVTX call through our NVTX injection.

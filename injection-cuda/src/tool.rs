@@ -878,16 +878,14 @@ impl Tool {
         }
         let (tx, rx) = std::sync::mpsc::channel();
         // A separate thread, so that a kernel that never ends cannot hang exit.
-        let spawned = std::thread::Builder::new()
-            .name("gpu-trace-drain".into())
-            .spawn(move || {
-                crate::api::internal(|| {
-                    for c in contexts {
-                        let _ = driver.synchronize(c);
-                    }
-                });
-                let _ = tx.send(());
+        let spawned = gpu_trace_core::thread::spawn("gpu-trace-drain", move || {
+            crate::api::internal(|| {
+                for c in contexts {
+                    let _ = driver.synchronize(c);
+                }
             });
+            let _ = tx.send(());
+        });
         if spawned.is_ok() && rx.recv_timeout(EXIT_DRAIN_LIMIT).is_err() {
             gpu_trace_core::warn!(
                 "GPU work still running after {EXIT_DRAIN_LIMIT:?} at exit; it is missing from the trace"

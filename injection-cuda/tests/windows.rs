@@ -344,3 +344,75 @@ fn an_nvtx_capture_range_records_only_inside_the_named_ranges_up_to_the_count() 
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The tool's threads (the window controller on its socket, the emitter, the session's,
+/// Perfetto's, those CUPTI makes while the tool starts) block the asynchronous signals, so
+/// that a signal sent to the process reaches a thread of the application: a program that
+/// blocks SIGTERM everywhere and waits for it with `sigwait` gets it, instead of a tool thread
+/// taking SIGTERM's default action. The application's own SIGUSR1 handler runs for every
+/// signal, on its threads; the tool installs no handler.
+#[test]
+fn the_applications_signals_reach_its_own_threads_and_handlers() {
+    let dir = tmpdir("signals");
+    let s = scenario(vec![
+        launches("before", 3),
+        Op::StreamSync { stream: 1 },
+        Op::Signals { count: 50 },
+        launches("after", 2),
+        Op::StreamSync { stream: 1 },
+    ]);
+    let out = run(&dir, s, &[]).join().expect("run");
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    let r = &out.report;
+    // Threads that are not the program's: not the process's first thread, not the one
+    // that loaded the tool, not a scripted one.
+    let pid = r.thread_masks.iter().map(|t| t.tid).min().unwrap_or(0);
+    let tool_threads: Vec<_> = r
+        .thread_masks
+        .iter()
+        .filter(|t| {
+            t.tid != pid && t.tid != r.program_thread_id && !r.app_thread_ids.contains(&t.tid)
+        })
+        .collect();
+    assert!(
+        tool_threads.iter().any(|t| t.name.starts_with("gpu-trace")),
+        "the tool's threads are there: {:?}",
+        r.thread_masks
+    );
+    let bit = |sig: i32| 1u64 << (sig - 1);
+    for t in &tool_threads {
+        for (name, sig) in [
+            ("SIGINT", 2),
+            ("SIGUSR1", 10),
+            ("SIGUSR2", 12),
+            ("SIGTERM", 15),
+        ] {
+            assert!(
+                t.blocked & bit(sig) != 0,
+                "{name} blocked in thread {} {:?} (mask {:#x})",
+                t.tid,
+                t.name,
+                t.blocked
+            );
+        }
+        assert_eq!(
+            t.blocked & bit(11),
+            0,
+            "SIGSEGV left to the thread that faults"
+        );
+    }
+    assert_eq!(r.signals_handled, 50, "the handler ran for every SIGUSR1");
+    assert!(
+        r.signal_handler_threads
+            .iter()
+            .all(|n| !n.starts_with("gpu-trace")),
+        "the handler ran on program threads only: {:?}",
+        r.signal_handler_threads
+    );
+    let t = check_trace(&dir.join("trace.pftrace"));
+    assert_eq!(
+        kernels(&t),
+        BTreeMap::from([("_Z5afterv".to_owned(), 2), ("_Z6beforev".to_owned(), 3)])
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

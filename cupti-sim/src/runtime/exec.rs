@@ -714,6 +714,7 @@ impl Thread<'_> {
                 super::nvtx::end(id);
             }
             Op::SleepUs { us } => std::thread::sleep(Duration::from_micros(*us)),
+            Op::Signals { count } => super::signals::run(*count),
             Op::Announce { path } => {
                 // Written whole under another name, then renamed: a reader never sees half.
                 let tmp = format!("{path}.tmp");
@@ -771,7 +772,8 @@ fn create_context() {
         sys::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_CONTEXT_CREATED.0,
         "CONTEXT_CREATED",
         (&data as *const sys::CUpti_ResourceData).cast(),
-    );    CONTEXT_READY.store(true, Ordering::Relaxed);
+    );
+    CONTEXT_READY.store(true, Ordering::Relaxed);
 }
 
 /// Runs the program; returns once every scripted thread has finished (the process then exits,
@@ -782,6 +784,8 @@ pub(crate) fn run(s: &Scenario) -> Result<(), String> {
     super::register_exit_report();
     load_injection()?;
     create_context();
+    lock(&FAKE.report).program_thread_id =
+        u64::from(rustix::thread::gettid().as_raw_nonzero().get() as u32);
     let nodes = std::sync::Mutex::new(HashMap::new());
     let tids = std::sync::Mutex::new(Vec::new());
     let failed = std::thread::scope(|scope| {

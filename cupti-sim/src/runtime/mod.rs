@@ -11,6 +11,7 @@ mod exports;
 mod memory;
 mod nvtx;
 mod range_profiler;
+mod signals;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{CStr, CString, c_void};

@@ -137,14 +137,12 @@ impl Telemetry {
         if s.done.is_none() {
             let (tx, rx) = mpsc::channel();
             let sh = self.clone();
-            let spawned = std::thread::Builder::new()
-                .name("gpu-trace-telemetry".into())
-                .spawn(move || {
-                    let _ = crate::guard::catch("telemetry sampler", || {
-                        let stats = sh.run();
-                        let _ = tx.send(stats);
-                    });
+            let spawned = crate::thread::spawn("gpu-trace-telemetry", move || {
+                let _ = crate::guard::catch("telemetry sampler", || {
+                    let stats = sh.run();
+                    let _ = tx.send(stats);
                 });
+            });
             match spawned {
                 Ok(_) => s.done = Some(rx),
                 Err(e) => {
@@ -467,13 +465,11 @@ impl Slow {
         let shared: Arc<(Mutex<SlowState>, Condvar)> = Arc::default();
         let (tx, rx) = mpsc::channel();
         let sh = shared.clone();
-        let spawned = std::thread::Builder::new()
-            .name("gpu-trace-telemetry-slow".into())
-            .spawn(move || {
-                let _ = crate::guard::catch("slow telemetry", || {
-                    let _ = tx.send(slow_loop(&sh, &rec, &counters, period));
-                });
+        let spawned = crate::thread::spawn("gpu-trace-telemetry-slow", move || {
+            let _ = crate::guard::catch("slow telemetry", || {
+                let _ = tx.send(slow_loop(&sh, &rec, &counters, period));
             });
+        });
         if let Err(e) = &spawned {
             crate::verbose!("cannot start the slow telemetry thread ({e}); no slow readings");
         }
