@@ -144,6 +144,7 @@ def main():
     ap.add_argument("--launches", type=int, default=0, help="launches of launch_1t/launch_4t (default 200,000, 20,000 with --quick)")
     ap.add_argument("--taskset", default="", help="run every workload under taskset -c LIST")
     ap.add_argument("--torch-steps", type=int, default=0, help="steps of the PyTorch loop (default 300, 80 with --quick)")
+    ap.add_argument("--gpt2-steps", type=int, default=0, help="steps of the GPT-2 training loop (gpt2_train.py; default 300, 60 with --quick)")
     ap.add_argument("--ab-window", type=int, default=25, help="steps per window of the *_ab modes")
     ap.add_argument("--torch-stat", choices=["mean", "p50"], default="mean",
                     help="PyTorch step time: mean over the timed steps, or the median step")
@@ -175,6 +176,7 @@ def main():
         "mixed": ([arts["mixed"], "2000" if a.quick else "20000"], "ns_per_iter", "ns/iteration"),
         "torch": ([sys.executable, f"{HERE}/torch_mlp.py", "--steps", str(a.torch_steps or (80 if a.quick else 300))], torch_key, torch_unit),
         "torch_dense": ([sys.executable, f"{HERE}/torch_mlp.py", "--dense", "--steps", str(a.torch_steps or (80 if a.quick else 300))], torch_key, torch_unit),
+        "gpt2": ([sys.executable, f"{HERE}/gpt2_train.py", "--steps", str(a.gpt2_steps or (60 if a.quick else 300))], torch_key, torch_unit),
     }
     wanted_wl = [w for w in a.workloads.split(",") if w in workloads]
     modes = [m for m in a.modes.split(",")]
