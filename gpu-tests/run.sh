@@ -214,7 +214,8 @@ run_case() {
     fi
     # Perfetto's trace processor, the UI's engine, where it was carried
     # ($GPU_TRACE_BIN/trace_processor_shell or GPU_TRACE_TP): it must show
-    # as many GPU slices as gpu-check counted kernels and memory operations,
+    # as many GPU slices as gpu-check counted kernels, memory operations and
+    # unified-memory events,
     # and no error or data-loss stat.
     local tp_note=""
     if [ -n "$tp" ] && [ -e "$trace" ] && [ "$size" -le $((512 << 20)) ]; then
@@ -227,6 +228,7 @@ run_case() {
             for (i = 1; i <= NF; i++) {
                 if ($i ~ /^kernels=/) { sub(/^kernels=/, "", $i); k = $i }
                 if ($i ~ /^memory_ops=/) { sub(/^memory_ops=/, "", $i); m = $i }
+                if ($i ~ /^uvm_events=/) { sub(/^uvm_events=/, "", $i); m += $i }
             }
             print k + m }')"
         echo "   trace processor: ${tp_gpu:-?} GPU slices (gpu-check: ${ours:-?})${tp_bad:+; stats: $tp_bad}"
@@ -326,9 +328,9 @@ run_case graph_copies graph_copies 0 0 -- "$b/graph_copies" $graph_copies_args
 # unified memory (-t uvm): prefetched bytes each way, faults. Both also
 # check the busy counters against the trace's own GPU work (busy_exact).
 run_case alloc alloc 0 0 -- env INJECTION_TRACE=gpu,api,markers,memory "$b/alloc" "$alloc_bytes"
-# Informational until unified-memory recording works on the H200: run 33
-# got CUPTI_ERROR_NOT_READY from the unified-memory counter configuration.
-run_case managed managed 1 0 -- env INJECTION_TRACE=gpu,api,markers,uvm "$b/managed" "$managed_bytes"
+# Unified memory records on the H200 once CUDA is ready (run 34: the user
+# migrations' bytes equal the program's, each way).
+run_case managed managed 0 0 -- env INJECTION_TRACE=gpu,api,markers,uvm "$b/managed" "$managed_bytes"
 # A 64 KiB queue that drops when full (rather than making threads wait)
 # cannot hold 200,000 launches from 4 threads: events are dropped, counted
 # in the trace and said once on stderr; the case passes when all of that

@@ -94,6 +94,11 @@ fn uvm_events(t: &Trace) -> impl Iterator<Item = &GpuEvent> {
     t.gpu_events.iter().filter(|e| is_uvm(e))
 }
 
+/// How many unified-memory events the trace holds.
+pub fn uvm_event_count(t: &Trace) -> usize {
+    uvm_events(t).count()
+}
+
 /// The slice name of an EXPECT unified-memory kind.
 fn uvm_name(kind: &str) -> Option<&'static str> {
     Some(match kind {

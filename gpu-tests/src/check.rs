@@ -753,6 +753,12 @@ pub fn common(cx: &Ctx<'_>, o: &Options, r: &mut Report) {
     }
     r.number("kernels", kernels);
     r.number("memory_ops", memops);
+    // Unified-memory migrations and faults are GPU slices too (run.sh
+    // compares the sum with the trace processor's).
+    let uvm = crate::activity::uvm_event_count(t);
+    if uvm > 0 {
+        r.number("uvm_events", uvm);
+    }
     r.number("api_slices", cx.api.len());
     r.number(
         "submissions",

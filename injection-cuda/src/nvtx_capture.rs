@@ -47,12 +47,15 @@ impl NvtxCapture {
         }
     }
 
-    /// Sees every NVTX event (whether or not markers are recorded).
+    /// Sees every NVTX event (whether or not markers are recorded), before
+    /// it is recorded. A range that opens a window opens it now; `true`
+    /// when `ev` ends the window's range: the caller records `ev`, then
+    /// calls [`NvtxCapture::close`].
     pub(crate) fn on_nvtx(
         &self,
         ev: &NvtxEvent<'_>,
         is_name: impl Fn(&cupti::nvtx::NvtxMessage<'_>, &str) -> bool,
-    ) {
+    ) -> bool {
         match ev {
             NvtxEvent::Push { message, .. } => {
                 let d = DEPTH.with(|c| {
@@ -65,11 +68,11 @@ impl NvtxCapture {
             }
             NvtxEvent::Pop { .. } => {
                 let d = DEPTH.with(Cell::get);
+                DEPTH.with(|c| c.set(d.saturating_sub(1)));
                 if d > 0 && OPENED_AT.with(Cell::get) == d {
                     OPENED_AT.with(|c| c.set(0));
-                    self.close();
+                    return true;
                 }
-                DEPTH.with(|c| c.set(d.saturating_sub(1)));
             }
             NvtxEvent::RangeStart {
                 message,
@@ -82,12 +85,12 @@ impl NvtxCapture {
                 let mut r = self.range.lock().unwrap_or_else(|e| e.into_inner());
                 if *r == Some(*id) {
                     *r = None;
-                    drop(r);
-                    self.close();
+                    return true;
                 }
             }
             _ => {}
         }
+        false
     }
 
     /// Opens a window unless one is open or the count is used up.
@@ -114,7 +117,8 @@ impl NvtxCapture {
         true
     }
 
-    fn close(&self) {
+    /// Closes the open window (its range ended).
+    pub(crate) fn close(&self) {
         let n = self.taken.load(Ordering::Relaxed);
         self.recorder.log(
             gpu_trace_core::clock::boottime_ns(),

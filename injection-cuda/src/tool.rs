@@ -231,22 +231,29 @@ impl Uvm {
 /// opening an open range changes nothing).
 struct Capture {
     switch: CaptureSwitch,
+    recorder: gpu_trace_core::Recorder,
     start: Vec<(ApiDomain, u32)>,
     stop: Vec<(ApiDomain, u32)>,
+    /// Windows opened so far.
+    opened: std::sync::atomic::AtomicU32,
 }
 
 impl Capture {
-    fn new(switch: CaptureSwitch) -> Option<Self> {
+    fn new(switch: CaptureSwitch, recorder: gpu_trace_core::Recorder) -> Option<Self> {
         let start = crate::api::ids_named(&["cudaProfilerStart", "cuProfilerStart"]);
         let stop = crate::api::ids_named(&["cudaProfilerStop", "cuProfilerStop"]);
         (!start.is_empty() && !stop.is_empty()).then_some(Capture {
             switch,
+            recorder,
             start,
             stop,
+            opened: std::sync::atomic::AtomicU32::new(0),
         })
     }
 
-    /// Whether `cb` is a profiler start/stop; flips the switch at its exit.
+    /// Whether `cb` is a profiler start/stop; flips the switch at its exit,
+    /// with a window marker in the trace when it changes (the runtime's
+    /// call and the driver's under it flip it once).
     fn on_api(&self, cb: &cupti::callback::ApiCallback<'_>) -> bool {
         let id = (cb.domain(), cb.cbid());
         let open = if self.start.contains(&id) {
@@ -256,8 +263,20 @@ impl Capture {
         } else {
             return false;
         };
-        if cb.site() == cupti::callback::Site::Exit {
-            self.switch.set(open);
+        if cb.site() == cupti::callback::Site::Exit && self.switch.is_open() != open {
+            let log = gpu_trace_core::windows::WINDOW_LOG;
+            let now = gpu_trace_core::clock::boottime_ns();
+            if open {
+                let n = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
+                self.switch.set(true);
+                self.recorder
+                    .log(now, false, &format!("{log} {n} opened (cudaProfilerStart)"));
+            } else {
+                let n = self.opened.load(Ordering::Relaxed);
+                self.recorder
+                    .log(now, false, &format!("{log} {n} closed (cudaProfilerStop)"));
+                self.switch.set(false);
+            }
         }
         true
     }
@@ -296,7 +315,7 @@ impl Shared {
             capture: match capture_range {
                 CaptureRange::Whole | CaptureRange::Nvtx => None,
                 CaptureRange::CudaProfilerApi => {
-                    let c = Capture::new(tracer.capture_switch());
+                    let c = Capture::new(tracer.capture_switch(), tracer.recorder().clone());
                     if c.is_none() {
                         gpu_trace_core::warn!(
                             "this CUPTI has no callbacks for cudaProfilerStart/Stop; recording the whole run"
@@ -315,15 +334,21 @@ impl Shared {
     /// markers and ranges use them).
     pub(crate) fn on_nvtx(&self, ev: &cupti::nvtx::NvtxEvent<'_>) {
         use cupti::nvtx::NvtxEvent as E;
-        if let Some(c) = &self.nvtx_capture {
-            c.on_nvtx(ev, |m, name| self.api.message_is(m, name));
-        }
+        // A range that opens a window is recorded in it; the one that
+        // closes it is recorded before it closes (its end is in the trace).
+        let closes = self
+            .nvtx_capture
+            .as_ref()
+            .is_some_and(|c| c.on_nvtx(ev, |m, name| self.api.message_is(m, name)));
         let markers = self.markers_on.load(Ordering::Relaxed);
         if markers
             || gpu_trace_core::filter::tx::is_on()
             || matches!(ev, E::DomainCreate { .. } | E::RegisterString { .. })
         {
             self.api.on_nvtx(ev, markers);
+        }
+        if closes && let Some(c) = &self.nvtx_capture {
+            c.close();
         }
     }
 

@@ -325,11 +325,25 @@ fn an_nvtx_capture_range_records_only_inside_the_named_ranges_up_to_the_count() 
         &[
             ("INJECTION_CAPTURE_RANGE", "nvtx:step 2".to_owned()),
             ("INJECTION_CAPTURE_COUNT", "1".to_owned()),
+            ("INJECTION_TRACE", "gpu,api,markers".to_owned()),
         ],
     )
     .join()
     .expect("run");
+    // check_trace: no slice left unfinished, so the range that closed the window ends in it.
     let t = check_trace(&dir.join("trace.pftrace"));
+    let ranges: Vec<(&str, u64)> = t
+        .slices
+        .iter()
+        .filter(|s| s.name == "step 2" || s.name == "inner" || s.name == "step 1")
+        .map(|s| (s.name.as_str(), s.dur))
+        .collect();
+    assert_eq!(
+        ranges.iter().map(|r| r.0).collect::<Vec<_>>(),
+        ["step 2", "inner"],
+        "the window's own range and the one inside it: {ranges:?}"
+    );
+    assert!(ranges.iter().all(|r| r.1 > 0), "{ranges:?}");
     assert_eq!(
         kernels(&t),
         BTreeMap::from([("_Z7betweenv".to_owned(), 4)]),
@@ -414,5 +428,50 @@ fn the_applications_signals_reach_its_own_threads_and_handlers() {
         kernels(&t),
         BTreeMap::from([("_Z5afterv".to_owned(), 2), ("_Z6beforev".to_owned(), 3)])
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `INJECTION_CAPTURE_RANGE=cudaProfilerApi` toggled many times: each window holds exactly the
+/// kernels launched between its start and stop, and each has its markers.
+#[test]
+fn profiler_api_windows_toggled_many_times_hold_exactly_their_kernels_and_are_marked() {
+    let dir = tmpdir("profiler-api");
+    let mut ops = Vec::new();
+    for _ in 0..20 {
+        ops.push(Op::ProfilerStart);
+        ops.push(launches("between", 3));
+        ops.push(Op::ProfilerStop);
+        ops.push(launches("after", 2));
+    }
+    ops.push(Op::StreamSync { stream: 1 });
+    let out = run(
+        &dir,
+        scenario(ops),
+        &[("INJECTION_CAPTURE_RANGE", "cudaProfilerApi".to_owned())],
+    )
+    .join()
+    .expect("run");
+    let t = check_trace(&dir.join("trace.pftrace"));
+    assert_eq!(
+        kernels(&t),
+        BTreeMap::from([("_Z7betweenv".to_owned(), 60)]),
+        "{}",
+        out.stderr
+    );
+    let w = windows(&t);
+    assert_eq!(w.len(), 20, "{w:?}");
+    for (i, (name, _, dur)) in w.iter().enumerate() {
+        assert_eq!(
+            name,
+            &format!("recording window {} opened (cudaProfilerStart)", i + 1)
+        );
+        assert!(*dur > 0, "window {} closed: {w:?}", i + 1);
+    }
+    let closed = t
+        .logs
+        .iter()
+        .filter(|l| l.message.ends_with("closed (cudaProfilerStop)"))
+        .count();
+    assert_eq!(closed, 20);
     let _ = std::fs::remove_dir_all(&dir);
 }
