@@ -50,6 +50,8 @@ fn child() {
     match scenario.as_str() {
         "known" => known(&tracer),
         "second" => second(&tracer),
+        "telemetry" => telemetry(&tracer, false),
+        "telemetry-windowed" => telemetry(&tracer, true),
         other => panic!("unknown scenario {other}"),
     }
     tracer.shutdown(Duration::from_secs(20));
@@ -229,6 +231,55 @@ fn second(tracer: &Tracer) {
     app.api("cudaLaunchKernel", (3000, 3100), 2, true, &[]);
     tracer.recorder().dropped(DropKind::ThreadBuffer, 5);
     tracer.recorder().dropped(DropKind::VendorRecords, 2);
+}
+
+/// Telemetry samples at known times (ns after the start) on two GPUs, with
+/// a kernel that runs to 10 µs (the trace goes on after the samples);
+/// `windowed`: one recording window, [500, 3500).
+fn telemetry(tracer: &Tracer, windowed: bool) {
+    use gpu_trace_core::telemetry::Metric;
+    let app = App::new(tracer);
+    let k = app.kernel_class("_Z4busyii");
+    app.kernel(1, 0, 7, (0, 10_000), k);
+    let id = |m: Metric| tracer.register_counter(m.spec());
+    let (sm, power, reasons, temp) = (
+        id(Metric::SmClock),
+        id(Metric::Power),
+        id(Metric::ClockEventReasons),
+        id(Metric::Temperature),
+    );
+    // A metric of a newer tool: shown by its name.
+    let mut fan = CounterSpec::new("fan.speed", Unit::Percent, CounterGroup::System);
+    fan.description = "Fan speed.".into();
+    let fan = tracer.register_counter(fan);
+    let (idle, cap, hw) = (1.0, 4.0, 8.0);
+    let sample = |gpu: u32, at: u64, values: &[(CounterId, f64)]| {
+        let s = CounterSample::new(gpu, app.t0 + at, values.to_vec().into());
+        tracer.recorder().counters(s);
+    };
+    sample(
+        0,
+        0,
+        &[(sm, 1000.0), (power, 100.0), (reasons, idle), (fan, 40.0)],
+    );
+    sample(0, 1000, &[(sm, 2000.0), (power, 300.0), (reasons, cap)]);
+    sample(
+        0,
+        3000,
+        &[(sm, 1200.0), (power, 200.0), (reasons, cap + hw)],
+    );
+    sample(
+        0,
+        4000,
+        &[(sm, 1600.0), (power, 200.0), (reasons, 0.0), (fan, 60.0)],
+    );
+    sample(1, 0, &[(temp, 50.0)]);
+    sample(1, 500, &[(temp, 70.0)]);
+    if windowed {
+        let rec = tracer.recorder();
+        rec.log(app.t0 + 500, false, "recording window 1 opened (test)");
+        rec.log(app.t0 + 3500, false, "recording window 1 closed (test)");
+    }
 }
 
 // --------------------------------------------------------------- parent side
@@ -533,6 +584,8 @@ fn the_numbers_of_a_known_program() {
             (s("tiny()"), 1, 10.0, 10.0, 10.0)
         ]
     );
+    // No telemetry in this trace: no table of it, in any format.
+    assert_eq!(v["telemetry"], serde_json::json!([]));
     // The file and its one process.
     let f = &v["files"][0];
     assert_eq!(f["file"], r.path.display().to_string());
@@ -568,6 +621,12 @@ fn the_numbers_of_a_known_program() {
     ] {
         assert!(text.contains(want), "{want:?} not in\n{text}");
     }
+    assert!(!text.contains("GPU telemetry"), "{text}");
+    let (_, asked, _) = stats(&["--report", "telemetry"], &[&r.path]);
+    assert!(
+        asked.contains("GPU telemetry (each value holds until the next sample; means weighted by that time): none in the trace"),
+        "{asked}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -717,7 +776,7 @@ fn report_top_and_name_width_shape_the_output() {
     for (args, msg) in [
         (
             vec!["--report", "kernels,kernal"],
-            "gpu-trace: --report \"kernal\": expected kernels, memops, api, nvtx, counters, devices, streams, threads (comma-separated)",
+            "gpu-trace: --report \"kernal\": expected kernels, memops, api, nvtx, counters, devices, telemetry, streams, threads (comma-separated)",
         ),
         (
             vec!["--top", "ten"],
@@ -1000,4 +1059,229 @@ fn processes_in_one_system_mode_trace_are_split_by_pid() {
         "{text}"
     );
     assert!(text.contains("== All 2 processes =="), "{text}");
+}
+
+/// The telemetry table of a device as (metric, unit, samples, sampled ns,
+/// mean, min, max).
+type MetricRow = (String, String, u64, u64, f64, f64, f64);
+
+fn telemetry_rows(d: &Value) -> Vec<MetricRow> {
+    d["metrics"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no metrics in {d}"))
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap().to_owned(),
+                m["unit"].as_str().unwrap().to_owned(),
+                m["samples"].as_u64().unwrap(),
+                m["sampled_ns"].as_u64().unwrap(),
+                m["mean"].as_f64().unwrap(),
+                m["min"].as_f64().unwrap(),
+                m["max"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// (bit, reason, throttling, ns, %) of a device's clock-event reasons.
+fn reasons(d: &Value) -> Vec<(u64, String, bool, u64, f64)> {
+    d["throttle"]["reasons"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no reasons in {d}"))
+        .iter()
+        .map(|r| {
+            (
+                r["bit"].as_u64().unwrap(),
+                r["reason"].as_str().unwrap().to_owned(),
+                r["throttling"].as_bool().unwrap(),
+                r["time_ns"].as_u64().unwrap(),
+                r["time_pct"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn telemetry_means_are_weighted_by_the_time_each_value_held() {
+    let dir = scratch("telemetry");
+    let r = record("telemetry", &dir);
+    let v = json(&[], &[&r.path]);
+    let tel = v["telemetry"].as_array().unwrap();
+    assert_eq!(tel.len(), 2, "{v}");
+    let (g0, g1) = (&tel[0], &tel[1]);
+    assert_eq!(
+        (&g0["gpu"], &g0["device"]),
+        (&Value::from(0), &Value::from("NVIDIA H200"))
+    );
+    assert_eq!(
+        g0["files"],
+        serde_json::json!([r.path.display().to_string()])
+    );
+    // GPU 0's samples at 0, 1000, 3000 and 4000 ns: gaps of 1000, 2000 and
+    // 1000, so the last value holds the median, 1000 ns. The SM clock:
+    // 1000 MHz for 1000 ns, 2000 for 2000, 1200 and 1600 for 1000 each.
+    // The fan (a metric gpu-trace does not know, after the known ones):
+    // 40 % at 0, 60 % at 4000, which holds its own period, 4000 ns.
+    assert_eq!(
+        telemetry_rows(g0),
+        [
+            (
+                s("clocks.sm"),
+                s("MHz"),
+                4,
+                5000,
+                7.8e6 / 5000.0,
+                1000.0,
+                2000.0
+            ),
+            (
+                s("power.draw"),
+                s("W"),
+                4,
+                5000,
+                1.1e6 / 5000.0,
+                100.0,
+                300.0
+            ),
+            (s("fan.speed"), s("%"), 2, 8000, 50.0, 40.0, 60.0),
+        ]
+    );
+    // Reasons: idle for 1000 ns, the power cap for 3000 (with HW slowdown
+    // for the last 1000 of them), none for the last 1000.
+    let th = &g0["throttle"];
+    assert_eq!(
+        (&th["sampled_ns"], &th["throttled_ns"]),
+        (&Value::from(5000), &Value::from(3000))
+    );
+    assert!(close(th["throttled_pct"].as_f64().unwrap(), 60.0));
+    assert_eq!(
+        reasons(g0),
+        [
+            (1, s("GPU idle"), false, 1000, 20.0),
+            (4, s("SW power cap"), true, 3000, 60.0),
+            (8, s("HW slowdown"), true, 1000, 20.0),
+        ]
+    );
+    // GPU 1: a temperature only, 50 then 70 for 500 ns each.
+    assert_eq!(
+        telemetry_rows(g1),
+        [(s("temperature.gpu"), s("°C"), 2, 1000, 60.0, 50.0, 70.0)]
+    );
+    assert_eq!(g1["throttle"], Value::Null);
+    // Telemetry is no kernel's counter value.
+    assert_eq!(v["counters"], serde_json::json!([]));
+
+    let (rc, text, err) = stats(&[], &[&r.path]);
+    assert_eq!(rc, 0, "{err}");
+    for want in [
+        "GPU telemetry (each value holds until the next sample; means weighted by that time)",
+        "  GPU 0: NVIDIA H200\n",
+        "  GPU 1: NVIDIA H200\n",
+        "  1,560  1,000  2,000   MHz        4  5.000 µs  clocks.sm\n",
+        "  fan.speed\n",
+        "Throttled: 3.000 µs of 5.000 µs sampled (60.0%)",
+        "  0x1      1,000     20.0  GPU idle (not throttling)\n",
+        "  0x4      3,000     60.0  SW power cap\n",
+    ] {
+        assert!(text.contains(want), "{want:?} not in\n{text}");
+    }
+    // Only the telemetry, when asked for.
+    let (_, only, _) = stats(&["--report", "telemetry"], &[&r.path]);
+    assert!(only.contains("GPU telemetry"), "{only}");
+    assert!(!only.contains("GPU kernels"), "{only}");
+
+    // CSV: the same numbers, one row per GPU and metric, and per reason
+    // (bit 0: any throttling).
+    let (rc, csv, err) = stats(&["--format", "csv", "--report", "telemetry"], &[&r.path]);
+    assert_eq!(rc, 0, "{err}");
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(csv.as_bytes());
+    let rows: Vec<Vec<String>> = rdr
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+        .collect();
+    let file = r.path.display().to_string();
+    let telemetry: Vec<&Vec<String>> = rows.iter().filter(|r| r[0] == "telemetry").collect();
+    assert_eq!(telemetry.len(), 4, "{csv}");
+    assert_eq!(
+        telemetry[0][..],
+        [
+            "telemetry",
+            "device",
+            &file,
+            "",
+            "0",
+            "NVIDIA H200",
+            "clocks.sm",
+            "MHz",
+            "4",
+            "5000",
+            "1560",
+            "1000",
+            "2000"
+        ]
+    );
+    let throttling: Vec<&Vec<String>> = rows.iter().filter(|r| r[0] == "throttling").collect();
+    assert_eq!(
+        throttling[0][4..],
+        [
+            "0",
+            "NVIDIA H200",
+            "0",
+            "any throttling reason",
+            "true",
+            "3000",
+            "60",
+            "5000"
+        ]
+    );
+    assert_eq!(throttling.len(), 4, "{csv}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn telemetry_counts_only_the_time_inside_recording_windows() {
+    let dir = scratch("telemetry-windowed");
+    let r = record("telemetry-windowed", &dir);
+    let v = json(&["--report", "telemetry"], &[&r.path]);
+    assert_eq!(v["files"][0]["windows"]["recorded_ns"], 3000, "{v}");
+    let tel = v["telemetry"].as_array().unwrap();
+    // The window is [500, 3500): the SM clock is 1000 MHz for 500 ns of
+    // it, 2000 for 2000 and 1200 for 500; the sample at 4000 is outside.
+    assert_eq!(
+        telemetry_rows(&tel[0]),
+        [
+            (
+                s("clocks.sm"),
+                s("MHz"),
+                3,
+                3000,
+                5.1e6 / 3000.0,
+                1000.0,
+                2000.0
+            ),
+            (s("power.draw"), s("W"), 3, 3000, 250.0, 100.0, 300.0),
+            (s("fan.speed"), s("%"), 1, 3000, 40.0, 40.0, 40.0),
+        ]
+    );
+    let th = &tel[0]["throttle"];
+    assert_eq!(
+        (&th["sampled_ns"], &th["throttled_ns"]),
+        (&Value::from(3000), &Value::from(2500))
+    );
+    assert!(close(
+        th["throttled_pct"].as_f64().unwrap(),
+        2500.0 / 3000.0 * 100.0
+    ));
+    let r0: Vec<(u64, u64)> = reasons(&tel[0]).into_iter().map(|r| (r.0, r.3)).collect();
+    assert_eq!(r0, [(1, 500), (4, 2500), (8, 500)]);
+    // GPU 1's first sample, at 0, holds only before the window.
+    assert_eq!(
+        telemetry_rows(&tel[1]),
+        [(s("temperature.gpu"), s("°C"), 1, 500, 70.0, 70.0, 70.0)]
+    );
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -38,6 +38,20 @@ use std::hash::Hash;
 /// track.
 pub const INTERVAL: u64 = 10_000_000;
 
+/// The counter tracks of engine busy time that the emitter derives from
+/// the GPU activity records (`gpu.renderstages`): kernels, each copy
+/// direction and memsets, as a share of every [`INTERVAL`]. They are in
+/// the SYSTEM and MEMORY groups, as device telemetry is, so a reader tells
+/// them apart by these names.
+pub const ENGINE_COUNTERS: [&str; 6] = [
+    "Compute busy",
+    "Copy HtoD busy",
+    "Copy DtoH busy",
+    "Copy DtoD busy",
+    "Copy peer busy",
+    "Memset busy",
+];
+
 /// Most disjoint busy stretches kept for one interval of one track (one
 /// every 0.6 µs of a 10 ms interval, far more kernels than any stream
 /// launches). Past it the shortest quarter of the gaps between them are

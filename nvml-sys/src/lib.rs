@@ -247,6 +247,10 @@ pub mod clocks_event_reasons {
     pub const HW_POWER_BRAKE_SLOWDOWN: u64 = 0x80;
     /// Display clock setting.
     pub const DISPLAY_CLOCK_SETTING: u64 = 0x100;
+    /// Board limit (`nvmlClocksEventReasonBoardLimit`, newer drivers).
+    pub const BOARD_LIMIT: u64 = 0x200;
+    /// Reliability (`nvmlClocksEventReasonReliability`, newer drivers).
+    pub const RELIABILITY: u64 = 0x400;
 }
 
 /// `NVML_GPM_METRICS_GET_VERSION`.

@@ -1,11 +1,14 @@
 //! The summary as CSV: one table per report, each with its own header row,
 //! separated by an empty line. Every row starts with `report`, `scope`
-//! (`process`, or `all` for the tables over several processes), `file` and
-//! `pid`, so that rows stay identifiable when the tables are concatenated
-//! or filtered. Names are whole; numbers are plain (ns, bytes, %).
+//! (`process`, `all` for the tables over several processes, or `device` for
+//! telemetry, which is a GPU's, not a process's), `file` (a device's traces
+//! joined by `;`) and `pid`, so that rows stay identifiable when the tables
+//! are concatenated or filtered. Names are whole; numbers are plain (ns,
+//! bytes, %).
 
 use super::dist::Row;
 use super::report::{CounterRow, Summary, Tables};
+use super::telemetry::DeviceTelemetry;
 use super::{Options, Report};
 
 /// A CSV table being written: the `csv` crate quotes what needs quoting
@@ -159,6 +162,8 @@ fn add(tables: &mut Vec<(String, Table)>, r: Report, lead: &Lead<'_>, t: &Tables
                 .collect();
             counters(&mut tables[i].1, lead, "counters_by_kernel", &rows);
         }
+        // Once, over every scope (see `render`).
+        Report::Telemetry => {}
         Report::Devices => {
             let i = table(
                 tables,
@@ -244,10 +249,95 @@ fn add(tables: &mut Vec<(String, Table)>, r: Report, lead: &Lead<'_>, t: &Tables
     }
 }
 
+/// The telemetry tables: one row per GPU and metric, and one per GPU and
+/// clock-event reason (bit 0: any throttling reason).
+fn telemetry(tables: &mut Vec<(String, Table)>, devices: &[DeviceTelemetry]) {
+    let i = table(
+        tables,
+        "telemetry",
+        &[
+            "gpu",
+            "device",
+            "metric",
+            "unit",
+            "samples",
+            "sampled_ns",
+            "mean",
+            "min",
+            "max",
+        ],
+    );
+    let j = table(
+        tables,
+        "throttling",
+        &[
+            "gpu",
+            "device",
+            "bit",
+            "reason",
+            "throttling",
+            "time_ns",
+            "time_pct",
+            "sampled_ns",
+        ],
+    );
+    for d in devices {
+        let files = d.files.join(";");
+        let lead = Lead {
+            scope: "device",
+            file: Some(&files),
+            pid: None,
+        };
+        for m in &d.metrics {
+            tables[i].1.row(
+                &lead,
+                "telemetry",
+                &[
+                    d.gpu.to_string(),
+                    d.device.clone(),
+                    m.metric.clone(),
+                    m.unit.clone(),
+                    m.samples.to_string(),
+                    m.sampled.to_string(),
+                    m.mean.to_string(),
+                    m.min.to_string(),
+                    m.max.to_string(),
+                ],
+            );
+        }
+        let Some(th) = &d.throttle else { continue };
+        let any = (0, "any throttling reason", true, th.throttled, th.pct);
+        let reasons = th
+            .reasons
+            .iter()
+            .map(|r| (r.bit, r.reason.as_str(), r.throttling, r.time, r.pct));
+        for (bit, reason, throttling, time, pct) in std::iter::once(any).chain(reasons) {
+            tables[j].1.row(
+                &lead,
+                "throttling",
+                &[
+                    d.gpu.to_string(),
+                    d.device.clone(),
+                    bit.to_string(),
+                    reason.to_owned(),
+                    throttling.to_string(),
+                    time.to_string(),
+                    pct.to_string(),
+                    th.sampled.to_string(),
+                ],
+            );
+        }
+    }
+}
+
 /// Renders the summary as CSV.
 pub(crate) fn render(s: &Summary, o: &Options) -> String {
     let mut tables: Vec<(String, Table)> = Vec::new();
     for &r in &o.reports {
+        if r == Report::Telemetry {
+            telemetry(&mut tables, &s.telemetry);
+            continue;
+        }
         if s.several() {
             let lead = Lead {
                 scope: "all",

@@ -9,6 +9,7 @@
 use super::dist::Row;
 use super::read::Span;
 use super::report::{CounterRow, FileHeader, Summary, Tables};
+use super::telemetry::DeviceTelemetry;
 use super::text::losses;
 use super::{Options, Report};
 use serde_json::{Map, Value, json};
@@ -42,8 +43,34 @@ fn span(s: Option<Span>) -> Value {
     }
 }
 
-/// The selected tables of `t` into `m`.
-fn tables(m: &mut Map<String, Value>, t: &Tables, o: &Options) {
+/// One GPU's telemetry.
+fn device_telemetry(d: &DeviceTelemetry) -> Value {
+    json!({
+        "gpu": d.gpu,
+        "device": d.device,
+        "files": d.files,
+        "metrics": d.metrics.iter().map(|m| json!({
+            "name": m.metric, "unit": m.unit, "samples": m.samples, "sampled_ns": m.sampled,
+            "mean": m.mean, "min": m.min, "max": m.max,
+        })).collect::<Vec<_>>(),
+        "throttle": d.throttle.as_ref().map(|t| json!({
+            "sampled_ns": t.sampled, "throttled_ns": t.throttled, "throttled_pct": t.pct,
+            "reasons": t.reasons.iter().map(|r| json!({
+                "bit": r.bit, "reason": r.reason, "throttling": r.throttling,
+                "time_ns": r.time, "time_pct": r.pct,
+            })).collect::<Vec<_>>(),
+        })),
+    })
+}
+
+/// The selected tables of `t` into `m`; `telemetry` the devices' (for the
+/// scope over everything: it is no process's).
+fn tables(
+    m: &mut Map<String, Value>,
+    t: &Tables,
+    telemetry: Option<&[DeviceTelemetry]>,
+    o: &Options,
+) {
     m.insert("span".into(), span(t.span));
     let rows = |r: &[Row]| Value::from(take(r, o).iter().map(row).collect::<Vec<_>>());
     for r in &o.reports {
@@ -76,6 +103,13 @@ fn tables(m: &mut Map<String, Value>, t: &Tables, o: &Options) {
                         .into(),
                 )
             }
+            Report::Telemetry => match telemetry {
+                Some(d) => (
+                    "telemetry",
+                    d.iter().map(device_telemetry).collect::<Vec<_>>().into(),
+                ),
+                None => continue,
+            },
             Report::Devices => (
                 "devices",
                 take(&t.devices, o)
@@ -153,7 +187,7 @@ pub(crate) fn render(s: &Summary, o: &Options) -> Value {
         "files".into(),
         s.files.iter().map(file).collect::<Vec<_>>().into(),
     );
-    tables(&mut top, &s.all, o);
+    tables(&mut top, &s.all, Some(&s.telemetry), o);
     let mut all_dropped: Vec<(String, u64)> = Vec::new();
     for (k, v) in s.files.iter().flat_map(|f| f.losses.iter().flatten()) {
         match all_dropped.iter_mut().find(|(x, _)| x == k) {
@@ -170,7 +204,7 @@ pub(crate) fn render(s: &Summary, o: &Options) -> Value {
             let mut m = Map::new();
             m.insert("file".into(), json!(p.file));
             m.insert("pid".into(), json!(p.pid));
-            tables(&mut m, &p.tables, o);
+            tables(&mut m, &p.tables, None, o);
             Value::Object(m)
         })
         .collect();

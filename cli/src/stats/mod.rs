@@ -4,7 +4,8 @@
 //! Each trace is read once as it streams by ([`read`]); memory holds every
 //! duration of each group (4 bytes each: medians and percentiles are
 //! exact), the union of each engine's, stream's and thread's busy
-//! intervals, and the per-kernel counter values, not the trace. A trace
+//! intervals, the per-kernel counter values and the telemetry samples, not
+//! the trace. A trace
 //! with counters is read a second time to find the kernel of each value.
 
 mod busy;
@@ -13,6 +14,7 @@ mod dist;
 mod json;
 mod read;
 mod report;
+mod telemetry;
 mod text;
 
 use gpu_trace_reader::{ReadError, Trace};
@@ -34,7 +36,8 @@ pub(crate) struct StatsArgs {
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// The tables to show, comma-separated: kernels, memops, api, nvtx,
-    /// counters, devices, streams, threads (default: all that have rows).
+    /// counters, devices, telemetry, streams, threads (default: all that
+    /// have rows).
     #[arg(long, value_name = "LIST")]
     report: Option<String>,
     /// Only the first N rows of each table (the longest total time, the
@@ -63,18 +66,20 @@ pub(crate) enum Report {
     Nvtx,
     Counters,
     Devices,
+    Telemetry,
     Streams,
     Threads,
 }
 
 impl Report {
-    const ALL: [Report; 8] = [
+    const ALL: [Report; 9] = [
         Report::Kernels,
         Report::Memops,
         Report::Api,
         Report::Nvtx,
         Report::Counters,
         Report::Devices,
+        Report::Telemetry,
         Report::Streams,
         Report::Threads,
     ];
@@ -87,6 +92,7 @@ impl Report {
             Report::Nvtx => "nvtx",
             Report::Counters => "counters",
             Report::Devices => "devices",
+            Report::Telemetry => "telemetry",
             Report::Streams => "streams",
             Report::Threads => "threads",
         }

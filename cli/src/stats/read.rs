@@ -3,8 +3,8 @@
 //! Memory holds, per group (kernel name, API function ...), every duration
 //! (4 bytes each, for exact medians); per device engine, stream and
 //! thread, the union of its busy intervals (16 bytes per idle gap); per
-//! profiled kernel, its counter values; and the reader's own state. Not
-//! the trace.
+//! profiled kernel, its counter values; per telemetry sample, its time and
+//! value (16 bytes); and the reader's own state. Not the trace.
 
 use super::busy::{Intervals, waits_for_gpu};
 use super::dist::Durations;
@@ -308,6 +308,18 @@ struct CounterSlot {
     next_is_value: bool,
 }
 
+/// A telemetry counter of one GPU (SYSTEM or MEMORY group: periodic, not
+/// per kernel), with its samples as they came.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TelemetryTrack {
+    pub(crate) gpu: i64,
+    pub(crate) name: String,
+    /// As its descriptor has it (`MHz`, `B/s`; empty: none).
+    pub(crate) unit: String,
+    /// (ns, value).
+    pub(crate) samples: Vec<(u64, f64)>,
+}
+
 /// One per-kernel counter value.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Sample {
@@ -351,6 +363,13 @@ pub(crate) struct Acc {
     /// Every per-kernel value with its device and time, to meet the kernel
     /// that starts there (see [`KernelsAt`]).
     pub(crate) samples: Vec<Sample>,
+    /// Telemetry, per (GPU, counter); found as the per-kernel counters are.
+    telemetry: Vec<TelemetryTrack>,
+    telemetry_by_ptr: FxHashMap<(i64, usize), u32>,
+    telemetry_by_name: FxHashMap<(i64, String), u32>,
+    telemetry_keep: Vec<Str>,
+    /// The last telemetry sample's time.
+    telemetry_end: u64,
     /// Graphics APIs of the contexts seen (4 CUDA, 5 HIP).
     apis: Vec<u64>,
     /// Every GPU event id read so far.
@@ -498,6 +517,14 @@ impl Visitor for Acc {
                 .groups
                 .contains(&gpu_trace_reader::wire::counters::GROUP_COMPUTE)
         {
+            // Engine busy time, drawn from the activity, is in those groups
+            // too: the devices table has it exactly.
+            if gpu_trace_core::busy::ENGINE_COUNTERS.contains(&c.name.as_str()) {
+                return;
+            }
+            let i = self.telemetry_track(c);
+            self.telemetry[i as usize].samples.push((c.ts, c.value));
+            self.telemetry_end = self.telemetry_end.max(c.ts);
             return;
         }
         self.counter_span.add(c.ts, c.ts);
@@ -624,6 +651,29 @@ impl Acc {
         }
         self.counter_keep.push(c.name.clone());
         self.counter_by_ptr.insert(key, i);
+        i
+    }
+
+    fn telemetry_track(&mut self, c: &CounterValue) -> u32 {
+        let key = (c.gpu_id, c.name.as_str().as_ptr() as usize);
+        if let Some(&i) = self.telemetry_by_ptr.get(&key) {
+            return i;
+        }
+        let next = self.telemetry.len() as u32;
+        let i = *self
+            .telemetry_by_name
+            .entry((c.gpu_id, c.name.to_string()))
+            .or_insert(next);
+        if i == next {
+            self.telemetry.push(TelemetryTrack {
+                gpu: c.gpu_id,
+                name: c.name.to_string(),
+                unit: super::telemetry::unit_text(&c.units),
+                samples: Vec::new(),
+            });
+        }
+        self.telemetry_keep.push(c.name.clone());
+        self.telemetry_by_ptr.insert(key, i);
         i
     }
 
@@ -781,10 +831,21 @@ impl Acc {
                 value: s.value,
             });
         }
+        // Where the trace ends, for the hold of the last telemetry sample:
+        // its last event of any kind, log lines (the summary) included.
+        let end = t
+            .logs
+            .iter()
+            .map(|l| l.ts)
+            .chain([span.end, self.telemetry_end])
+            .filter(|&e| e != u64::MAX)
+            .max()
+            .unwrap_or(0);
         FileData {
             path: String::new(),
             size: 0,
             span,
+            end,
             devices: t.devices.clone(),
             sources: t.data_sources.clone(),
             categories: t.track_event_categories.clone(),
@@ -797,6 +858,10 @@ impl Acc {
                 .collect(),
             apis: self.apis,
             windows: windows_of(&t.logs, span.end),
+            // A window still open lasts until the trace's end here: its
+            // telemetry may go on after the last GPU work.
+            window_spans: window_spans(&t.logs, end),
+            telemetry: self.telemetry,
             procs,
         }
     }
@@ -938,6 +1003,9 @@ pub(crate) struct FileData {
     pub(crate) path: String,
     pub(crate) size: u64,
     pub(crate) span: Span,
+    /// The last time anything happened in the trace, ns (its events, log
+    /// lines and telemetry).
+    pub(crate) end: u64,
     pub(crate) devices: Vec<DeviceInfo>,
     pub(crate) sources: Vec<String>,
     pub(crate) categories: Vec<String>,
@@ -951,14 +1019,15 @@ pub(crate) struct FileData {
     /// Recording windows, when the run was switched on and off: how many,
     /// and their total time, ns.
     pub(crate) windows: Option<(u32, u64)>,
+    /// The windows themselves, [start, end) ns, sorted and disjoint.
+    pub(crate) window_spans: Option<Vec<(u64, u64)>>,
+    /// Device telemetry, per GPU and counter.
+    pub(crate) telemetry: Vec<TelemetryTrack>,
     pub(crate) procs: BTreeMap<Pid, ProcData>,
 }
 
-/// The recording windows of a trace, from its log lines (`recording
-/// window N opened (why)` / `... closed (why)`, see
-/// `gpu_trace_core::windows`); a window still open at the end lasts until
-/// `end`. `None` when the run was never switched.
-pub(crate) fn windows_of(logs: &[gpu_trace_reader::LogLine], end: u64) -> Option<(u32, u64)> {
+/// The window lines of a trace's log, (ts, opened), in time order.
+fn window_lines(logs: &[gpu_trace_reader::LogLine]) -> Vec<(u64, bool)> {
     let prefix = gpu_trace_core::windows::WINDOW_LOG;
     let mut lines: Vec<(u64, bool)> = logs
         .iter()
@@ -968,28 +1037,43 @@ pub(crate) fn windows_of(logs: &[gpu_trace_reader::LogLine], end: u64) -> Option
             Some((l.ts, what.starts_with("opened")))
         })
         .collect();
+    lines.sort_by_key(|l| l.0);
+    lines
+}
+
+/// The recording windows of a trace, [start, end) ns, from its log lines
+/// (`recording window N opened (why)` / `... closed (why)`, see
+/// `gpu_trace_core::windows`); a window still open at the end lasts until
+/// `end`. `None` when the run was never switched.
+pub(crate) fn window_spans(
+    logs: &[gpu_trace_reader::LogLine],
+    end: u64,
+) -> Option<Vec<(u64, u64)>> {
+    let lines = window_lines(logs);
     if lines.is_empty() {
         return None;
     }
-    lines.sort_by_key(|l| l.0);
-    let (mut n, mut total, mut open) = (0u32, 0u64, None::<u64>);
+    let (mut out, mut open) = (Vec::new(), None::<u64>);
     for (ts, opened) in lines {
         match (opened, open) {
-            (true, None) => {
-                n += 1;
-                open = Some(ts);
-            }
+            (true, None) => open = Some(ts),
             (false, Some(at)) => {
-                total += ts.saturating_sub(at);
+                out.push((at, ts.max(at)));
                 open = None;
             }
             _ => {}
         }
     }
     if let Some(at) = open {
-        total += end.saturating_sub(at);
+        out.push((at, end.max(at)));
     }
-    Some((n, total))
+    Some(out)
+}
+
+/// How many recording windows, and their total time, ns (see
+/// [`window_spans`]).
+pub(crate) fn windows_of(logs: &[gpu_trace_reader::LogLine], end: u64) -> Option<(u32, u64)> {
+    window_spans(logs, end).map(|w| (w.len() as u32, w.iter().map(|(s, e)| e - s).sum()))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use super::busy::Intervals;
 use super::dist::{Durations, Row, mean_min_max, row, table};
 use super::read::{CounterData, FileData, KERNEL_ENGINE, Pid, ProcData, Span, UNKNOWN_PID};
+use super::telemetry::{self, DeviceAcc, DeviceTelemetry};
 use gpu_trace_reader::DeviceInfo;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -128,6 +129,8 @@ pub(crate) struct Summary {
     /// Over every process of every file (the one process's tables when
     /// there is one).
     pub(crate) all: Tables,
+    /// Device telemetry, per GPU (one sampled by several traces once).
+    pub(crate) telemetry: Vec<DeviceTelemetry>,
 }
 
 impl Summary {
@@ -188,6 +191,13 @@ impl<T> Named<T> {
                 e.insert(self.items.len() - 1);
             }
         }
+    }
+}
+
+fn device_key(devices: &[DeviceInfo], file_index: usize, gpu: i64) -> DeviceKey {
+    match usize::try_from(gpu).ok().and_then(|g| devices.get(g)) {
+        Some(d) if !d.uuid.is_empty() => DeviceKey::Uuid(d.uuid.clone()),
+        _ => DeviceKey::InFile(file_index, gpu),
     }
 }
 
@@ -378,10 +388,7 @@ fn process(
         });
     }
     for e in p.engines {
-        let key = match usize::try_from(e.gpu).ok().and_then(|g| devices.get(g)) {
-            Some(d) if !d.uuid.is_empty() => DeviceKey::Uuid(d.uuid.clone()),
-            _ => DeviceKey::InFile(file_index, e.gpu),
-        };
+        let key = device_key(devices, file_index, e.gpu);
         match all.engines.entry((key, e.engine)) {
             Entry::Occupied(mut o) => {
                 let x = o.get_mut();
@@ -454,7 +461,26 @@ pub(crate) fn build(files: Vec<FileData>) -> Summary {
     let n_procs: usize = files.iter().map(|f| f.procs.len()).sum();
     let mut all = (n_procs > 1).then(All::default);
     let mut out = Summary::default();
-    for (i, f) in files.into_iter().enumerate() {
+    // Telemetry by device, in the order first seen.
+    let mut devices: Vec<(DeviceKey, i64, String, Vec<String>, DeviceAcc)> = Vec::new();
+    for (i, mut f) in files.into_iter().enumerate() {
+        let accs = telemetry::of_tracks(&mut f.telemetry, f.end, f.window_spans.as_deref());
+        for (gpu, acc) in accs {
+            let key = device_key(&f.devices, i, gpu);
+            match devices.iter_mut().find(|d| d.0 == key) {
+                Some(d) => {
+                    d.3.push(f.path.clone());
+                    d.4.join(acc);
+                }
+                None => devices.push((
+                    key,
+                    gpu,
+                    device_name(&f.devices, gpu),
+                    vec![f.path.clone()],
+                    acc,
+                )),
+            }
+        }
         out.files.push(FileHeader {
             path: f.path.clone(),
             size: f.size,
@@ -480,6 +506,10 @@ pub(crate) fn build(files: Vec<FileData>) -> Summary {
             });
         }
     }
+    out.telemetry = devices
+        .into_iter()
+        .map(|(_, gpu, device, files, acc)| telemetry::table(gpu, device, files, acc))
+        .collect();
     out.all = match all {
         Some(a) => a.tables(),
         None => out

@@ -6,6 +6,7 @@ use super::Report;
 use super::dist::Row;
 use super::read::Span;
 use super::report::{CounterRow, FileHeader, Summary, Tables, pid_text};
+use super::telemetry::DeviceTelemetry;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
@@ -237,7 +238,15 @@ fn counters(out: &mut String, all: &[CounterRow], by_kernel: &[CounterRow], o: &
     more(out, kernels, o);
 }
 
-fn tables(out: &mut String, t: &Tables, o: &Options, several: bool) {
+/// The tables of a scope; `telemetry` is the devices' (for the scope over
+/// everything: it is no process's).
+fn tables(
+    out: &mut String,
+    t: &Tables,
+    telemetry: Option<&[DeviceTelemetry]>,
+    o: &Options,
+    several: bool,
+) {
     for r in &o.reports {
         match r {
             Report::Kernels => durations(out, "GPU kernels", &t.kernels, false, o, "none"),
@@ -253,6 +262,11 @@ fn tables(out: &mut String, t: &Tables, o: &Options, several: bool) {
             ),
             Report::Counters => counters(out, &t.counters, &t.counters_by_kernel, o),
             Report::Devices => devices(out, t, o),
+            Report::Telemetry => {
+                if let Some(d) = telemetry {
+                    telemetry_tables(out, d, o);
+                }
+            }
             Report::Streams => streams(out, t, o, several),
             Report::Threads => threads(out, t, o, several),
         }
@@ -260,6 +274,8 @@ fn tables(out: &mut String, t: &Tables, o: &Options, several: bool) {
 }
 
 const DEVICES: &str = "GPU busy time (union of each engine's work over the traced span)";
+const TELEMETRY: &str =
+    "GPU telemetry (each value holds until the next sample; means weighted by that time)";
 const STREAMS: &str = "Streams (busy: union of their work over their process's span)";
 const THREADS: &str = "Threads: time in API calls that wait for the GPU (over each thread's span)";
 
@@ -299,6 +315,83 @@ fn devices(out: &mut String, t: &Tables, o: &Options) {
         2,
     );
     more(out, t.devices.len(), o);
+}
+
+fn telemetry_tables(out: &mut String, devices: &[DeviceTelemetry], o: &Options) {
+    if devices.is_empty() {
+        if o.explicit {
+            none(out, TELEMETRY, "none in the trace");
+        }
+        return;
+    }
+    let _ = writeln!(out, "\n{TELEMETRY}");
+    for d in devices {
+        let name = if d.device.is_empty() {
+            format!("GPU {}", d.gpu)
+        } else {
+            format!("GPU {}: {}", d.gpu, clip(&d.device, o.name_width))
+        };
+        if !d.metrics.is_empty() {
+            let cells: Vec<Vec<String>> = d
+                .metrics
+                .iter()
+                .map(|m| {
+                    vec![
+                        value(m.mean),
+                        value(m.min),
+                        value(m.max),
+                        m.unit.clone(),
+                        int(m.samples),
+                        human(m.sampled),
+                        clip(&m.metric, o.name_width).into_owned(),
+                    ]
+                })
+                .collect();
+            grid(
+                out,
+                &format!("  {name}"),
+                &["Mean", "Min", "Max", "Unit", "Samples", "Sampled", "Metric"],
+                &cells,
+            );
+        } else {
+            let _ = writeln!(out, "\n  {name}");
+        }
+        let Some(th) = &d.throttle else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "\n  Throttled: {} of {} sampled ({:.1}%)",
+            human(th.throttled),
+            human(th.sampled),
+            th.pct
+        );
+        if th.reasons.is_empty() {
+            continue;
+        }
+        let cells: Vec<Vec<String>> = th
+            .reasons
+            .iter()
+            .map(|r| {
+                vec![
+                    format!("{:#x}", r.bit),
+                    int(r.time),
+                    format!("{:.1}", r.pct),
+                    if r.throttling {
+                        r.reason.clone()
+                    } else {
+                        format!("{} (not throttling)", r.reason)
+                    },
+                ]
+            })
+            .collect();
+        grid(
+            out,
+            "  Clock-event reasons",
+            &["Bit", "Time (ns)", "Time(%)", "Reason"],
+            &cells,
+        );
+    }
 }
 
 fn streams(out: &mut String, t: &Tables, o: &Options, several: bool) {
@@ -502,7 +595,7 @@ pub(crate) fn render(s: &Summary, o: &Options) -> String {
             let _ = writeln!(out, "{}", h.path);
             header(&mut out, h);
         }
-        tables(&mut out, &s.all, o, false);
+        tables(&mut out, &s.all, Some(&s.telemetry), o, false);
         return out;
     }
     for h in &s.files {
@@ -521,7 +614,7 @@ pub(crate) fn render(s: &Summary, o: &Options) -> String {
         }
     );
     let _ = writeln!(out, "Span: {}", span_line(s.all.span));
-    tables(&mut out, &s.all, o, true);
+    tables(&mut out, &s.all, Some(&s.telemetry), o, true);
     for p in &s.processes {
         let _ = writeln!(
             out,
@@ -530,7 +623,7 @@ pub(crate) fn render(s: &Summary, o: &Options) -> String {
             p.file.as_deref().unwrap_or_default()
         );
         let _ = writeln!(out, "Span: {}", span_line(p.tables.span));
-        tables(&mut out, &p.tables, o, false);
+        tables(&mut out, &p.tables, None, o, false);
     }
     out
 }

@@ -60,39 +60,32 @@ impl Engine {
     }
 
     fn spec(self) -> CounterSpec {
-        let (name, group, what) = match self {
+        // The name is `ENGINE_COUNTERS[i]`: readers know the tracks by it.
+        let (i, group, what) = match self {
             Engine::Compute => (
-                "Compute busy",
+                0,
                 CounterGroup::System,
                 "at least one kernel ran (overlapping kernels count once)",
             ),
             Engine::CopyHtoD => (
-                "Copy HtoD busy",
+                1,
                 CounterGroup::Memory,
                 "a host-to-device copy ran (or a unified-memory migration to this GPU)",
             ),
             Engine::CopyDtoH => (
-                "Copy DtoH busy",
+                2,
                 CounterGroup::Memory,
                 "a device-to-host copy ran (or a unified-memory migration from this GPU)",
             ),
-            Engine::CopyDtoD => (
-                "Copy DtoD busy",
-                CounterGroup::Memory,
-                "a copy within the GPU ran",
-            ),
-            Engine::CopyPeer => (
-                "Copy peer busy",
-                CounterGroup::Memory,
-                "a copy to or from another GPU ran",
-            ),
+            Engine::CopyDtoD => (3, CounterGroup::Memory, "a copy within the GPU ran"),
+            Engine::CopyPeer => (4, CounterGroup::Memory, "a copy to or from another GPU ran"),
             Engine::Memset => (
-                "Memset busy",
+                5,
                 CounterGroup::Memory,
                 "a memset ran (CUDA and HIP do not say which engine runs it)",
             ),
         };
-        let mut s = CounterSpec::new(name, Unit::Percent, group);
+        let mut s = CounterSpec::new(crate::busy::ENGINE_COUNTERS[i], Unit::Percent, group);
         s.description = format!(
             "Share of each {} ms in which {what}, from the trace's own GPU activity records",
             crate::busy::INTERVAL / 1_000_000
