@@ -177,6 +177,16 @@ fn value(x: f64) -> String {
     }
 }
 
+/// A telemetry reading: samples are a few digits deep (clocks in MHz,
+/// bytes, watts), so large values get no decimals and small ones two.
+fn reading(x: f64) -> String {
+    if x.abs() >= 1000.0 || x.fract() == 0.0 {
+        fixed(x.round(), 0)
+    } else {
+        fixed(x, 2)
+    }
+}
+
 fn counters(out: &mut String, all: &[CounterRow], by_kernel: &[CounterRow], o: &Options) {
     if all.is_empty() {
         if o.explicit {
@@ -337,9 +347,9 @@ fn telemetry_tables(out: &mut String, devices: &[DeviceTelemetry], o: &Options) 
                 .iter()
                 .map(|m| {
                     vec![
-                        value(m.mean),
-                        value(m.min),
-                        value(m.max),
+                        reading(m.mean),
+                        reading(m.min),
+                        reading(m.max),
                         m.unit.clone(),
                         int(m.samples),
                         human(m.sampled),
