@@ -70,9 +70,33 @@ fn main() {
     });
     time("total_energy", 20, || dev.total_energy_mj());
     if dev.gpm_supported().unwrap_or(false) {
-        match nvml::gpm::Sample::alloc(&dev) {
-            Ok(mut s) => time("gpm_sample", 50, || dev.gpm_sample(&mut s)),
-            Err(e) => println!("GPM sample buffer: {e}"),
+        match (
+            nvml::gpm::Sample::alloc(&dev),
+            nvml::gpm::Sample::alloc(&dev),
+        ) {
+            (Ok(mut a), Ok(mut b)) => {
+                time("gpm_sample", 50, || dev.gpm_sample(&mut a));
+                std::thread::sleep(Duration::from_millis(110));
+                let _ = dev.gpm_sample(&mut b);
+                use nvml::gpm::{Metric as G, Metrics};
+                let all = [
+                    G::SmActive,
+                    G::SmOccupancy,
+                    G::TensorActive,
+                    G::DramBandwidth,
+                    G::PcieTx,
+                    G::PcieRx,
+                    G::NvlinkTx,
+                    G::NvlinkRx,
+                ];
+                for n in [8, 6, 4, 1] {
+                    let mut m = Metrics::new(&all[..n]);
+                    time(&format!("gpm_metrics_get({n} metrics)"), 200, || {
+                        m.compute(&a, &b).map(|_| ())
+                    });
+                }
+            }
+            (Err(e), _) | (_, Err(e)) => println!("GPM sample buffer: {e}"),
         }
     }
     // The injection's fast probe, at the default period.
@@ -80,6 +104,8 @@ fn main() {
     let mut probes = gpu_trace_cuda::telemetry::probes(&nvml, 0, dev);
     let open = (thread_cpu_ns() - c1) as f64 / 1e6;
     let (mut cpu, mut values, mut slowest) = (0u64, 0usize, 0u64);
+    // Rounds that computed GPM metrics, apart.
+    let (mut gpm_cpu, mut gpm_rounds) = (0u64, 0u32);
     let start = Instant::now();
     for i in 0..rounds {
         let t = thread_cpu_ns();
@@ -89,6 +115,10 @@ fn main() {
         cpu += dt;
         slowest = slowest.max(dt);
         values += r.values().len() + r.interval_values().1.len();
+        if !r.interval_values().1.is_empty() {
+            gpm_cpu += dt;
+            gpm_rounds += 1;
+        }
         let next = start + Duration::from_millis(10) * (i + 1);
         if let Some(d) = next.checked_duration_since(Instant::now()) {
             std::thread::sleep(d);
@@ -101,5 +131,11 @@ fn main() {
         cpu as f64 / 1e3 / f64::from(rounds),
         slowest as f64 / 1e3,
         100.0 * cpu as f64 / 1e9 / active
+    );
+    let other = rounds.saturating_sub(gpm_rounds).max(1);
+    println!(
+        "  of which {gpm_rounds} rounds with GPM metrics at {:.1} us cpu each, the other {other} at {:.1} us",
+        gpm_cpu as f64 / 1e3 / f64::from(gpm_rounds.max(1)),
+        (cpu - gpm_cpu) as f64 / 1e3 / f64::from(other)
     );
 }
