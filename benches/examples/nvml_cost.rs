@@ -9,6 +9,22 @@ use gpu_trace_core::telemetry::Reading;
 use nvml::{Clock, Nvml, Pcie};
 use std::time::{Duration, Instant};
 
+/// Each call once every 10 ms, as the sampler makes it: caches and the
+/// core's clock are cold then, unlike in a tight loop.
+fn cold<R: IsOk>(name: &str, n: u32, mut f: impl FnMut() -> R) {
+    let mut cpu = 0u64;
+    for _ in 0..n {
+        std::thread::sleep(Duration::from_millis(10));
+        let c0 = thread_cpu_ns();
+        let _ = std::hint::black_box(f()).is_some_ok();
+        cpu += thread_cpu_ns() - c0;
+    }
+    println!(
+        "{name:<28} {:>9.2} us cpu, one call every 10 ms",
+        cpu as f64 / 1e3 / f64::from(n)
+    );
+}
+
 fn time<R: IsOk>(name: &str, n: u32, mut f: impl FnMut() -> R) {
     let (w0, c0) = (Instant::now(), thread_cpu_ns());
     let mut ok = 0u32;
@@ -65,6 +81,17 @@ fn main() {
     time("temperature", n, || dev.temperature_c());
     time("memory", n, || dev.memory());
     time("clocks_event_reasons", n, || dev.clocks_event_reasons());
+    for (name, f) in [
+        ("cold clock(SM)", &(|| dev.clock(Clock::Sm).map(|_| ())) as &dyn Fn() -> nvml::Result<()>),
+        ("cold clock(memory)", &|| dev.clock(Clock::Memory).map(|_| ())),
+        ("cold utilization", &|| dev.utilization().map(|_| ())),
+        ("cold power", &|| dev.power_mw().map(|_| ())),
+        ("cold temperature", &|| dev.temperature_c().map(|_| ())),
+        ("cold memory", &|| dev.memory().map(|_| ())),
+        ("cold clocks_event_reasons", &|| dev.clocks_event_reasons().map(|_| ())),
+    ] {
+        cold(name, 100, f);
+    }
     time("pcie_throughput(tx)", 5, || {
         dev.pcie_throughput_kbps(Pcie::Tx)
     });

@@ -15,6 +15,7 @@ trap 'tar -czf "${OUT:-.}/c.tar.gz" -C "$w" c; rm -rf "$w"' EXIT
 gt="$bin/gpu-trace"
 say() { echo "== $*"; }
 
+say "0. NVML costs"; "$bin/nvml_cost" 300 2>&1 | tee "$o/nvml_cost.txt"
 say "1. RSS (MB, every second from when train.py appears)"
 series() {  # label, toggle (0/1), command...
     local label="$1" toggle="$2"; shift 2
