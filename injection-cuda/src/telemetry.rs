@@ -6,11 +6,17 @@
 //! first time a watched GPU is opened; without it, one line says so (see
 //! `gpu_trace_core::telemetry::Telemetry`) and tracing goes on.
 //!
-//! Fast readings (every period): SM and memory clocks, GPU and memory
-//! utilisation, power, temperature, memory used, clock-event reasons, and
-//! GPM metrics where the GPU supports them (computed from this period's
-//! sample and the previous one). A reading the GPU lacks is dropped after
-//! its first permanent error. Slow readings (`INJECTION_TELEMETRY_SLOW_PERIOD`,
+//! Fast readings: every period, the SM clock, power and clock-event
+//! reasons (what moves within milliseconds when the GPU throttles); every
+//! [`MEDIUM_PERIOD_NS`] (or every period, if that is longer), the memory
+//! clock, GPU and memory utilisation, temperature, memory used and GPM
+//! metrics where the GPU supports them (computed from this sample and the
+//! previous one). The driver itself updates utilisation over 1/6 s to 1 s
+//! and GPM's counters about every 100 ms, so reading them every 10 ms only
+//! repeats values; and those reads cost most (on the H200, cold, once every
+//! 10 ms: memory info 48 us, a GPM sample and its metrics about 200 us,
+//! the others 8-13 us; benches/examples/nvml_cost.rs). A reading the GPU
+//! lacks is dropped after its first permanent error. Slow readings (`INJECTION_TELEMETRY_SLOW_PERIOD`,
 //! their own thread): PCIe throughput (blocks ~21 ms) and total energy
 //! (~4 ms).
 
@@ -93,6 +99,7 @@ pub fn probes(nvml: &Nvml, gpu_id: u32, dev: nvml::Device) -> DeviceProbes {
             dev: dev.clone(),
             off: [false; Reads::COUNT],
             gpm,
+            medium_at: None,
         }),
         slow: Some(Box::new(Slow {
             gpu_id,
@@ -116,6 +123,14 @@ enum Reads {
 }
 
 impl Reads {
+    /// Read at the medium cadence, not every period.
+    fn medium(self) -> bool {
+        matches!(
+            self,
+            Reads::MemClock | Reads::Utilization | Reads::Temperature | Reads::Memory
+        )
+    }
+
     const COUNT: usize = 7;
     const ALL: [Reads; Reads::COUNT] = [
         Reads::SmClock,
@@ -156,6 +171,9 @@ struct GpmState {
 /// on its own 100 ms cadence, its values holding over the 100 ms between
 /// two samples, while the other readings keep the telemetry period.
 const GPM_PERIOD_NS: u64 = 100_000_000;
+
+/// Shortest time between two reads of the medium readings (and GPM's).
+pub const MEDIUM_PERIOD_NS: u64 = GPM_PERIOD_NS;
 
 /// The GPM metrics read, and their scale to the track's unit.
 const GPM_METRICS: [(Gpm, Metric, f64); 8] = [
@@ -258,6 +276,8 @@ struct Fast {
     dev: nvml::Device,
     off: [bool; Reads::COUNT],
     gpm: Option<GpmState>,
+    /// When the medium readings were last read.
+    medium_at: Option<u64>,
 }
 
 impl Fast {
@@ -288,8 +308,14 @@ impl Probe for Fast {
         {
             self.gpm = None;
         }
+        let medium = self
+            .medium_at
+            .is_none_or(|at| r.now().saturating_sub(at) >= MEDIUM_PERIOD_NS);
+        if medium {
+            self.medium_at = Some(r.now());
+        }
         for (i, which) in Reads::ALL.into_iter().enumerate() {
-            if self.off[i] {
+            if self.off[i] || (which.medium() && !medium) {
                 continue;
             }
             if let Err(e) = self.reading(which, r)
@@ -309,6 +335,7 @@ impl Probe for Fast {
         if let Some(g) = &mut self.gpm {
             g.latest = None;
         }
+        self.medium_at = None;
     }
 }
 

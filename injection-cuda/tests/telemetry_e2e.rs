@@ -143,6 +143,25 @@ fn nvml_telemetry_and_gpm_are_counter_tracks_with_units() {
     );
     assert!(clocks.iter().all(|&v| v == 1980.0));
     assert!(values(&t, "clocks.mem").iter().all(|&v| v == 3201.0));
+    // The SM clock, power and reasons every period; the memory clock,
+    // utilisation, temperature and memory used (dear, and updated slowly by
+    // the driver) every 100 ms, with GPM.
+    for m in ["power.draw", "clocks_event_reasons.active"] {
+        assert_eq!(values(&t, m).len(), clocks.len(), "{m} every period");
+    }
+    for m in [
+        "clocks.mem",
+        "utilization.gpu",
+        "temperature.gpu",
+        "memory.used",
+    ] {
+        let n = values(&t, m).len();
+        assert!(
+            n >= 2 && n * 5 <= clocks.len(),
+            "{m} every 100 ms: {n} samples against {} clock samples",
+            clocks.len()
+        );
+    }
     assert_eq!(values(&t, "power.draw")[0], 352.5, "mW as W");
     assert_eq!(values(&t, "temperature.gpu")[0], 54.0);
     assert_eq!(values(&t, "utilization.gpu")[0], 87.0);
