@@ -475,3 +475,49 @@ fn profiler_api_windows_toggled_many_times_hold_exactly_their_kernels_and_are_ma
     assert_eq!(closed, 20);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A duty cycle (`INJECTION_WINDOW`, `INJECTION_EVERY`) opens a window at start and again at
+/// each period: kernels launched inside each window are recorded, those between are not.
+#[test]
+fn a_duty_cycle_records_each_periods_window() {
+    let dir = tmpdir("duty");
+    // Windows [0, 300 ms), [1 s, 1.3 s), [2 s, 2.3 s): the program launches at about 0.1 s
+    // (inside), 0.6 s (outside), 1.15 s (inside), 1.65 s (outside), 2.15 s (inside).
+    let s = scenario(vec![
+        Op::SleepUs { us: 100_000 },
+        launches("before", 2),
+        Op::StreamSync { stream: 1 },
+        Op::SleepUs { us: 500_000 },
+        launches("after", 3),
+        Op::StreamSync { stream: 1 },
+        Op::SleepUs { us: 550_000 },
+        launches("between", 4),
+        Op::StreamSync { stream: 1 },
+        Op::SleepUs { us: 500_000 },
+        launches("after", 3),
+        Op::StreamSync { stream: 1 },
+        Op::SleepUs { us: 500_000 },
+        launches("between", 5),
+        Op::StreamSync { stream: 1 },
+    ]);
+    let out = run(
+        &dir,
+        s,
+        &[
+            ("INJECTION_WINDOW", "300ms".to_owned()),
+            ("INJECTION_EVERY", "1s".to_owned()),
+        ],
+    )
+    .join()
+    .expect("run");
+    let t = check_trace(&dir.join("trace.pftrace"));
+    assert_eq!(
+        kernels(&t),
+        BTreeMap::from([("_Z6beforev".to_owned(), 2), ("_Z7betweenv".to_owned(), 9)]),
+        "{}",
+        out.stderr
+    );
+    let w = windows(&t);
+    assert!(w.len() >= 3, "{w:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
