@@ -82,13 +82,20 @@ fn main() {
     time("memory", n, || dev.memory());
     time("clocks_event_reasons", n, || dev.clocks_event_reasons());
     for (name, f) in [
-        ("cold clock(SM)", &(|| dev.clock(Clock::Sm).map(|_| ())) as &dyn Fn() -> nvml::Result<()>),
-        ("cold clock(memory)", &|| dev.clock(Clock::Memory).map(|_| ())),
+        (
+            "cold clock(SM)",
+            &(|| dev.clock(Clock::Sm).map(|_| ())) as &dyn Fn() -> nvml::Result<()>,
+        ),
+        ("cold clock(memory)", &|| {
+            dev.clock(Clock::Memory).map(|_| ())
+        }),
         ("cold utilization", &|| dev.utilization().map(|_| ())),
         ("cold power", &|| dev.power_mw().map(|_| ())),
         ("cold temperature", &|| dev.temperature_c().map(|_| ())),
         ("cold memory", &|| dev.memory().map(|_| ())),
-        ("cold clocks_event_reasons", &|| dev.clocks_event_reasons().map(|_| ())),
+        ("cold clocks_event_reasons", &|| {
+            dev.clocks_event_reasons().map(|_| ())
+        }),
     ] {
         cold(name, 100, f);
     }
