@@ -899,6 +899,10 @@ fn emitter_loop(inner: Arc<Inner>) {
             thread_names: inner.recorder.thread_names(),
         },
     );
+    if inner.config.mode.system() {
+        // A system session's file holds every traced process of the host.
+        enc.name_process_in_queues();
+    }
     let mut last_backend_flush = Instant::now();
     let mut last_snapshot: Option<Instant> = None;
     let mut marks = Watermarks::default();

@@ -227,6 +227,9 @@ pub(crate) type ClockSampler = Arc<dyn Fn() -> Option<(u64, u64)> + Send + Sync>
 /// The emitter's encoder: process-wide naming and ids, plus scratch buffers.
 pub(crate) struct Encoder {
     pid: u32,
+    /// Whether queue names say which process they belong to (see
+    /// [`Encoder::name_process_in_queues`]).
+    process_in_queues: bool,
     backend: BackendInfo,
     clock: ClockSpec,
     /// Reads (custom GPU clock, BOOTTIME) for snapshots.
@@ -317,6 +320,7 @@ impl Encoder {
         };
         Self {
             pid,
+            process_in_queues: false,
             backend,
             clock,
             clock_sampler,
@@ -346,6 +350,16 @@ impl Encoder {
             order: Vec::new(),
             activity: activity::State::default(),
         }
+    }
+
+    /// Names the process in every GPU queue it describes from now on
+    /// ("GPU 0 · pid 4242 · stream 7"). For a trace that may hold several
+    /// processes (a system session): the trace processor keys a GPU queue's
+    /// track by its name and iid alone, so the same stream number of two
+    /// processes on one GPU would otherwise share a track, each process's
+    /// kernels drawn among the other's.
+    pub(crate) fn name_process_in_queues(&mut self) {
+        self.process_in_queues = true;
     }
 
     pub(crate) fn totals(&self) -> Totals {

@@ -301,17 +301,27 @@ impl Encoder {
             .map(|d| d.name)
             .unwrap_or_else(|| "GPU".to_owned());
         let api = self.backend.name;
+        // Whose queue, where a trace may hold several processes.
+        let (process, of_process, on) = if self.process_in_queues {
+            (
+                format!(" · pid {}", self.pid),
+                format!(" of process {}", self.pid),
+                "on",
+            )
+        } else {
+            (String::new(), String::new(), "of")
+        };
         let (name, desc, category) = match (device, stream) {
             (_, UVM_STREAM) => (
-                format!("GPU {device} · unified memory"),
+                format!("GPU {device}{process} · unified memory"),
                 format!(
-                    "{api} unified-memory migrations, faults and thrashing of {dev_name} (GPU {device}), and the CPU's page faults"
+                    "{api} unified-memory migrations, faults and thrashing{of_process} {on} {dev_name} (GPU {device}), and the CPU's page faults"
                 ),
                 wire::spec::CATEGORY_OTHER,
             ),
             _ => (
-                format!("GPU {device} · stream {stream}"),
-                format!("{api} stream {stream} on {dev_name} (GPU {device})"),
+                format!("GPU {device}{process} · stream {stream}"),
+                format!("{api} stream {stream}{of_process} on {dev_name} (GPU {device})"),
                 wire::spec::CATEGORY_COMPUTE,
             ),
         };
@@ -612,5 +622,61 @@ mod tests {
             })
             .collect();
         assert_eq!(names, ["vecAdd", "Memcpy HtoD"]);
+    }
+    /// A queue's name and description, as interned with its first event,
+    /// by an encoder that names its process in queues or not.
+    fn queue_spec(name_process: bool) -> (String, String) {
+        use super::super::test_support::{Fixture, all, s as st, u};
+        let mut f = Fixture::new(ClockSpec::Boottime);
+        if name_process {
+            f.enc.name_process_in_queues();
+        }
+        let n = f.kernels.names(&f.names, "_Z1kv");
+        let k = f.kernels.register(crate::model::KernelDesc::new(
+            n.mangled,
+            n.demangled,
+            n.display,
+            f.names.intern("sm_90"),
+        ));
+        let b = [kernel_batch(&[1_000], k)];
+        let ids = f.enc.prepare(&b);
+        let mut sink = Packets::default();
+        f.enc
+            .write_render_stages(&mut RsSeq::default(), &b, &ids, &mut sink);
+        let specs: Vec<(String, String)> = sink
+            .0
+            .iter()
+            .flat_map(|p| all(p, wire::packet::INTERNED_DATA))
+            .flat_map(|i| all(i.as_bytes().unwrap(), wire::interned::GPU_SPECIFICATIONS))
+            .map(|v| v.as_bytes().unwrap())
+            .filter(|sp| u(sp, &[wire::spec::IID]).is_some_and(|iid| iid >= QUEUE_IID_BASE))
+            .map(|sp| {
+                (
+                    st(sp, &[wire::spec::NAME]).unwrap().to_owned(),
+                    st(sp, &[wire::spec::DESCRIPTION]).unwrap().to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(specs.len(), 1, "{specs:?}");
+        specs.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn queues_name_their_process_where_a_trace_holds_several() {
+        use super::super::test_support::PID;
+        assert_eq!(
+            queue_spec(false),
+            (
+                "GPU 0 · stream 7".to_owned(),
+                "CUDA stream 7 on GPU (GPU 0)".to_owned()
+            )
+        );
+        assert_eq!(
+            queue_spec(true),
+            (
+                format!("GPU 0 · pid {PID} · stream 7"),
+                format!("CUDA stream 7 of process {PID} on GPU (GPU 0)")
+            )
+        );
     }
 }
