@@ -899,6 +899,7 @@ fn emitter_loop(inner: Arc<Inner>) {
             thread_names: inner.recorder.thread_names(),
         },
     );
+    enc.set_rank(inner.config.rank);
     let mut last_backend_flush = Instant::now();
     let mut last_snapshot: Option<Instant> = None;
     let mut marks = Watermarks::default();
