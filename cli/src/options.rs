@@ -103,7 +103,12 @@ pub(crate) fn check(flags: &[Flag], verbose: bool) -> Result<Checked, String> {
     };
     let mut problems: Vec<Problem> = Vec::new();
     let (config, p) = Config::from_lookup(get);
-    problems.extend(p);
+    // The launcher's rank variables are not ours to refuse: each traced
+    // process says once that it ignores a bad one.
+    problems.extend(
+        p.into_iter()
+            .filter(|p| !gpu_trace_core::rank::vars::ALL.contains(&p.var)),
+    );
     problems.extend(KernelFilter::from_lookup(&get).1);
     problems.extend(CudaConfig::from_lookup(get).1);
     problems.extend(windows::Plan::from_lookup(&get).1);

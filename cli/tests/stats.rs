@@ -776,7 +776,7 @@ fn report_top_and_name_width_shape_the_output() {
     for (args, msg) in [
         (
             vec!["--report", "kernels,kernal"],
-            "gpu-trace: --report \"kernal\": expected kernels, memops, api, nvtx, counters, devices, telemetry, streams, threads (comma-separated)",
+            "gpu-trace: --report \"kernal\": expected ranks, kernels, memops, api, nvtx, counters, devices, telemetry, streams, threads (comma-separated)",
         ),
         (
             vec!["--top", "ten"],

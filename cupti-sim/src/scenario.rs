@@ -110,6 +110,20 @@ pub enum Op {
         #[serde(default)]
         stream: Option<u32>,
     },
+    /// `cudaMemcpyPeer` (`cudaMemcpyPeerAsync` with a stream), with its
+    /// driver copy inside: a `MEMCPY2` (peer-to-peer) record, run by
+    /// device 0's context.
+    MemcpyPeer {
+        /// Bytes.
+        bytes: u64,
+        /// Source device ordinal.
+        src_device: u32,
+        /// Destination device ordinal.
+        dst_device: u32,
+        /// Async on this stream.
+        #[serde(default)]
+        stream: Option<u32>,
+    },
     /// `cudaMemset` (`cudaMemsetAsync` with a stream).
     Memset {
         /// Bytes.
@@ -284,6 +298,9 @@ pub enum UvmOp {
     /// GPU 0 and the CPU contending for a region (an instant).
     Thrashing,
 }
+
+/// The name the trace gives a peer-to-peer copy.
+pub const PEER_COPY: &str = "Memcpy PtoP";
 
 /// The opaque `CUstream` of scripted stream `n` (0 stays the null handle).
 pub fn stream_handle(n: u32) -> u64 {
@@ -470,6 +487,20 @@ impl Scenario {
                             self.call((rt, driver_copy(*kind, stream.is_some())), 1);
                             if self.open {
                                 bump(&mut self.e.copies, kind.trace_name(), 1);
+                                self.e.copy_bytes += bytes;
+                            }
+                        }
+                        Op::MemcpyPeer { bytes, stream, .. } => {
+                            self.call(
+                                if stream.is_some() {
+                                    ("cudaMemcpyPeerAsync_v4000", "cuMemcpyPeerAsync")
+                                } else {
+                                    ("cudaMemcpyPeer_v4000", "cuMemcpyPeer")
+                                },
+                                1,
+                            );
+                            if self.open {
+                                bump(&mut self.e.copies, PEER_COPY, 1);
                                 self.e.copy_bytes += bytes;
                             }
                         }

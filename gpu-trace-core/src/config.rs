@@ -43,8 +43,9 @@ pub mod vars {
     pub const QUEUE_SIZE: &str = "INJECTION_QUEUE_SIZE";
     /// What a recording thread does when that queue is full: `wait` or `drop`.
     pub const QUEUE_FULL: &str = "INJECTION_QUEUE_FULL";
-    /// Every variable core reads, for diagnostics.
-    pub const ALL: [&str; 13] = [
+    /// Every variable core reads, for diagnostics (with the launcher's
+    /// rank variables, [`crate::rank::vars`]).
+    pub const ALL: [&str; 16] = [
         VERBOSE,
         METRICS,
         SUFFIX,
@@ -58,6 +59,9 @@ pub mod vars {
         TELEMETRY_PERIOD,
         TELEMETRY_SLOW_PERIOD,
         TELEMETRY_LOCK_DIR,
+        crate::rank::vars::RANK,
+        crate::rank::vars::LOCAL_RANK,
+        crate::rank::vars::WORLD_SIZE,
     ];
 }
 
@@ -209,6 +213,9 @@ pub struct Config {
     pub recording: Recording,
     /// How device telemetry is sampled.
     pub telemetry: TelemetryConfig,
+    /// The process's rank in a multi-process job (`RANK`, `LOCAL_RANK`,
+    /// `WORLD_SIZE`), which its trace then names.
+    pub rank: Option<crate::rank::Rank>,
 }
 
 /// Default output pattern: `<program>-<pid>.pftrace` in the working directory.
@@ -241,6 +248,7 @@ impl Default for Config {
             flush_period: DEFAULT_FLUSH_PERIOD,
             recording: Recording::default(),
             telemetry: TelemetryConfig::default(),
+            rank: None,
         }
     }
 }
@@ -487,6 +495,9 @@ impl Config {
         ) {
             c.queue_full_waits = w;
         }
+        let (rank, p) = crate::rank::Rank::from_lookup(&get);
+        c.rank = rank;
+        problems.extend(p);
         // Naming metrics asks for counters.
         if !c.metrics.is_empty() && get(vars::TRACE).is_none() {
             c.recording.counters = true;

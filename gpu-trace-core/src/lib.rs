@@ -27,6 +27,7 @@ pub mod log;
 pub mod model;
 pub mod names;
 pub mod output;
+pub mod rank;
 pub mod registry;
 mod sharded;
 #[cfg(feature = "perfetto")]

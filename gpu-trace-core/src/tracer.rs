@@ -903,6 +903,7 @@ fn emitter_loop(inner: Arc<Inner>) {
         // A system session's file holds every traced process of the host.
         enc.name_process_in_queues();
     }
+    enc.set_rank(inner.config.rank);
     let mut last_backend_flush = Instant::now();
     let mut last_snapshot: Option<Instant> = None;
     let mut marks = Watermarks::default();

@@ -562,6 +562,11 @@ fn field_numbers_match_the_sdk() {
         "wire::track_descriptor::PROCESS_NAME"
     );
     assert_eq!(
+        wire::track_descriptor::PROCESS_LABELS,
+        Pd::ProcessLabels as u32,
+        "wire::track_descriptor::PROCESS_LABELS"
+    );
+    assert_eq!(
         wire::track_descriptor::THREAD_PID,
         Thd::Pid as u32,
         "wire::track_descriptor::THREAD_PID"

@@ -3,7 +3,7 @@
 
 use crate::model::{
     ArgVal, Args, Context, CounterUnits, CounterValue, DeviceInfo, GpuEvent, Instant, KernelInfo,
-    LogLine, Slice, Stage, Str, Thread, TrackInfo,
+    LogLine, ProcessInfo, Slice, Stage, Str, Thread, TrackInfo,
 };
 use crate::pb::{DecodeError, Fields, Value};
 use crate::stats::trace_stats;
@@ -647,8 +647,15 @@ impl Out<'_> {
                 }
             }
             wire::packet::TRACK_DESCRIPTOR => {
-                let (uuid, info) = track_descriptor(b)?;
+                let (uuid, info, process) = track_descriptor(b)?;
                 self.t.tracks.insert(uuid, info);
+                if let Some(p) = process {
+                    let at = match stamp {
+                        Ts::Boot(v) if has_ts => v,
+                        _ => 0,
+                    };
+                    describe_process(&mut self.t.processes, p, at);
+                }
             }
             wire::packet::GPU_COUNTER_EVENT => {
                 if !has_ts {
@@ -1274,12 +1281,44 @@ fn packed(p: &[u8], out: &mut Vec<u64>) -> Result<(), DecodeError> {
     Ok(())
 }
 
-fn track_descriptor(b: &[u8]) -> Result<(u64, TrackInfo), DecodeError> {
+/// Adds what a process descriptor written at `at` says, as
+/// trace_processor takes it: the latest name, and labels.
+fn describe_process(list: &mut Vec<ProcessInfo>, p: ProcessInfo, at: u64) {
+    let Some(known) = list.iter_mut().find(|k| k.pid == p.pid) else {
+        list.push(ProcessInfo { named_at: at, ..p });
+        return;
+    };
+    if !p.name.is_empty() && at >= known.named_at {
+        known.name = p.name;
+        known.named_at = at;
+    }
+    if !p.labels.is_empty() {
+        known.labels = p.labels;
+    }
+}
+
+fn track_descriptor(b: &[u8]) -> Result<(u64, TrackInfo, Option<ProcessInfo>), DecodeError> {
     let mut uuid = 0;
     let mut t = TrackInfo::default();
+    let mut process = None;
     for f in Fields::new(b) {
         let (n, v) = f?;
         match n {
+            wire::track_descriptor::PROCESS => {
+                let mut p = ProcessInfo::default();
+                for f in Fields::new(v.as_bytes().unwrap_or_default()) {
+                    let (n, v) = f?;
+                    match n {
+                        wire::track_descriptor::PROCESS_PID => {
+                            p.pid = v.as_u64().unwrap_or(0) as i64
+                        }
+                        wire::track_descriptor::PROCESS_NAME => p.name = s(&v),
+                        wire::track_descriptor::PROCESS_LABELS => p.labels.push(s(&v)),
+                        _ => {}
+                    }
+                }
+                process = Some(p);
+            }
             wire::track_descriptor::UUID => uuid = v.as_u64().unwrap_or(0),
             wire::track_descriptor::PARENT_UUID => t.parent = v.as_u64(),
             wire::track_descriptor::NAME => t.name = s(&v),
@@ -1303,7 +1342,7 @@ fn track_descriptor(b: &[u8]) -> Result<(u64, TrackInfo), DecodeError> {
             _ => {}
         }
     }
-    Ok((uuid, t))
+    Ok((uuid, t, process))
 }
 
 /// Appends the values of one `GpuCounterEvent` to `out` (their timestamps

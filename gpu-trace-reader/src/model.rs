@@ -307,6 +307,30 @@ pub struct Thread {
     pub tid: i64,
 }
 
+/// A process as the trace describes it (`ProcessDescriptor`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProcessInfo {
+    /// Process id.
+    pub pid: i64,
+    /// Its name: that of its latest descriptor (by timestamp, then file
+    /// order), as trace_processor names it.
+    pub name: String,
+    /// `process_labels` (`key=value` in gpu-trace's traces, such as
+    /// `rank=1`) of the latest descriptor that has labels.
+    pub labels: Vec<String>,
+    /// When the named descriptor was written (0: no timestamp).
+    pub(crate) named_at: u64,
+}
+
+impl ProcessInfo {
+    /// The value of label `key=value`.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find_map(|l| l.split_once('=').filter(|(k, _)| *k == key).map(|(_, v)| v))
+    }
+}
+
 /// A thread or named track.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TrackInfo {

@@ -3,7 +3,8 @@
 use crate::decode::{Decoder, RawTe, TeKey};
 use crate::frame::{Field, Frames};
 use crate::model::{
-    CounterValue, DeviceInfo, GpuEvent, Instant, LogLine, Slice, Stage, Thread, TrackInfo,
+    CounterValue, DeviceInfo, GpuEvent, Instant, LogLine, ProcessInfo, Slice, Stage, Thread,
+    TrackInfo,
 };
 use crate::pb::DecodeError;
 use crate::progress::Bar;
@@ -34,6 +35,9 @@ pub struct Trace {
     pub logs: Vec<LogLine>,
     /// Track descriptors by uuid.
     pub tracks: HashMap<u64, TrackInfo>,
+    /// The processes that process descriptors describe, in the order
+    /// first described.
+    pub processes: Vec<ProcessInfo>,
     /// Service statistics, if the trace has them.
     pub losses: Option<ServiceLosses>,
     /// Data-source names in the session's embedded `TraceConfig`.
@@ -329,6 +333,11 @@ impl Trace {
     /// GPU events by id.
     pub fn gpu_events_by_id(&self) -> HashMap<u64, &GpuEvent> {
         self.gpu_events.iter().map(|e| (e.event_id, e)).collect()
+    }
+
+    /// The process `pid`, as its descriptors describe it.
+    pub fn process(&self, pid: i64) -> Option<&ProcessInfo> {
+        self.processes.iter().find(|p| p.pid == pid)
     }
 
     /// The thread a slice's track belongs to.

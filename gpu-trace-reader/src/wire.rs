@@ -211,6 +211,7 @@ pub mod track_descriptor {
     pub const THREAD: u32 = 4;
     pub const PROCESS_PID: u32 = 1;
     pub const PROCESS_NAME: u32 = 6;
+    pub const PROCESS_LABELS: u32 = 8;
     pub const THREAD_PID: u32 = 1;
     pub const THREAD_TID: u32 = 2;
     pub const THREAD_NAME: u32 = 5;

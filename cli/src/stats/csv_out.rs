@@ -1,12 +1,14 @@
 //! The summary as CSV: one table per report, each with its own header row,
 //! separated by an empty line. Every row starts with `report`, `scope`
-//! (`process`, `all` for the tables over several processes, or `device` for
-//! telemetry, which is a GPU's, not a process's), `file` (a device's traces
+//! (`process`, `all` for the tables over several processes, `device` for
+//! telemetry, which is a GPU's, not a process's, `rank` for a row of the
+//! ranks table and `job` for its total and verdict), `file` (a device's traces
 //! joined by `;`) and `pid`, so that rows stay identifiable when the tables
 //! are concatenated or filtered. Names are whole; numbers are plain (ns,
 //! bytes, %).
 
 use super::dist::Row;
+use super::ranks::{RankRow, Ranks};
 use super::report::{CounterRow, Summary, Tables};
 use super::telemetry::DeviceTelemetry;
 use super::{Options, Report};
@@ -163,7 +165,7 @@ fn add(tables: &mut Vec<(String, Table)>, r: Report, lead: &Lead<'_>, t: &Tables
             counters(&mut tables[i].1, lead, "counters_by_kernel", &rows);
         }
         // Once, over every scope (see `render`).
-        Report::Telemetry => {}
+        Report::Telemetry | Report::Ranks => {}
         Report::Devices => {
             let i = table(
                 tables,
@@ -330,12 +332,136 @@ fn telemetry(tables: &mut Vec<(String, Table)>, devices: &[DeviceTelemetry]) {
     }
 }
 
+/// The ranks table (scope `rank`), with a row over all ranks (scope
+/// `job`), and the verdict as a table of one row.
+fn ranks(tables: &mut Vec<(String, Table)>, r: &Ranks) {
+    let i = table(
+        tables,
+        "ranks",
+        &[
+            "rank",
+            "order",
+            "gpus",
+            "kernels",
+            "copies",
+            "api_calls",
+            "gpu_busy_ns",
+            "steps",
+            "step_ns",
+            "gpu_per_step_ns",
+            "waiting_pct",
+        ],
+    );
+    let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+    for x in &r.rows {
+        let lead = Lead {
+            scope: "rank",
+            file: Some(&x.file),
+            pid: Some(x.pid),
+        };
+        tables[i].1.row(
+            &lead,
+            "ranks",
+            &[
+                x.rank.map(|r| r.to_string()).unwrap_or_default(),
+                x.order.to_string(),
+                x.devices
+                    .iter()
+                    .map(|g| g.to_string())
+                    .collect::<Vec<_>>()
+                    .join(";"),
+                x.kernels.to_string(),
+                x.copies.to_string(),
+                x.api_calls.to_string(),
+                x.gpu_busy.to_string(),
+                x.steps.to_string(),
+                opt(x.step_time),
+                opt(x.gpu_per_step),
+                x.wait_pct.to_string(),
+            ],
+        );
+    }
+    let sum = |f: fn(&RankRow) -> u64| r.rows.iter().map(f).sum::<u64>().to_string();
+    let job = Lead {
+        scope: "job",
+        file: None,
+        pid: None,
+    };
+    tables[i].1.row(
+        &job,
+        "ranks",
+        &[
+            String::new(),
+            String::new(),
+            String::new(),
+            sum(|x| x.kernels),
+            sum(|x| x.copies),
+            sum(|x| x.api_calls),
+            sum(|x| x.gpu_busy),
+            sum(|x| x.steps),
+            String::new(),
+            String::new(),
+            String::new(),
+        ],
+    );
+    let j = table(
+        tables,
+        "rank_verdict",
+        &[
+            "rank",
+            "order",
+            "measure",
+            "value",
+            "median_of_others",
+            "excess",
+            "verdict",
+        ],
+    );
+    let cells = match &r.straggler {
+        Some(s) => {
+            let x = &r.rows[s.row];
+            let lead = Lead {
+                scope: "job",
+                file: Some(&x.file),
+                pid: Some(x.pid),
+            };
+            let c = [
+                x.rank.map(|r| r.to_string()).unwrap_or_default(),
+                x.order.to_string(),
+                s.measure.key().to_owned(),
+                s.value.to_string(),
+                s.others.to_string(),
+                s.excess.to_string(),
+                r.verdict(),
+            ];
+            tables[j].1.row(&lead, "rank_verdict", &c);
+            return;
+        }
+        None => [
+            String::new(),
+            String::new(),
+            r.measure.key().to_owned(),
+            String::new(),
+            String::new(),
+            String::new(),
+            r.verdict(),
+        ],
+    };
+    tables[j].1.row(&job, "rank_verdict", &cells);
+}
+
 /// Renders the summary as CSV.
 pub(crate) fn render(s: &Summary, o: &Options) -> String {
     let mut tables: Vec<(String, Table)> = Vec::new();
     for &r in &o.reports {
         if r == Report::Telemetry {
             telemetry(&mut tables, &s.telemetry);
+            continue;
+        }
+        if r == Report::Ranks {
+            if let Some(x) = &s.ranks {
+                ranks(&mut tables, x);
+            }
             continue;
         }
         if s.several() {

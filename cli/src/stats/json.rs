@@ -7,6 +7,7 @@
 //! file.
 
 use super::dist::Row;
+use super::ranks::Ranks;
 use super::read::Span;
 use super::report::{CounterRow, FileHeader, Summary, Tables};
 use super::telemetry::DeviceTelemetry;
@@ -75,6 +76,8 @@ fn tables(
     let rows = |r: &[Row]| Value::from(take(r, o).iter().map(row).collect::<Vec<_>>());
     for r in &o.reports {
         let (key, v) = match r {
+            // Over the processes, at the top level (see `render`).
+            Report::Ranks => continue,
             Report::Kernels => ("kernels", rows(&t.kernels)),
             Report::Memops => ("memops", rows(&t.memory)),
             Report::Api => ("api", rows(&t.api)),
@@ -180,6 +183,36 @@ fn file(h: &FileHeader) -> Value {
     })
 }
 
+/// The ranks of a job, with the verdict.
+pub(crate) fn ranks(r: &Ranks) -> Value {
+    json!({
+        "known": r.known,
+        "note": r.note(),
+        "compared": r.measure.key(),
+        "rows": r.rows.iter().map(|x| json!({
+            "rank": x.rank, "order": x.order, "world_size": x.world_size, "file": x.file,
+            "pid": x.pid, "gpus": x.devices, "kernels": x.kernels, "copies": x.copies,
+            "api_calls": x.api_calls, "gpu_busy_ns": x.gpu_busy, "steps": x.steps,
+            "step_ns": x.step_time, "gpu_per_step_ns": x.gpu_per_step,
+            "waiting_pct": x.wait_pct,
+        })).collect::<Vec<_>>(),
+        "total": {
+            "kernels": r.rows.iter().map(|x| x.kernels).sum::<u64>(),
+            "copies": r.rows.iter().map(|x| x.copies).sum::<u64>(),
+            "api_calls": r.rows.iter().map(|x| x.api_calls).sum::<u64>(),
+            "gpu_busy_ns": r.rows.iter().map(|x| x.gpu_busy).sum::<u64>(),
+        },
+        "straggler": r.straggler.as_ref().map(|s| {
+            let x = &r.rows[s.row];
+            json!({
+                "rank": x.rank, "order": x.order, "pid": x.pid, "measure": s.measure.key(),
+                "value": s.value, "median_of_others": s.others, "excess": s.excess,
+            })
+        }),
+        "verdict": r.verdict(),
+    })
+}
+
 /// Renders the summary as JSON.
 pub(crate) fn render(s: &Summary, o: &Options) -> Value {
     let mut top = Map::new();
@@ -204,10 +237,16 @@ pub(crate) fn render(s: &Summary, o: &Options) -> Value {
             let mut m = Map::new();
             m.insert("file".into(), json!(p.file));
             m.insert("pid".into(), json!(p.pid));
+            m.insert("rank".into(), json!(p.rank.map(|r| r.rank)));
             tables(&mut m, &p.tables, None, o);
             Value::Object(m)
         })
         .collect();
     top.insert("processes".into(), procs.into());
+    if o.reports.contains(&Report::Ranks)
+        && let Some(r) = &s.ranks
+    {
+        top.insert("ranks".into(), ranks(r));
+    }
     Value::Object(top)
 }

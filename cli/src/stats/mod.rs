@@ -12,6 +12,7 @@ mod busy;
 mod csv_out;
 mod dist;
 mod json;
+mod ranks;
 mod read;
 mod report;
 mod telemetry;
@@ -35,9 +36,9 @@ pub(crate) struct StatsArgs {
     /// Write the summary to FILE instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// The tables to show, comma-separated: kernels, memops, api, nvtx,
-    /// counters, devices, telemetry, streams, threads (default: all that
-    /// have rows).
+    /// The tables to show, comma-separated: ranks, kernels, memops, api,
+    /// nvtx, counters, devices, telemetry, streams, threads (default: all
+    /// that have rows; ranks only over several processes).
     #[arg(long, value_name = "LIST")]
     report: Option<String>,
     /// Only the first N rows of each table (the longest total time, the
@@ -60,6 +61,7 @@ pub(crate) struct StatsArgs {
 /// A table of the summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Report {
+    Ranks,
     Kernels,
     Memops,
     Api,
@@ -72,7 +74,8 @@ pub(crate) enum Report {
 }
 
 impl Report {
-    const ALL: [Report; 9] = [
+    const ALL: [Report; 10] = [
+        Report::Ranks,
         Report::Kernels,
         Report::Memops,
         Report::Api,
@@ -86,6 +89,7 @@ impl Report {
 
     pub(crate) fn name(self) -> &'static str {
         match self {
+            Report::Ranks => "ranks",
             Report::Kernels => "kernels",
             Report::Memops => "memops",
             Report::Api => "api",

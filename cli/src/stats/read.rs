@@ -863,6 +863,7 @@ impl Acc {
             window_spans: window_spans(&t.logs, end),
             telemetry: self.telemetry,
             procs,
+            processes: t.processes.clone(),
         }
     }
 }
@@ -1024,6 +1025,8 @@ pub(crate) struct FileData {
     /// Device telemetry, per GPU and counter.
     pub(crate) telemetry: Vec<TelemetryTrack>,
     pub(crate) procs: BTreeMap<Pid, ProcData>,
+    /// The processes' descriptors (names, rank labels).
+    pub(crate) processes: Vec<gpu_trace_reader::ProcessInfo>,
 }
 
 /// The window lines of a trace's log, (ts, opened), in time order.

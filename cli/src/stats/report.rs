@@ -82,6 +82,10 @@ pub(crate) struct Tables {
     pub(crate) devices: Vec<EngineRow>,
     pub(crate) streams: Vec<StreamRow>,
     pub(crate) threads: Vec<ThreadRow>,
+    /// The union of the scope's GPU work on each device (kernels, copies
+    /// and memsets: the intervals of the devices table), summed over its
+    /// devices, ns.
+    pub(crate) gpu_busy: u64,
 }
 
 /// One process, or (`file` and `pid` `None`) all of them.
@@ -89,6 +93,8 @@ pub(crate) struct Tables {
 pub(crate) struct Scope {
     pub(crate) file: Option<String>,
     pub(crate) pid: Option<Pid>,
+    /// Its rank in the job, from its descriptor's labels.
+    pub(crate) rank: Option<gpu_trace_core::rank::Rank>,
     pub(crate) tables: Tables,
 }
 
@@ -131,6 +137,9 @@ pub(crate) struct Summary {
     pub(crate) all: Tables,
     /// Device telemetry, per GPU (one sampled by several traces once).
     pub(crate) telemetry: Vec<DeviceTelemetry>,
+    /// The processes side by side as the ranks of one job, when there are
+    /// several.
+    pub(crate) ranks: Option<super::ranks::Ranks>,
 }
 
 impl Summary {
@@ -312,6 +321,11 @@ fn process(
         ..Tables::default()
     };
     (t.counters, t.counters_by_kernel) = counter_rows(&p.counters);
+    let mut per_gpu: BTreeMap<i64, Intervals> = BTreeMap::new();
+    for e in &p.engines {
+        per_gpu.entry(e.gpu).or_default().union(e.busy.clone());
+    }
+    t.gpu_busy = per_gpu.values_mut().map(Intervals::total).sum();
     t.devices = p
         .engines
         .iter_mut()
@@ -426,6 +440,11 @@ impl All {
             ..Tables::default()
         };
         (t.counters, t.counters_by_kernel) = counter_rows(&self.counters);
+        let mut per_gpu: FxHashMap<&DeviceKey, Intervals> = FxHashMap::default();
+        for ((key, _), e) in &self.engines {
+            per_gpu.entry(key).or_default().union(e.3.clone());
+        }
+        t.gpu_busy = per_gpu.values_mut().map(Intervals::total).sum();
         t.devices = self
             .engines
             .into_iter()
@@ -499,9 +518,13 @@ pub(crate) fn build(files: Vec<FileData>) -> Summary {
         for (pid, p) in f.procs {
             let traced = f.windows.map(|w| w.1);
             let tables = process(&f.path, i, &f.devices, pid, p, traced, all.as_mut());
+            let rank = f.processes.iter().find(|d| d.pid == pid).and_then(|d| {
+                gpu_trace_core::rank::Rank::from_labels(d.labels.iter().map(String::as_str))
+            });
             out.processes.push(Scope {
                 file: Some(f.path.clone()),
                 pid: Some(pid),
+                rank,
                 tables,
             });
         }
@@ -510,6 +533,7 @@ pub(crate) fn build(files: Vec<FileData>) -> Summary {
         .into_iter()
         .map(|(_, gpu, device, files, acc)| telemetry::table(gpu, device, files, acc))
         .collect();
+    out.ranks = super::ranks::of(&out.processes);
     out.all = match all {
         Some(a) => a.tables(),
         None => out

@@ -4,6 +4,7 @@
 use super::Options;
 use super::Report;
 use super::dist::Row;
+use super::ranks::{RankRow, Ranks};
 use super::read::Span;
 use super::report::{CounterRow, FileHeader, Summary, Tables, pid_text};
 use super::telemetry::DeviceTelemetry;
@@ -259,6 +260,8 @@ fn tables(
 ) {
     for r in &o.reports {
         match r {
+            // Once, over the processes (see `render`).
+            Report::Ranks => {}
             Report::Kernels => durations(out, "GPU kernels", &t.kernels, false, o, "none"),
             Report::Memops => durations(out, "GPU memory operations", &t.memory, true, o, "none"),
             Report::Api => durations(out, "API calls", &t.api, false, o, "none in the trace"),
@@ -281,6 +284,73 @@ fn tables(
             Report::Threads => threads(out, t, o, several),
         }
     }
+}
+
+const RANKS: &str = "Ranks (GPU busy: union of each device's work; waiting: share of the threads' traced time in API calls that wait for the GPU)";
+
+fn ranks(out: &mut String, r: &Ranks, o: &Options) {
+    let cells: Vec<Vec<String>> = r
+        .rows
+        .iter()
+        .map(|x| {
+            let opt = |v: Option<f64>| v.map_or("-".to_owned(), |v| int(v.round() as u64));
+            vec![
+                x.label(),
+                pid_text(x.pid),
+                x.devices
+                    .iter()
+                    .map(|g| g.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                int(x.kernels),
+                int(x.copies),
+                int(x.api_calls),
+                int(x.gpu_busy),
+                int(x.steps),
+                opt(x.step_time),
+                opt(x.gpu_per_step),
+                format!("{:.1}", x.wait_pct),
+                clip(&x.file, o.name_width).into_owned(),
+            ]
+        })
+        .collect();
+    grid(
+        out,
+        RANKS,
+        &[
+            "Rank",
+            "PID",
+            "GPUs",
+            "Kernels",
+            "Copies",
+            "API calls",
+            "GPU busy (ns)",
+            "Steps",
+            "Step (ns)",
+            "GPU/step (ns)",
+            "Waiting(%)",
+            "File",
+        ],
+        &cells,
+    );
+    let total = |f: fn(&RankRow) -> u64| int(r.rows.iter().map(f).sum());
+    let _ = writeln!(
+        out,
+        "  All ranks: {} kernels, {} copies, {} API calls, {} ns GPU busy",
+        total(|x| x.kernels),
+        total(|x| x.copies),
+        total(|x| x.api_calls),
+        total(|x| x.gpu_busy),
+    );
+    if let Some(n) = r.note() {
+        let _ = writeln!(out, "  Note: {n}");
+    }
+    let _ = writeln!(
+        out,
+        "
+Verdict: {}",
+        r.verdict()
+    );
 }
 
 const DEVICES: &str = "GPU busy time (union of each engine's work over the traced span)";
@@ -613,6 +683,13 @@ pub(crate) fn render(s: &Summary, o: &Options) -> String {
         header(&mut out, h);
         out.push('\n');
     }
+    if o.reports.contains(&Report::Ranks)
+        && let Some(r) = &s.ranks
+    {
+        let _ = writeln!(out, "== Ranks ==");
+        ranks(&mut out, r, o);
+        out.push('\n');
+    }
     let _ = writeln!(
         out,
         "== All {} processes{} ==",
@@ -626,9 +703,13 @@ pub(crate) fn render(s: &Summary, o: &Options) -> String {
     let _ = writeln!(out, "Span: {}", span_line(s.all.span));
     tables(&mut out, &s.all, Some(&s.telemetry), o, true);
     for p in &s.processes {
+        let rank = p.rank.map_or(String::new(), |r| match r.world_size {
+            Some(w) => format!(", rank {}/{w}", r.rank),
+            None => format!(", rank {}", r.rank),
+        });
         let _ = writeln!(
             out,
-            "\n== Process {} ({}) ==",
+            "\n== Process {}{rank} ({}) ==",
             pid_text(p.pid.unwrap_or_default()),
             p.file.as_deref().unwrap_or_default()
         );

@@ -51,6 +51,16 @@ struct MemcpyParams {
     kind: sys::cudaMemcpyKind,
 }
 
+/// `cudaMemcpyPeer(dst, dstDevice, src, srcDevice, count)`.
+#[repr(C)]
+struct MemcpyPeerParams {
+    dst: *mut c_void,
+    dst_device: i32,
+    src: *const c_void,
+    src_device: i32,
+    count: usize,
+}
+
 /// `cudaMemset(devPtr, value, count)`.
 #[repr(C)]
 struct MemsetParams {
@@ -467,6 +477,86 @@ impl Thread<'_> {
                         }
                     },
                 );
+            }
+            Op::MemcpyPeer {
+                bytes,
+                src_device,
+                dst_device,
+                stream,
+            } => {
+                let sync = MemcpyPeerParams {
+                    dst: 0x10000 as *mut c_void,
+                    dst_device: *dst_device as i32,
+                    src: 0x20000 as *const c_void,
+                    src_device: *src_device as i32,
+                    count: *bytes as usize,
+                };
+                let st = stream.unwrap_or(0);
+                let asy = sys::cudaMemcpyPeerAsync_v4000_params {
+                    dst: 0x10000 as *mut c_void,
+                    dstDevice: *dst_device as i32,
+                    src: 0x20000 as *const c_void,
+                    srcDevice: *src_device as i32,
+                    count: *bytes as usize,
+                    stream: stream_ptr(st),
+                };
+                let drv_async = sys::cuMemcpyPeerAsync_params {
+                    dstDevice: 0x10000,
+                    dstContext: CONTEXT_HANDLE as sys::CUcontext,
+                    srcDevice: 0x20000,
+                    srcContext: CONTEXT_HANDLE as sys::CUcontext,
+                    ByteCount: *bytes as usize,
+                    hStream: stream_ptr(st).cast(),
+                };
+                let funs = match stream {
+                    None => [
+                        Fun::new(
+                            "cudaMemcpyPeer_v4000",
+                            (&sync as *const MemcpyPeerParams).cast(),
+                        ),
+                        Fun::new("cuMemcpyPeer", std::ptr::null()),
+                    ],
+                    Some(_) => [
+                        Fun::new(
+                            "cudaMemcpyPeerAsync_v4000",
+                            (&asy as *const sys::cudaMemcpyPeerAsync_v4000_params).cast(),
+                        ),
+                        Fun::new(
+                            "cuMemcpyPeerAsync",
+                            (&drv_async as *const sys::cuMemcpyPeerAsync_params).cast(),
+                        ),
+                    ],
+                };
+                call(&funs, |corr| {
+                    let (start, end) = run_on(st, 2_000 + bytes / 100);
+                    let k = sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY2;
+                    if kind_on(k) {
+                        type Mem = sys::CUpti_ActivityMemoryKind;
+                        // SAFETY: plain C data; all zeroes is valid (as above).
+                        let mut r: sys::CUpti_ActivityMemcpyPtoP4 = unsafe { std::mem::zeroed() };
+                        r.kind = k;
+                        r.copyKind =
+                            sys::CUpti_ActivityMemcpyKind::CUPTI_ACTIVITY_MEMCPY_KIND_PTOP.0 as u8;
+                        r.srcKind = Mem::CUPTI_ACTIVITY_MEMORY_KIND_DEVICE.0 as u8;
+                        r.dstKind = Mem::CUPTI_ACTIVITY_MEMORY_KIND_DEVICE.0 as u8;
+                        r.flags = u8::from(stream.is_some());
+                        r.bytes = *bytes;
+                        r.start = start;
+                        r.end = end;
+                        r.deviceId = 0;
+                        r.contextId = 1;
+                        r.streamId = st + 10;
+                        r.srcDeviceId = *src_device;
+                        r.srcContextId = 1;
+                        r.dstDeviceId = *dst_device;
+                        r.dstContextId = 1;
+                        r.correlationId = corr;
+                        emit(k, "MEMCPY2", r);
+                    }
+                    if stream.is_none() {
+                        wait_until(end);
+                    }
+                });
             }
             Op::Memset {
                 bytes,

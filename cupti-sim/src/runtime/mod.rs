@@ -193,6 +193,7 @@ pub(crate) fn record_size(kind: u32) -> usize {
             size_of::<sys::CUpti_ActivityKernel10>()
         }
         K::CUPTI_ACTIVITY_KIND_MEMCPY => size_of::<sys::CUpti_ActivityMemcpy6>(),
+        K::CUPTI_ACTIVITY_KIND_MEMCPY2 => size_of::<sys::CUpti_ActivityMemcpyPtoP4>(),
         K::CUPTI_ACTIVITY_KIND_MEMSET => size_of::<sys::CUpti_ActivityMemset4>(),
         K::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER => {
             size_of::<sys::CUpti_ActivityUnifiedMemoryCounter3>()

@@ -208,6 +208,7 @@ struct ArgNames {
     dst_kind: NameId,
     src_device: NameId,
     dst_device: NameId,
+    bandwidth: NameId,
     value: NameId,
     memory_kind: NameId,
 }
@@ -277,6 +278,18 @@ pub(crate) struct Encoder {
     order: Vec<(u64, u32, u32, bool)>,
     /// Busy and wait accounting, and the counters it writes.
     activity: activity::State,
+    /// What the process descriptor says beyond the SDK's (its rank), and
+    /// the uuid of the process track it describes where not the SDK's
+    /// (tests).
+    process: Option<ProcessDesc>,
+    process_uuid: Option<u64>,
+}
+
+/// The process's name and labels, as its descriptor gives them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ProcessDesc {
+    pub(crate) name: String,
+    pub(crate) labels: Vec<String>,
 }
 
 /// The tracer's tables the encoder reads.
@@ -315,6 +328,7 @@ impl Encoder {
             dst_kind: names.intern("dst_kind"),
             src_device: names.intern("src_device"),
             dst_device: names.intern("dst_device"),
+            bandwidth: names.intern("bandwidth_GBps"),
             value: names.intern("value"),
             memory_kind: names.intern("memory_kind"),
         };
@@ -349,6 +363,8 @@ impl Encoder {
             open_ranges: HashSet::default(),
             order: Vec::new(),
             activity: activity::State::default(),
+            process: None,
+            process_uuid: None,
         }
     }
 
@@ -360,6 +376,14 @@ impl Encoder {
     /// kernels drawn among the other's.
     pub(crate) fn name_process_in_queues(&mut self) {
         self.process_in_queues = true;
+    }
+
+    /// Names the process's rank in the trace (see [`crate::rank`]).
+    pub(crate) fn set_rank(&mut self, rank: Option<crate::rank::Rank>) {
+        self.process = rank.map(|r| ProcessDesc {
+            name: format!("{}{}", track_events::sdk_process_name(), r.name_suffix()),
+            labels: r.labels(),
+        });
     }
 
     pub(crate) fn totals(&self) -> Totals {

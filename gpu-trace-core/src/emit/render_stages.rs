@@ -134,6 +134,9 @@ impl Encoder {
         if let Some((gpu, boot)) = snapshot {
             self.write_clock_snapshot(gpu, boot, sink);
         }
+        // For a trace without track events, where the SDK never describes
+        // the process.
+        self.describe_process(sink);
     }
 
     fn kernel_desc(&mut self, id: crate::model::KernelId) -> Option<Arc<crate::model::KernelDesc>> {
@@ -243,6 +246,7 @@ impl Encoder {
                 a.dst_kind,
                 a.src_device,
                 a.dst_device,
+                a.bandwidth,
             ],
             MemoryOpKind::Copy { .. } => &[a.device, a.stream, a.bytes, a.src_kind, a.dst_kind],
             MemoryOpKind::Set { .. } => &[a.device, a.stream, a.bytes, a.value, a.memory_kind],
@@ -275,6 +279,12 @@ impl Encoder {
                         if let Some((s, d)) = peer {
                             arg_uint(l, a.src_device, s as u64);
                             arg_uint(l, a.dst_device, d as u64);
+                            // What an interconnect delivered: the first
+                            // thing to read off a peer copy.
+                            if let Some(bw) = bandwidth_gbps(m.bytes, m.end.saturating_sub(m.start))
+                            {
+                                arg_double(l, a.bandwidth, bw);
+                            }
                         }
                     }
                     MemoryOpKind::Set { value, memory } => {
@@ -414,6 +424,19 @@ pub(super) fn arg_uint(l: &mut Writer, name: NameId, v: u64) {
         a.varint(wire::arg::NAME_IID, name.0 as u64)
             .varint(wire::arg::UINT, v);
     });
+}
+
+pub(super) fn arg_double(l: &mut Writer, name: NameId, v: f64) {
+    l.nested(wire::rse::LAUNCH_ARGS, |a| {
+        a.varint(wire::arg::NAME_IID, name.0 as u64)
+            .double(wire::arg::DOUBLE, v);
+    });
+}
+
+/// Bytes per nanosecond are GB/s (10^9 bytes a second); `None` for a copy
+/// without a duration.
+pub(super) fn bandwidth_gbps(bytes: u64, dur_ns: u64) -> Option<f64> {
+    (dur_ns > 0).then(|| bytes as f64 / dur_ns as f64)
 }
 
 pub(super) fn arg_str(l: &mut Writer, name: NameId, v: &str) {

@@ -2,8 +2,8 @@
 
 use super::clocks_logs::{absolute_timestamp, write_delta_clock_snapshot};
 use super::{
-    DELTA_CLOCK, Encoder, TE_CLOCK_SENTINEL, TrackEventSink, primary_event_id, range_track_uuid,
-    thread_track_uuid,
+    DELTA_CLOCK, Encoder, PacketSink, TE_CLOCK_SENTINEL, TrackEventSink, primary_event_id,
+    range_track_uuid, thread_track_uuid,
 };
 use crate::collector::Batch;
 use crate::model::{ApiCall, Event, Marker, MarkerEvent, NameId};
@@ -157,7 +157,35 @@ impl Encoder {
             sink.packet(p.as_bytes());
             self.te_last[inst] = Some(at);
             self.te_default[inst] = default_track;
+            // The SDK has just described the process on this (new or
+            // reset) sequence, by its command line alone.
+            self.describe_process(sink);
         }
+    }
+
+    /// Describes the process with its rank's name and labels, when it has
+    /// a rank. The trace processor names a process after its latest
+    /// descriptor, so this one is stamped now: after the SDK's, which it
+    /// writes when a sequence starts or is reset, just before our packets.
+    pub(super) fn describe_process(&mut self, sink: &mut dyn PacketSink) {
+        let uuid = self.process_uuid.or_else(perfetto_process_uuid);
+        let (Some(d), Some(uuid)) = (&self.process, uuid) else {
+            return;
+        };
+        let p = &mut self.pkt;
+        p.clear();
+        absolute_timestamp(p, crate::clock::boottime_ns());
+        p.nested(wire::packet::TRACK_DESCRIPTOR, |t| {
+            t.varint(wire::track_descriptor::UUID, uuid);
+            t.nested(wire::track_descriptor::PROCESS, |pd| {
+                pd.varint(wire::track_descriptor::PROCESS_PID, self.pid as u64)
+                    .string(wire::track_descriptor::PROCESS_NAME, &d.name);
+                for l in &d.labels {
+                    pd.string(wire::track_descriptor::PROCESS_LABELS, l);
+                }
+            });
+        });
+        sink.packet(p.as_bytes());
     }
 
     /// Writes each thread's "GPU wait" points (see [`super::activity`]) on
@@ -436,8 +464,21 @@ fn thread_name(pid: u32, tid: u32, known: &crate::collector::ThreadNames) -> Str
         .unwrap_or_else(|| format!("thread {tid}"))
 }
 
+/// The name the SDK gives the process: the first word of its command line.
+pub(super) fn sdk_process_name() -> String {
+    std::fs::read("/proc/self/cmdline")
+        .ok()
+        .and_then(|b| {
+            b.split(|&c| c == 0)
+                .next()
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+        })
+        .unwrap_or_else(crate::output::program_name)
+}
+
 /// The SDK's process track, parent of process-wide range tracks.
-fn perfetto_process_uuid() -> Option<u64> {
+pub(super) fn perfetto_process_uuid() -> Option<u64> {
     // Zero until track events are initialised (unit tests).
     Some(perfetto_sdk::track_event::TrackEventTrack::process_track_uuid()).filter(|&u| u != 0)
 }
@@ -582,5 +623,66 @@ mod tests {
             )
         });
         assert_eq!(name, Some("step"));
+    }
+
+    /// The process descriptors of `packets`: (packet timestamp, pid, name,
+    /// labels).
+    fn process_descriptors(packets: &[Vec<u8>]) -> Vec<(Option<u64>, u64, String, Vec<String>)> {
+        use super::super::test_support::all;
+        use wire::track_descriptor as D;
+        packets
+            .iter()
+            .filter_map(|p| {
+                let pd = at(p, &[P::TRACK_DESCRIPTOR, D::PROCESS])?.as_bytes()?;
+                let labels = all(pd, D::PROCESS_LABELS)
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_owned())
+                    .collect();
+                Some((
+                    u(p, &[P::TIMESTAMP]),
+                    u(pd, &[D::PROCESS_PID])?,
+                    s(pd, &[D::PROCESS_NAME])?.to_owned(),
+                    labels,
+                ))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_rank_names_the_process_on_every_new_sequence_after_the_sdk() {
+        let mut f = super::super::test_support::Fixture::new(ClockSpec::Boottime);
+        let name = f.names.intern("cudaLaunchKernel");
+        let b = [batch(
+            7,
+            vec![Event::Api(ApiCall::new(name, 7, 1_000, 1_100, 5))],
+            b"",
+        )];
+        // Without a rank the SDK's descriptor stands alone.
+        assert!(process_descriptors(&write(&mut f.enc, &b, true).packets).is_empty());
+
+        f.enc.process_uuid = Some(0xabc);
+        f.enc.set_rank(Some(crate::rank::Rank {
+            rank: 1,
+            local_rank: Some(0),
+            world_size: Some(2),
+        }));
+        let before = crate::clock::boottime_ns();
+        let mut sink = TePackets::default();
+        f.enc.write_api_calls(&b, &mut sink);
+        let d = process_descriptors(&sink.packets);
+        assert_eq!(d.len(), 1, "one descriptor on a new sequence");
+        let (ts, pid, name, labels) = &d[0];
+        assert!(ts.unwrap() >= before, "stamped when written: {ts:?}");
+        assert_eq!(*pid, PID as u64);
+        assert!(name.ends_with(" [rank 1/2]"), "{name}");
+        assert_eq!(labels, &["rank=1", "local_rank=0", "world_size=2"]);
+        // A sequence that already has it does not get it again.
+        f.enc.write_api_calls(&b, &mut sink);
+        assert_eq!(process_descriptors(&sink.packets).len(), 1);
+        // A render-stage sequence gets it when it starts.
+        let mut rs = super::super::test_support::Packets::default();
+        let mut seq = super::super::RsSeq::default();
+        f.enc.start_rs_sequence(&mut seq, 1_000, &mut rs);
+        assert_eq!(process_descriptors(&rs.0).len(), 1);
     }
 }
