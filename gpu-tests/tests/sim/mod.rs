@@ -205,7 +205,11 @@ impl Walker<'_> {
                 | Op::Announce { .. }
                 | Op::WaitFile { .. } => {}
                 // Not in the synthetic programs (their own suite checks them).
-                Op::Alloc { .. } | Op::Free { .. } | Op::Uvm { .. } => {}
+                Op::Alloc { .. }
+                | Op::Free { .. }
+                | Op::Uvm { .. }
+                | Op::MemcpyPeer { .. }
+                | Op::Signals { .. } => {}
                 // Recorded at its pop; its depth is the number of ranges open around it.
                 Op::NvtxPush { message, domain } => {
                     th.open.push((message.clone(), domain.clone(), 0));
