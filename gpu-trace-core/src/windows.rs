@@ -274,8 +274,7 @@ impl Shared {
     }
 
     fn mark_start(&self, n: u32, ts: u64, why: &str) {
-        self.recorder
-            .log(ts, false, &format!("{WINDOW_LOG} {n} opened ({why})"));
+        log_window(&self.recorder, ts, n, true, why);
     }
 
     /// Logs window `n`'s end, and its start first if that was not.
@@ -284,14 +283,22 @@ impl Shared {
             let at = self.opened_at.load(Ordering::Relaxed);
             self.mark_start(n, at, "start");
         }
-        self.recorder
-            .log(ts, false, &format!("{WINDOW_LOG} {n} closed ({why})"));
+        log_window(&self.recorder, ts, n, false, why);
     }
 }
 
 /// How window lines in the trace's GPU log begin: `recording window N
 /// opened (why)` and `recording window N closed (why)`.
 pub const WINDOW_LOG: &str = "recording window";
+
+#[cfg(feature = "perfetto")]
+/// Writes window `n`'s opening or closing line into the trace's GPU log at
+/// `ts`: the marker every kind of window (socket, schedule, capture range)
+/// leaves, and what `stats` reads back.
+pub fn log_window(recorder: &Recorder, ts: u64, n: u32, opened: bool, why: &str) {
+    let what = if opened { "opened" } else { "closed" };
+    recorder.log(ts, false, &format!("{WINDOW_LOG} {n} {what} ({why})"));
+}
 
 #[cfg(feature = "perfetto")]
 impl Windows {

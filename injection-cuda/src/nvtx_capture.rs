@@ -105,14 +105,12 @@ impl NvtxCapture {
         let n = n + 1;
         self.taken.store(n, Ordering::Relaxed);
         self.switch.set(true);
-        self.recorder.log(
+        gpu_trace_core::windows::log_window(
+            &self.recorder,
             gpu_trace_core::clock::boottime_ns(),
-            false,
-            &format!(
-                "{} {n} opened (NVTX range {:?})",
-                gpu_trace_core::windows::WINDOW_LOG,
-                self.name
-            ),
+            n,
+            true,
+            &format!("NVTX range {:?}", self.name),
         );
         true
     }
@@ -120,14 +118,12 @@ impl NvtxCapture {
     /// Closes the open window (its range ended).
     pub(crate) fn close(&self) {
         let n = self.taken.load(Ordering::Relaxed);
-        self.recorder.log(
+        gpu_trace_core::windows::log_window(
+            &self.recorder,
             gpu_trace_core::clock::boottime_ns(),
+            n,
             false,
-            &format!(
-                "{} {n} closed (NVTX range {:?} ended)",
-                gpu_trace_core::windows::WINDOW_LOG,
-                self.name
-            ),
+            &format!("NVTX range {:?} ended", self.name),
         );
         self.switch.set(false);
         if self.count.is_some_and(|c| n >= c) {

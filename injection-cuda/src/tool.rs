@@ -264,17 +264,15 @@ impl Capture {
             return false;
         };
         if cb.site() == cupti::callback::Site::Exit && self.switch.is_open() != open {
-            let log = gpu_trace_core::windows::WINDOW_LOG;
+            use gpu_trace_core::windows::log_window;
             let now = gpu_trace_core::clock::boottime_ns();
             if open {
                 let n = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
                 self.switch.set(true);
-                self.recorder
-                    .log(now, false, &format!("{log} {n} opened (cudaProfilerStart)"));
+                log_window(&self.recorder, now, n, true, "cudaProfilerStart");
             } else {
                 let n = self.opened.load(Ordering::Relaxed);
-                self.recorder
-                    .log(now, false, &format!("{log} {n} closed (cudaProfilerStop)"));
+                log_window(&self.recorder, now, n, false, "cudaProfilerStop");
                 self.switch.set(false);
             }
         }
