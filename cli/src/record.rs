@@ -353,6 +353,21 @@ pub(crate) fn record(a: RecordArgs, argv: &[String]) -> ExitCode {
         }
     }
 
+    if let Some(sig) = status.signal() {
+        // Said apart from the summary: a crash or a kill is the program's
+        // end, not a gpu-trace loss, and its trace ends at the last write.
+        eprintln!(
+            "gpu-trace: {} (pid {}) was ended by {}{}",
+            a.command[0],
+            child.id(),
+            crate::signals::signal_name(sig),
+            if status.core_dumped() {
+                " (core dumped)"
+            } else {
+                ""
+            }
+        );
+    }
     match (status.code(), status.signal()) {
         (Some(c), _) => ExitCode::from(c as u8),
         (None, Some(sig)) => ExitCode::from(128u8.wrapping_add(sig as u8)),

@@ -139,7 +139,7 @@ impl Target {
     }
 }
 
-fn signal_name(sig: i32) -> String {
+pub(crate) fn signal_name(sig: i32) -> String {
     signal_hook::low_level::signal_name(sig)
         .map(str::to_owned)
         .unwrap_or_else(|| format!("signal {sig}"))

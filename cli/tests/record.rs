@@ -468,6 +468,24 @@ fn sigterm_to_the_launcher_alone_is_passed_to_the_program() {
         all.contains("gpu-trace: SIGTERM passed to the program: waiting for the program to exit and write its trace"),
         "{all}"
     );
+    assert!(all.contains("gpu-trace: sh (pid "), "{all}");
+    assert!(all.contains(") was ended by SIGTERM"), "{all}");
+}
+
+#[test]
+fn a_program_that_crashes_is_said_to_have_crashed() {
+    // Under `--no-stats` nothing else would tell a crash from an exit.
+    let mut c = record();
+    c.args(["--no-stats", "--", "sh", "-c", "ulimit -c 0; kill -SEGV $$"]);
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + 11), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("was ended by"))
+        .unwrap_or_else(|| panic!("no line says how the program ended:\n{err}"));
+    assert!(line.starts_with("gpu-trace: sh (pid "), "{line}");
+    assert!(line.ends_with(") was ended by SIGSEGV"), "{line}");
 }
 
 #[test]

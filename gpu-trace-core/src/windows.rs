@@ -256,20 +256,22 @@ impl Shared {
             let n = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
             self.opened_at.store(now, Ordering::Relaxed);
             self.ours.store(true, Ordering::Relaxed);
+            let t = Instant::now();
             self.switch.set(true);
             let draw = self.draw.load(Ordering::Relaxed);
             if draw {
                 self.mark_start(n, now, why);
             }
             self.marked.store(draw, Ordering::Relaxed);
-            crate::verbose!("window {n} opened ({why})");
+            crate::verbose!("window {n} opened ({why}) in {:.1?}", t.elapsed());
         } else {
             let n = self.opened.load(Ordering::Relaxed);
             if self.ours.swap(false, Ordering::Relaxed) {
                 self.mark_end(n, now, why);
             }
+            let t = Instant::now();
             self.switch.set(false);
-            crate::verbose!("window {n} closed ({why})");
+            crate::verbose!("window {n} closed ({why}) in {:.1?}", t.elapsed());
         }
     }
 
@@ -414,6 +416,8 @@ struct Schedule {
     t0: Instant,
     /// Windows the schedule opened.
     n: u32,
+    /// The cycle's next period (its window opens at `t0 + delay + every * period`).
+    period: u32,
 }
 
 impl Schedule {
@@ -423,6 +427,7 @@ impl Schedule {
             plan: plan.clone(),
             t0,
             n: 0,
+            period: 0,
         };
         s.next = if plan.paused {
             None
@@ -444,21 +449,31 @@ impl Schedule {
         }
     }
 
-    /// The switch at `next` happened: what comes after it.
-    fn advance(&mut self) {
+    /// The switch due at `next` began at `began` and ended at `ended`:
+    /// what comes after it. A window lasts its full length from the end
+    /// of its opening switch (enabling the vendor's tracing can take a
+    /// while), and a period whose start has passed (a late switch) is
+    /// skipped rather than opened late, so that every window is whole and
+    /// the cycle keeps its phase.
+    fn advance(&mut self, began: Instant, ended: Instant) {
         let Some((at, opened)) = self.next else {
             return;
         };
         self.next = if opened {
             self.n += 1;
-            self.close_after(at)
+            self.close_after(ended.max(at))
         } else {
             match (self.n, self.plan.duration, self.plan.cycle) {
                 // A duration ends scheduled recording, unless a cycle follows.
                 (1, Some(_), None) => None,
                 (_, _, Some((_, every))) => {
                     let start = self.t0 + self.plan.delay.unwrap_or_default();
-                    Some((start + every * self.n, true))
+                    let mut k = self.period.max(self.n);
+                    while start + every * k < began.max(ended) {
+                        k += 1;
+                    }
+                    self.period = k + 1;
+                    Some((start + every * k, true))
                 }
                 _ => None,
             }
@@ -469,6 +484,11 @@ impl Schedule {
 #[cfg(feature = "perfetto")]
 fn run(s: &Shared, sock: Option<UnixDatagram>, mut schedule: Schedule) {
     let mut buf = [0u8; 64];
+    if let Some(sock) = &sock
+        && let Err(e) = sock.set_nonblocking(true)
+    {
+        crate::verbose!("control socket: {e}");
+    }
     loop {
         if s.stop.load(Ordering::Acquire) {
             return;
@@ -480,21 +500,31 @@ fn run(s: &Shared, sock: Option<UnixDatagram>, mut schedule: Schedule) {
             && w.is_zero()
         {
             let (_, open) = schedule.next.unwrap_or((Instant::now(), false));
+            let at = Instant::now();
             s.set(open, "scheduled");
-            schedule.advance();
+            schedule.advance(at, Instant::now());
             continue;
         }
         let Some(sock) = &sock else {
             std::thread::sleep(wait.unwrap_or(Duration::from_secs(3600)));
             continue;
         };
-        let _ = sock.set_read_timeout(wait.map(|w| w.max(Duration::from_millis(1))));
+        // poll's timeout is a high-resolution timer. A socket's receive
+        // timeout (SO_RCVTIMEO) is not: the kernel's timer wheel rounds a
+        // long one up by up to an eighth, and on the H200 a 19 s wait for
+        // the next window of a 1 s / 20 s cycle woke 0.2-1.2 s late,
+        // shortening the windows it opened (session 5).
+        if !readable(sock, wait) {
+            continue;
+        }
         let (n, from) = match sock.recv_from(&mut buf) {
             Ok(r) => r,
             Err(e)
                 if matches!(
                     e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
                 ) =>
             {
                 continue;
@@ -519,6 +549,27 @@ fn run(s: &Shared, sock: Option<UnixDatagram>, mut schedule: Schedule) {
             let state = if s.switch.is_open() { "open" } else { "closed" };
             let reply = format!("{state} {} {}", s.opened.load(Ordering::Relaxed), s.program);
             let _ = sock.send_to(reply.as_bytes(), p);
+        }
+    }
+}
+
+/// Waits until `sock` has a datagram or `wait` has passed (forever
+/// without one); whether it has one.
+#[cfg(feature = "perfetto")]
+fn readable(sock: &UnixDatagram, wait: Option<Duration>) -> bool {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let timeout = wait.map(|w| rustix::time::Timespec {
+        tv_sec: i64::try_from(w.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(w.subsec_nanos()),
+    });
+    let mut fds = [PollFd::new(sock, PollFlags::IN)];
+    match poll(&mut fds, timeout.as_ref()) {
+        Ok(n) => n > 0,
+        Err(rustix::io::Errno::INTR) => false,
+        Err(e) => {
+            crate::verbose!("control socket: poll: {e}");
+            std::thread::sleep(Duration::from_millis(100));
+            false
         }
     }
 }
@@ -652,6 +703,12 @@ mod tests {
         );
     }
 
+    /// The switch due now happens on time and takes no time.
+    fn on_time(sc: &mut Schedule) {
+        let at = sc.next.expect("a switch is due").0;
+        sc.advance(at, at);
+    }
+
     #[test]
     fn schedules_open_and_close_at_the_planned_times() {
         let t0 = Instant::now();
@@ -660,19 +717,19 @@ mod tests {
         let (p, _) = plan(&[(vars::DELAY, "5s"), (vars::DURATION, "3s")]);
         let mut sc = Schedule::new(&p, t0);
         assert_eq!(sc.next, Some((s(5), true)));
-        sc.advance();
+        on_time(&mut sc);
         assert_eq!(sc.next, Some((s(8), false)));
-        sc.advance();
+        on_time(&mut sc);
         assert_eq!(sc.next, None);
         // Duty cycle from the start: open now (by start), close at 2, open at 60, close at 62, open at 120.
         let (p, _) = plan(&[(vars::WINDOW, "2s"), (vars::EVERY, "60s")]);
         let mut sc = Schedule::new(&p, t0);
         assert_eq!(sc.next, Some((s(2), false)));
-        sc.advance();
+        on_time(&mut sc);
         assert_eq!(sc.next, Some((s(60), true)));
-        sc.advance();
+        on_time(&mut sc);
         assert_eq!(sc.next, Some((s(62), false)));
-        sc.advance();
+        on_time(&mut sc);
         assert_eq!(sc.next, Some((s(120), true)));
         // Delay plus cycle: windows at 10, 70, 130 ...
         let (p, _) = plan(&[
@@ -682,13 +739,64 @@ mod tests {
         ]);
         let mut sc = Schedule::new(&p, t0);
         assert_eq!(sc.next, Some((s(10), true)));
-        sc.advance();
+        on_time(&mut sc);
         assert_eq!(sc.next, Some((s(11), false)));
-        sc.advance();
+        on_time(&mut sc);
         assert_eq!(sc.next, Some((s(70), true)));
         // Paused: nothing scheduled.
         let (p, _) = plan(&[(vars::PAUSED, "1"), (vars::DURATION, "3s")]);
         assert!(!p.open_at_start());
         assert_eq!(Schedule::new(&p, t0).next, None);
+    }
+
+    /// The controller's wait for the next switch is as long as asked: a
+    /// socket receive timeout woke 166 ms late for 3 s here and up to
+    /// 1.2 s late for 19 s on the H200, which cut duty-cycle windows short.
+    #[cfg(feature = "perfetto")]
+    #[test]
+    fn the_wait_for_the_next_switch_is_as_long_as_asked() {
+        let dir = std::env::temp_dir().join(format!("gpu-trace-wait-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("w.sock");
+        let _ = std::fs::remove_file(&path);
+        let sock = UnixDatagram::bind(&path).unwrap();
+        let asked = Duration::from_secs(3);
+        let t = Instant::now();
+        assert!(!readable(&sock, Some(asked)));
+        let took = t.elapsed();
+        assert!(
+            took >= asked && took < asked + Duration::from_millis(80),
+            "waited {took:?} for {asked:?}"
+        );
+        // A command ends the wait at once.
+        UnixDatagram::unbound().unwrap().send_to(b"status", &path).unwrap();
+        let t = Instant::now();
+        assert!(readable(&sock, Some(asked)));
+        assert!(t.elapsed() < Duration::from_secs(1));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_late_switch_keeps_windows_whole_and_the_cycle_in_phase() {
+        let t0 = Instant::now();
+        let s = |ms: u64| t0 + Duration::from_millis(ms);
+        let (p, _) = plan(&[(vars::WINDOW, "1s"), (vars::EVERY, "20s")]);
+        let mut sc = Schedule::new(&p, t0);
+        assert_eq!(sc.next, Some((s(1_000), false)));
+        // The close is on time; the next window is due at 20 s, but its
+        // opening switch begins 650 ms late and takes 50 ms: the window
+        // still lasts 1 s from when recording is on.
+        on_time(&mut sc);
+        assert_eq!(sc.next, Some((s(20_000), true)));
+        sc.advance(s(20_650), s(20_700));
+        assert_eq!(sc.next, Some((s(21_700), false)));
+        // A close that ends after the next period began skips that period:
+        // the window opens at 60 s, not at once, late and cut short.
+        sc.advance(s(21_700), s(41_200));
+        assert_eq!(sc.next, Some((s(60_000), true)));
+        on_time(&mut sc);
+        assert_eq!(sc.next, Some((s(61_000), false)));
+        on_time(&mut sc);
+        assert_eq!(sc.next, Some((s(80_000), true)));
     }
 }
