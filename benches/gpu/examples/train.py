@@ -9,6 +9,7 @@ import torch.nn as nn
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int, default=50)
+ap.add_argument("--tag", default="", help="a label to find this process by (unused)")
 a = ap.parse_args()
 torch.manual_seed(0)
 dev = "cuda"
