@@ -447,7 +447,8 @@ fn sigint_to_the_process_group_ends_the_program_not_the_launcher() {
     // The program dies of the signal at once, so the launcher may return
     // before its signal thread says anything: the line is optional here,
     // but when it comes it is this one (CI saw both).
-    if all.contains("SIGINT") {
+    assert!(all.contains(") was ended by SIGINT"), "{all}");
+    if all.contains("gpu-trace: SIGINT:") {
         assert!(
             all.contains("gpu-trace: SIGINT: waiting for the program to exit and write its trace; Ctrl-C again within 3 s kills it"),
             "{all}"

@@ -200,8 +200,11 @@ pub(crate) struct Inner {
     cv: Condvar,
     counter_requests: Mutex<[Option<CounterRequest>; 8]>,
     sources: Mutex<Sources>,
-    /// Serialises `Backend::sources_changed` calls, each with the latest sources.
-    notify: Mutex<()>,
+    /// Serialises `Backend::sources_changed` calls, each with the latest
+    /// sources; holds the sources last delivered.
+    notify: Mutex<Option<Sources>>,
+    /// A helper thread is delivering sources the emitter noticed.
+    delivering: AtomicBool,
     /// Recording waits for capture ranges.
     capture_ranges: bool,
     /// Inside a capture range (always, without capture ranges).
@@ -327,30 +330,27 @@ impl Inner {
         }
     }
 
-    /// Recomputes what is enabled and tells the backend if it changed.
-    fn refresh_sources(&self) {
+    /// Recomputes what is enabled; whether it changed. The backend is told
+    /// by [`Inner::notify_backend`] (or, for the emitter, by
+    /// [`Inner::deliver_aside`]).
+    fn refresh_sources(&self) -> bool {
         let now = self.compute_sources();
         self.telemetry.set_enabled(now.telemetry);
-        let changed = {
-            let mut s = self.sources.lock().unwrap_or_else(|e| e.into_inner());
-            if *s == now {
-                false
-            } else {
-                *s = now.clone();
-                true
-            }
-        };
-        if changed {
-            crate::verbose!("sources now {now:?}");
-            self.notify_backend();
+        let mut s = self.sources.lock().unwrap_or_else(|e| e.into_inner());
+        if *s == now {
+            return false;
         }
+        crate::verbose!("sources now {now:?}");
+        *s = now;
+        true
     }
 
-    /// Tells the backend what is enabled. Calls are serialised and each passes the latest
-    /// sources, so that a thread delayed between computing and delivering a change cannot
-    /// hand the backend an older state after a newer one.
+    /// Tells the backend what is enabled, unless it was told already.
+    /// Calls are serialised and each passes the latest sources, so that a
+    /// thread delayed between computing and delivering a change cannot hand
+    /// the backend an older state after a newer one.
     fn notify_backend(&self) {
-        let _order = self.notify.lock().unwrap_or_else(|e| e.into_inner());
+        let mut delivered = self.notify.lock().unwrap_or_else(|e| e.into_inner());
         let Some(b) = self.backend.load_full() else {
             return;
         };
@@ -359,7 +359,47 @@ impl Inner {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
+        if delivered.as_ref() == Some(&now) {
+            return;
+        }
         crate::guard::catch("backend sources_changed", || b.sources_changed(&now));
+        *delivered = Some(now);
+    }
+
+    /// Whether the backend has not been told the latest sources, and no
+    /// one is telling it now. Never waits.
+    fn needs_delivery(&self) -> bool {
+        if self.backend.load().is_none() {
+            return false;
+        }
+        let Ok(delivered) = self.notify.try_lock() else {
+            return false;
+        };
+        let now = self.sources.lock().unwrap_or_else(|e| e.into_inner());
+        delivered.as_ref() != Some(&*now)
+    }
+
+    /// Delivers, from a helper thread, sources the emitter noticed (a
+    /// system-mode session that started or stopped, or a switch it saw
+    /// first). The emitter never calls the backend's `sources_changed`
+    /// itself, nor waits for a thread that does: switching the vendor's
+    /// tracing (`cuptiActivityEnable`/`Disable`) can wait for the vendor's
+    /// delivery thread, which may be waiting for room in our queue, which
+    /// only the emitter makes. On the H200 a process toggled ten times a
+    /// second from its start hung so (session 5). What is not delivered
+    /// now is found again at the next cycle.
+    fn deliver_aside(inner: &Arc<Inner>) {
+        if inner.delivering.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let i = inner.clone();
+        let spawned = crate::thread::spawn("gpu-trace-sources", move || {
+            crate::guard::catch("sources delivery", || i.notify_backend());
+            i.delivering.store(false, Ordering::Release);
+        });
+        if spawned.is_err() {
+            inner.delivering.store(false, Ordering::Release);
+        }
     }
 
     /// Runs the backend's flush on a helper thread while the emitter goes on
@@ -502,7 +542,8 @@ impl Tracer {
             cv: Condvar::new(),
             counter_requests: Mutex::new(Default::default()),
             sources: Mutex::new(Sources::default()),
-            notify: Mutex::new(()),
+            notify: Mutex::new(None),
+            delivering: AtomicBool::new(false),
             capture_ranges: opts.capture_ranges,
             capturing: AtomicBool::new(!opts.capture_ranges),
             captured: AtomicBool::new(false),
@@ -575,6 +616,7 @@ impl Tracer {
             tracer.output = Some(resolved.path);
         }
         inner.refresh_sources();
+        inner.notify_backend();
         Ok(tracer)
     }
 
@@ -648,7 +690,12 @@ impl Tracer {
 
     /// Installs the backend hooks and tells it what is enabled now.
     pub fn set_backend(&self, b: Box<dyn Backend>) {
-        self.inner.backend.store(Some(Arc::new(b)));
+        {
+            let mut delivered = self.inner.notify.lock().unwrap_or_else(|e| e.into_inner());
+            self.inner.backend.store(Some(Arc::new(b)));
+            // A new backend has been told nothing yet.
+            *delivered = None;
+        }
         self.inner.notify_backend();
     }
 
@@ -855,7 +902,10 @@ impl CaptureSwitch {
             i.captured.store(true, Ordering::Relaxed);
         }
         crate::verbose!("capture range {}", if open { "opened" } else { "closed" });
+        // Delivered on this thread even when another one (the emitter)
+        // stored the change first: the range is switched when this returns.
         i.refresh_sources();
+        i.notify_backend();
     }
 
     /// Whether a range is open.
@@ -932,6 +982,9 @@ fn emitter_loop(inner: Arc<Inner>) {
         let mut more = false;
         let ok = crate::guard::catch("trace emitter", || {
             inner.refresh_sources();
+            if inner.needs_delivery() {
+                Inner::deliver_aside(&inner);
+            }
             if !requests.is_empty() || last_backend_flush.elapsed() >= inner.config.flush_period {
                 let started = activity_now(&inner.clock);
                 inner.backend_flush(forced, || {

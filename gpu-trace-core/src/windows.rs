@@ -769,7 +769,10 @@ mod tests {
             "waited {took:?} for {asked:?}"
         );
         // A command ends the wait at once.
-        UnixDatagram::unbound().unwrap().send_to(b"status", &path).unwrap();
+        UnixDatagram::unbound()
+            .unwrap()
+            .send_to(b"status", &path)
+            .unwrap();
         let t = Instant::now();
         assert!(readable(&sock, Some(asked)));
         assert!(t.elapsed() < Duration::from_secs(1));

@@ -15,11 +15,12 @@ use gpu_trace_core::reader::{Stage, Trace};
 use gpu_trace_core::testing::{
     EXIT_FLUSH_FAILURES, PRODUCER_SOCK_VAR, Traced, tp_check, tp_tables, validate,
 };
-use gpu_trace_core::{Config, GpuClock, Limits, Recorder, Sources, Tracer, TracerOptions};
+use gpu_trace_core::{Backend, Config, GpuClock, Limits, Recorder, Sources, Tracer, TracerOptions};
 use smallvec::smallvec;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -28,6 +29,37 @@ const CHILD: &str = "GPU_TRACE_SYSTEM_CHILD";
 /// Which sources the `burst` child waits for before it records:
 /// `gpu,api,markers,counters`, any of them.
 const WAIT_VAR: &str = "GPU_TRACE_SYSTEM_WAIT";
+/// `switching`: the `loop` child runs with [`SwitchingBackend`].
+const BACKEND_VAR: &str = "GPU_TRACE_SYSTEM_BACKEND";
+
+/// The backend's flushes so far: the emitter's cycles.
+static FLUSHES: AtomicU64 = AtomicU64::new(0);
+
+/// A backend whose source switch waits for the emitter to go on writing,
+/// as CUPTI's can (enabling or disabling activity may wait for its delivery
+/// thread, which waits for room in our queue). Prints `SWITCHED gpu=0|1
+/// emitter_ran=0|1 thread=NAME`.
+struct SwitchingBackend;
+
+impl Backend for SwitchingBackend {
+    fn flush(&self, _forced: bool) {
+        FLUSHES.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn sources_changed(&self, s: &Sources) {
+        let start = FLUSHES.load(Ordering::SeqCst);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while FLUSHES.load(Ordering::SeqCst) < start + 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        println!(
+            "SWITCHED gpu={} emitter_ran={} thread={}",
+            u8::from(s.gpu),
+            u8::from(FLUSHES.load(Ordering::SeqCst) >= start + 2),
+            std::thread::current().name().unwrap_or("?")
+        );
+    }
+}
 
 // ---------------------------------------------------------------- child side
 
@@ -66,6 +98,9 @@ fn child() {
                 let _ = std::io::stdin().read_to_end(&mut Vec::new());
                 let _ = tx.send(());
             });
+            if std::env::var(BACKEND_VAR).is_ok_and(|b| b == "switching") {
+                tracer.set_backend(Box::new(SwitchingBackend));
+            }
             println!("READY");
             let mut on = false;
             let mut round = 0;
@@ -868,4 +903,29 @@ fn two_traced_processes_land_in_one_file() {
     ) {
         assert_eq!(rows, [[["2"]]], "processes with GPU slices");
     }
+}
+
+#[test]
+fn the_emitter_goes_on_writing_while_the_backend_switches() {
+    let Some(traced) = Traced::start("switch") else {
+        return;
+    };
+    let mut app = App::start("loop", &traced, &[(BACKEND_VAR, "switching")]);
+    app.wait_line("READY");
+    // A session's start and stop are noticed by the emitter: it must hand
+    // the switch to another thread, or wait for itself (5 s, then
+    // `emitter_ran=0`); with a real vendor it would hang the process.
+    let rec = traced.record("switch", FULL);
+    let on = app.wait_line("SWITCHED gpu=1");
+    for _ in 0..3 {
+        app.wait_line("ROUND");
+    }
+    let path = rec.stop();
+    let off = app.wait_line("SWITCHED gpu=0");
+    app.finish();
+    for l in [&on, &off] {
+        assert!(l.contains(" emitter_ran=1 "), "{l}");
+        assert!(!l.ends_with("thread=gpu-trace-emit"), "{l}");
+    }
+    check_valid(&path, true);
 }
