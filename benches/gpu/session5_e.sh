@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 5, last GPU call (little device time left): the emitter-delivery
+# Prepared in session 5, not run (its device time ran out): the emitter-delivery
 # change on real CUPTI. Two train.py processes, full tracing, toggled every
 # 60 ms from their start for 30 s at once (run 41 hung one such process):
 # windows, alive, steps trained, the trace's windows and dangling arrows.
