@@ -220,8 +220,14 @@ impl ApiState {
                 } else if runtime_depth(0) > 0 {
                     return;
                 }
+                // Our entry callback leaves the call's start here. None:
+                // the call began before API recording was switched on (a
+                // window opened during it), so its start is unknown, and
+                // its GPU work may predate the GPU records being on (which
+                // go on first): recorded, it could point at a kernel the
+                // trace lacks.
                 let start = match cb.correlation_data() {
-                    0 => end,
+                    0 => return,
                     s => s,
                 };
                 self.record(cb, start, end);

@@ -206,8 +206,12 @@ impl ApiState {
                     return;
                 }
                 crate::failpoint::maybe_panic("hip", op.name == "hipLaunchKernel");
+                // Our entry callback leaves the start here. None: the call
+                // began before API tracing was on (a session started during
+                // it); its start is unknown and its GPU work may not be
+                // recorded, so it is left out, as on CUDA.
                 let start = match ev.user_data() {
-                    0 => end,
+                    0 => return,
                     s => s.min(end),
                 };
                 self.record(ev, op, &call, start, end);
