@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The windows issue's cost targets on the H200: the harness on one workload,
+# tool-free / paused / 1 s every 20 s / full, interleaved, pinned to CPUs
+# 2-9, stopped by LIMIT seconds (the harness still summarises), then the
+# targets over its pairs. Repetitions of several calls pool:
+# windows_targets.py run*/harness.json.
+#
+#   bash benches/gpu/windows_cost.sh BIN torch|gpt2 REPS LIMIT
+#                                   (writes $OUT/cost-WORKLOAD.tar.gz)
+# A repetition of four modes takes ~2 min (each duty run spans a period).
+set -uo pipefail
+bin="$(cd "$1" && pwd)"; here="$(cd "$(dirname "$0")" && pwd)"; wl="$2"; reps="$3"; limit="$4"
+w="$(mktemp -d)"; o="$w/cost-$wl"; mkdir -p "$o"
+trap 'tar -czf "${OUT:-.}/cost-$wl.tar.gz" -C "$w" "cost-$wl"; rm -rf "$w"' EXIT
+case "$wl" in
+    torch) steps=(--torch-steps 7000) ;;
+    gpt2) steps=(--gpt2-steps 1500) ;;
+    *) echo "workload: torch or gpt2, not $wl" >&2; exit 2 ;;
+esac
+timeout -s TERM "$limit" python3 "$here/harness.py" --bin "$bin" --reps "$reps" --workloads "$wl" "${steps[@]}" \
+    --duty 1s/20s --modes baseline,gt_paused_ctl,gt_duty,gt_full --taskset 2-9 --out "$o/harness" >"$o/harness.log" 2>&1
+echo "harness rc=$?"; tail -25 "$o/harness.log"
+python3 "$here/windows_targets.py" "$o/harness/results.json"

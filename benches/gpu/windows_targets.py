@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""The windows issue's targets over the pairs of several harness runs.
+
+Each harness repetition runs every mode next to its own tool-free run, so
+repetitions from different runs (calls, sessions) pool: this reads their
+results.json, pairs each mode's run with the tool-free run of the same
+repetition and run, and prints per workload the tool-free spread, each
+mode's paired ratio (geometric mean and 95% t interval) and the duty
+cycle's target, 1% plus its traced share (window / period) of the full
+cost.
+
+    windows_targets.py [--duty 1s/20s] RESULTS.json ...
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import T95, seconds  # noqa: E402
+
+
+def interval(rs):
+    if len(rs) < 2:
+        return None
+    logs = [math.log(x) for x in rs]
+    m, sd = statistics.mean(logs), statistics.stdev(logs)
+    h = T95.get(len(rs) - 1, 2.0) * sd / math.sqrt(len(rs))
+    return math.exp(m), math.exp(m - h), math.exp(m + h)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--duty", default="1s/20s", help="window/period the gt_duty runs used")
+    ap.add_argument("results", nargs="+")
+    a = ap.parse_args()
+    rows = {}  # (workload, mode) -> [(run, rep, value, row)]
+    for i, path in enumerate(a.results):
+        with open(path) as f:
+            raw = json.load(f)["raw"]
+        for key, rs in raw.items():
+            wl, mode = key.split("/", 1)
+            for r in rs:
+                if "value" in r:
+                    rows.setdefault((wl, mode), []).append((i, r["rep"], r["value"], r))
+    w_s, every_s = (seconds(x) for x in a.duty.split("/"))
+    share = w_s / every_s
+    for wl in sorted({w for w, _ in rows}):
+        base = {(i, rep): v for i, rep, v, _ in rows.get((wl, "baseline"), [])}
+        if not base:
+            continue
+        bv = list(base.values())
+        print(f"{wl}: {len(bv)} tool-free runs, {min(bv):.4g}-{max(bv):.4g}"
+              + (f", CV {statistics.stdev(bv) / statistics.mean(bv):.1%}" if len(bv) > 1 else ""))
+        ci = {}
+        for mode in ("gt_paused_ctl", "gt_duty", "gt_full"):
+            rs = [v / base[(i, rep)] for i, rep, v, _ in rows.get((wl, mode), []) if (i, rep) in base]
+            ci[mode] = interval(rs)
+            if ci[mode]:
+                g, lo, hi = ci[mode]
+                print(f"  {mode}: {g:.3f} ({lo:.3f}-{hi:.3f}) over {len(rs)} pairs")
+        if ci.get("gt_full"):
+            bound = 1.01 + share * (ci["gt_full"][0] - 1)
+            verdict = ""
+            if ci.get("gt_duty"):
+                _, lo, hi = ci["gt_duty"]
+                verdict = "; met" if hi <= bound else ("; missed" if lo > bound else "; not decided")
+            print(f"  gt_duty target: at most {bound:.3f} (1% + {share:.0%} of full's {ci['gt_full'][0] - 1:+.1%}){verdict}")
+        if ci.get("gt_paused_ctl") and len(bv) > 1:
+            _, lo, hi = ci["gt_paused_ctl"]
+            cv = statistics.stdev(bv) / statistics.mean(bv)
+            print(f"  gt_paused_ctl: interval {'within' if 1 - cv <= lo and hi <= 1 + cv else 'not within'} the tool-free runs' ±{cv:.1%}")
+
+
+if __name__ == "__main__":
+    main()
