@@ -17,12 +17,13 @@ use signal_hook::iterator::SignalsInfo;
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::low_level::siginfo::Cause;
 use std::os::fd::OwnedFd;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How soon a second Ctrl-C kills the program.
 pub(crate) const KILL_WINDOW: Duration = Duration::from_secs(3);
+/// A Ctrl-C this soon after the program's end is the one that ended it.
+const SAME_SIGNAL: Duration = Duration::from_millis(500);
 
 /// The signals caught.
 const CAUGHT: [i32; 4] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT];
@@ -31,11 +32,14 @@ const CAUGHT: [i32; 4] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT];
 pub(crate) struct Catcher(SignalsInfo<WithOrigin>);
 
 /// Passes signals on to one program; once it has exited, a signal ends
-/// the launcher (as the signal's default would, with status 128+N).
+/// the launcher (as the signal's default would, with status 128+N), but
+/// for the Ctrl-C that ended the program, which may reach the launcher
+/// just after that end: the summary still comes.
 pub(crate) struct Forwarder {
     handle: signal_hook::iterator::Handle,
     thread: Option<std::thread::JoinHandle<()>>,
-    exited: Arc<AtomicBool>,
+    /// When the program exited.
+    exited: Arc<OnceLock<Instant>>,
 }
 
 impl Catcher {
@@ -50,7 +54,7 @@ impl Catcher {
         let mut signals = self.0;
         let handle = signals.handle();
         let target = Target::new(pid);
-        let exited = Arc::new(AtomicBool::new(false));
+        let exited = Arc::new(OnceLock::<Instant>::new());
         let gone = exited.clone();
         let thread = std::thread::Builder::new()
             .name("gpu-trace-signals".into())
@@ -58,7 +62,15 @@ impl Catcher {
                 let mut first_int: Option<Instant> = None;
                 for origin in signals.forever() {
                     let sig = origin.signal;
-                    if gone.load(Ordering::Acquire) {
+                    if let Some(at) = gone.get() {
+                        // The Ctrl-C that ended the program itself may
+                        // reach this thread only just after the program's
+                        // end: the summary still comes. Another one, or a
+                        // later one, stops it.
+                        if sig == SIGINT && first_int.is_none() && at.elapsed() < SAME_SIGNAL {
+                            first_int = Some(Instant::now());
+                            continue;
+                        }
                         eprintln!("gpu-trace: {}: stopping", signal_name(sig));
                         std::process::exit(128 + sig);
                     }
@@ -101,7 +113,7 @@ impl Catcher {
 impl Forwarder {
     /// The program has exited: nothing more to pass on.
     pub(crate) fn program_exited(&self) {
-        self.exited.store(true, Ordering::Release);
+        let _ = self.exited.set(Instant::now());
     }
 }
 
