@@ -227,11 +227,30 @@ impl ApiState {
                 // go on first): recorded, it could point at a kernel the
                 // trace lacks.
                 let start = match cb.correlation_data() {
-                    0 => return,
+                    0 => {
+                        // Stream captures still count: later launches in
+                        // the capture submit nothing.
+                        self.track_captures(cb);
+                        return;
+                    }
                     s => s,
                 };
                 self.record(cb, start, end);
             }
+        }
+    }
+
+    /// Counts the stream captures begun and ended by the call `cb`.
+    fn track_captures(&self, cb: &ApiCallback<'_>) {
+        let id = (cb.domain(), cb.cbid());
+        if cb.return_value().unwrap_or(0) == 0 && self.capture_begin.contains(&id) {
+            self.captures_active.fetch_add(1, Ordering::Relaxed);
+        } else if self.capture_end.contains(&id) {
+            let _ = self
+                .captures_active
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                    Some((v - 1).max(0))
+                });
         }
     }
 
@@ -241,16 +260,7 @@ impl ApiState {
         let ok = rv == 0;
         let corr = cb.correlation_id() as u64;
         let ctx = cb.context_handle();
-        let id = (cb.domain(), cb.cbid());
-        if ok && self.capture_begin.contains(&id) {
-            self.captures_active.fetch_add(1, Ordering::Relaxed);
-        } else if self.capture_end.contains(&id) {
-            let _ = self
-                .captures_active
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-                    Some((v - 1).max(0))
-                });
-        }
+        self.track_captures(cb);
         let mut submits = ok
             && matches!(
                 kind,
