@@ -146,6 +146,16 @@ def seconds(v):
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 12: 2.18, 15: 2.13, 20: 2.09}
 
 
+def interval(rs):
+    """Geometric mean of ratios `rs` and its 95% t interval (None below 2)."""
+    if len(rs) < 2:
+        return None
+    logs = [math.log(x) for x in rs]
+    m, sd = statistics.mean(logs), statistics.stdev(logs)
+    h = T95.get(len(rs) - 1, 2.0) * sd / math.sqrt(len(rs))
+    return math.exp(m), math.exp(m - h), math.exp(m + h)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="target/release", help="directory with libgpu_trace_cuda.so and gpu-trace")
@@ -379,13 +389,6 @@ def main():
         # mean of logs and its 95% interval (t): paused within the noise of
         # the tool-free runs; a duty cycle at most 1% plus its traced share
         # of the full-tracing cost.
-        def interval(rs):
-            if len(rs) < 2:
-                return None
-            logs = [math.log(x) for x in rs]
-            m, sd = statistics.mean(logs), statistics.stdev(logs)
-            t = T95.get(len(rs) - 1, 2.0)
-            return math.exp(m), math.exp(m - t * sd / math.sqrt(len(rs))), math.exp(m + t * sd / math.sqrt(len(rs)))
         bv = vals.get("baseline", [])
         if "gt_duty" in modes or "gt_paused_ctl" in modes:
             lines.append(f"\n#### {wl}: windows targets (paired ratios: geometric mean and 95% interval)\n")

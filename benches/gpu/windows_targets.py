@@ -14,22 +14,12 @@ cost.
 
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import T95, seconds  # noqa: E402
-
-
-def interval(rs):
-    if len(rs) < 2:
-        return None
-    logs = [math.log(x) for x in rs]
-    m, sd = statistics.mean(logs), statistics.stdev(logs)
-    h = T95.get(len(rs) - 1, 2.0) * sd / math.sqrt(len(rs))
-    return math.exp(m), math.exp(m - h), math.exp(m + h)
+from harness import interval, seconds  # noqa: E402
 
 
 def main():

@@ -330,19 +330,17 @@ impl Inner {
         }
     }
 
-    /// Recomputes what is enabled; whether it changed. The backend is told
-    /// by [`Inner::notify_backend`] (or, for the emitter, by
+    /// Recomputes what is enabled. The backend is told by
+    /// [`Inner::notify_backend`] (or, for the emitter, by
     /// [`Inner::deliver_aside`]).
-    fn refresh_sources(&self) -> bool {
+    fn refresh_sources(&self) {
         let now = self.compute_sources();
         self.telemetry.set_enabled(now.telemetry);
         let mut s = self.sources.lock().unwrap_or_else(|e| e.into_inner());
-        if *s == now {
-            return false;
+        if *s != now {
+            crate::verbose!("sources now {now:?}");
+            *s = now;
         }
-        crate::verbose!("sources now {now:?}");
-        *s = now;
-        true
     }
 
     /// Tells the backend what is enabled, unless it was told already.

@@ -416,8 +416,6 @@ struct Schedule {
     t0: Instant,
     /// Windows the schedule opened.
     n: u32,
-    /// The cycle's next period (its window opens at `t0 + delay + every * period`).
-    period: u32,
 }
 
 impl Schedule {
@@ -427,7 +425,6 @@ impl Schedule {
             plan: plan.clone(),
             t0,
             n: 0,
-            period: 0,
         };
         s.next = if plan.paused {
             None
@@ -467,12 +464,14 @@ impl Schedule {
                 // A duration ends scheduled recording, unless a cycle follows.
                 (1, Some(_), None) => None,
                 (_, _, Some((_, every))) => {
+                    // Period k's window opens at start + every * k; the
+                    // n opened so far began no later than period n - 1,
+                    // and every one before a skipped period is past.
                     let start = self.t0 + self.plan.delay.unwrap_or_default();
-                    let mut k = self.period.max(self.n);
+                    let mut k = self.n;
                     while start + every * k < began.max(ended) {
                         k += 1;
                     }
-                    self.period = k + 1;
                     Some((start + every * k, true))
                 }
                 _ => None,

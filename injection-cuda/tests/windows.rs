@@ -544,16 +544,7 @@ fn hundreds_of_windows_switched_while_the_program_launches_keep_every_arrow_and_
         Op::Announce { path: p(&ready) },
         Op::Repeat {
             times: 6000,
-            ops: vec![
-                Op::Launch {
-                    kernel: "between".into(),
-                    grid: [4, 1, 1],
-                    block: [64, 1, 1],
-                    stream: 1,
-                    layer: Layer::Runtime,
-                },
-                Op::SleepUs { us: 1000 },
-            ],
+            ops: vec![launches("between", 1), Op::SleepUs { us: 1000 }],
         },
         Op::StreamSync { stream: 1 },
     ]);
