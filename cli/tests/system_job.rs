@@ -42,6 +42,7 @@ data_sources {
 }
 write_into_file: true
 file_write_period_ms: 200
+incremental_state_config { clear_period_ms: 100 }
 "#;
 
 /// The launcher: starts every rank at once, each its own process with the
@@ -113,6 +114,10 @@ fn rank_scenario(r: usize) -> Scenario {
     ops.extend(step(0));
     ops.push(Op::SleepUs { us: 400_000 });
     ops.extend(step(1));
+    // Idle past the session's incremental-state clears, so that the
+    // rank's last entry into its track-event sequences (the flush at exit)
+    // finds them reset and the SDK describes the process there again.
+    ops.push(Op::SleepUs { us: 400_000 });
     let s = Scenario {
         kernels,
         threads: vec![ThreadSpec { ops }],
@@ -178,6 +183,8 @@ impl Job {
                 cupti_sim::host::fake_library().unwrap(),
             )
             .env(PRODUCER_SOCK_VAR, traced.producer_sock())
+            // Each rank writes what it recorded within its idle end.
+            .env(gpu_trace_core::config::vars::FLUSH_PERIOD_MS, "100")
             .env("RUST_BACKTRACE", "0")
             .current_dir(dir)
             .process_group(0)
@@ -222,6 +229,52 @@ impl Drop for Job {
             kill_group(c);
         }
     }
+}
+
+/// The (sequence, pid) whose last process descriptor on that sequence has
+/// no labels: the SDK's, not followed by ours.
+fn sequences_ending_unnamed(trace: &[u8]) -> Vec<(u64, u64)> {
+    use gpu_trace_reader::pb::Fields;
+    use gpu_trace_reader::wire::{self, packet as P, track_descriptor as D};
+    let mut last: BTreeMap<(u64, u64), bool> = BTreeMap::new();
+    for f in Fields::new(trace) {
+        let (n, v) = f.unwrap();
+        if n != wire::TRACE_PACKET {
+            continue;
+        }
+        let (mut seq, mut desc) = (0, None);
+        for f in Fields::new(v.as_bytes().unwrap()) {
+            let (n, v) = f.unwrap();
+            match n {
+                P::SEQUENCE_ID => seq = v.as_u64().unwrap(),
+                P::TRACK_DESCRIPTOR => {
+                    for f in Fields::new(v.as_bytes().unwrap()) {
+                        let (n, v) = f.unwrap();
+                        if n == D::PROCESS {
+                            desc = Some(v.as_bytes().unwrap());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(d) = desc {
+            let (mut pid, mut labelled) = (0, false);
+            for f in Fields::new(d) {
+                let (n, v) = f.unwrap();
+                match n {
+                    D::PROCESS_PID => pid = v.as_u64().unwrap(),
+                    D::PROCESS_LABELS => labelled = true,
+                    _ => {}
+                }
+            }
+            last.insert((seq, pid), labelled);
+        }
+    }
+    last.into_iter()
+        .filter(|&(_, labelled)| !labelled)
+        .map(|(k, _)| k)
+        .collect()
 }
 
 fn read(p: &Path) -> String {
@@ -391,7 +444,18 @@ fn a_two_rank_job_lands_in_one_system_mode_trace() {
     );
     for (r, s) in scenarios.iter().enumerate() {
         assert_eq!(by_pid[&pids[r]], expected(s), "rank {r} (pid {})", pids[r]);
+        let p = t.process(pids[r]).expect("each rank described");
+        assert!(p.name.ends_with(&format!(" [rank {r}/2]")), "{p:?}");
     }
+    // The SDK describes the process by its command line whenever a rank
+    // enters a track-event sequence the session has cleared (every 100 ms
+    // here), also only to flush it at exit; on every sequence, ours with
+    // the rank comes after each of those.
+    let unnamed = sequences_ending_unnamed(&std::fs::read(&path).unwrap());
+    assert!(
+        unnamed.is_empty(),
+        "sequences whose last process descriptor lacks the rank: {unnamed:?}"
+    );
     // Each process's GPU queue says whose it is: the trace processor keys
     // a queue's track by its name, and both ranks ran on stream 10 of GPU
     // 0.
@@ -485,6 +549,19 @@ fn a_two_rank_job_lands_in_one_system_mode_trace() {
                 tp[&pids[r]],
                 s.expected(Layer::Driver, false).kernels,
                 "rank {r} in the trace processor"
+            );
+        }
+        // The rank's name outlives the clears: the trace processor names a
+        // process after its latest descriptor.
+        let names = tp_query(&path, "select pid, name from process where pid > 0;").unwrap();
+        for (r, pid) in pids.iter().enumerate() {
+            let name = names
+                .iter()
+                .find(|row| row[0] == pid.to_string())
+                .map(|row| row[1].as_str());
+            assert!(
+                name.is_some_and(|n| n.ends_with(&format!(" [rank {r}/2]"))),
+                "rank {r} in the trace processor: {name:?}"
             );
         }
         let shared = tp_query(

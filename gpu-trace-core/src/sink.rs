@@ -331,7 +331,14 @@ fn count(n: usize) {
 /// The SDK's track-event writers drop packets, unannounced, when the shared
 /// memory is full (their policy cannot be configured); pacing the emitter
 /// with these acknowledgements keeps it from ever filling.
-pub(crate) fn flush_writers(cats: &Categories) -> Acks {
+///
+/// `on_entry` sees each track-event sequence first: entering one the
+/// service has cleared makes the SDK describe it again (see
+/// [`crate::emit::Encoder::describe_process_on_reset`]).
+pub(crate) fn flush_writers(
+    cats: &Categories,
+    on_entry: &mut dyn FnMut(&mut dyn crate::emit::TrackEventSink),
+) -> Acks {
     let acks = Acks(Arc::new((Mutex::new(0usize), std::sync::Condvar::new())));
     let Some(reg) = registry() else { return acks };
     let ack = |acks: &Acks| {
@@ -349,7 +356,10 @@ pub(crate) fn flush_writers(cats: &Categories) -> Acks {
     reg.ctr.trace(|ctx| ctx.flush(ack(&acks)));
     reg.tel.trace(|ctx| ctx.flush(ack(&acks)));
     for c in [crate::backend::API, crate::backend::MARKERS] {
-        cats.trace(c, &mut |ctx| ctx.flush(ack(&acks)));
+        cats.trace(c, &mut |ctx| {
+            on_entry(&mut TeSink(ctx));
+            ctx.flush(ack(&acks))
+        });
     }
     acks
 }

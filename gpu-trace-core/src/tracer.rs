@@ -1018,7 +1018,7 @@ fn emitter_loop(inner: Arc<Inner>) {
             if !requests.is_empty() {
                 // Whoever waits on a request expects its data to be in the
                 // service's buffer.
-                pacer.sync(&inner);
+                pacer.sync(&inner, &mut enc);
             }
         });
         for r in requests {
@@ -1175,9 +1175,12 @@ impl Pacer {
 
     /// Flushes the writers now and waits for it (a request's data must be
     /// in the buffer when it is answered).
-    fn sync(&mut self, inner: &Inner) {
+    fn sync(&mut self, inner: &Inner, enc: &mut Encoder) {
         self.wait_acks();
-        sink::flush_writers(inner.info.categories).wait(ACK_LIMIT);
+        sink::flush_writers(inner.info.categories, &mut |s| {
+            enc.describe_process_on_reset(s)
+        })
+        .wait(ACK_LIMIT);
         self.flushed_at = sink::bytes_written();
     }
 
@@ -1189,11 +1192,13 @@ impl Pacer {
         }
     }
 
-    fn check(&mut self, inner: &Inner) {
+    fn check(&mut self, inner: &Inner, enc: &mut Encoder) {
         let now = sink::bytes_written();
         if now - self.flushed_at >= self.ack_mark {
             self.wait_acks();
-            self.acks = Some(sink::flush_writers(inner.info.categories));
+            self.acks = Some(sink::flush_writers(inner.info.categories, &mut |s| {
+                enc.describe_process_on_reset(s)
+            }));
             self.flushed_at = now;
         }
         if now - self.requested_at >= self.read_mark {
@@ -1228,7 +1233,7 @@ fn cycle(inner: &Inner, enc: &mut Encoder, pacer: &mut Pacer, all: bool) -> bool
             return false;
         }
         write_group(inner, enc, &batches);
-        pacer.check(inner);
+        pacer.check(inner, enc);
         inner.recorder.recycle(batches);
         if !all && started.elapsed() >= CYCLE_LIMIT {
             return true;

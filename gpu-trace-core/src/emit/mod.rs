@@ -68,6 +68,11 @@ const DELTA_CLOCK: u32 = 70;
 /// its seen-tracks set when it resets the sequence).
 const TE_CLOCK_SENTINEL: u64 = 0x6770_7472_6163_6501;
 
+/// Likewise for our process descriptor (see
+/// [`Encoder::describe_process_on_reset`]): the SDK clears the seen set
+/// on every entry that finds the sequence reset, also one that only flushes.
+const TE_PROCESS_SENTINEL: u64 = 0x6770_7472_6163_6502;
+
 /// GPU event ids are unique across processes: the pid sits above the
 /// correlation id. The first GPU event of a correlation gets the id that API
 /// slices point at; further events of the same correlation (graph nodes)

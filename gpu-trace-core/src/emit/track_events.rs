@@ -2,8 +2,8 @@
 
 use super::clocks_logs::{absolute_timestamp, write_delta_clock_snapshot};
 use super::{
-    DELTA_CLOCK, Encoder, PacketSink, TE_CLOCK_SENTINEL, TrackEventSink, primary_event_id,
-    range_track_uuid, thread_track_uuid,
+    DELTA_CLOCK, Encoder, PacketSink, TE_CLOCK_SENTINEL, TE_PROCESS_SENTINEL, TrackEventSink,
+    primary_event_id, range_track_uuid, thread_track_uuid,
 };
 use crate::collector::Batch;
 use crate::model::{ApiCall, Event, Marker, MarkerEvent, NameId};
@@ -157,8 +157,17 @@ impl Encoder {
             sink.packet(p.as_bytes());
             self.te_last[inst] = Some(at);
             self.te_default[inst] = default_track;
-            // The SDK has just described the process on this (new or
-            // reset) sequence, by its command line alone.
+        }
+        self.describe_process_on_reset(sink);
+    }
+
+    /// On a track-event sequence the SDK has just reset, describes the
+    /// process again with its rank. Entering a reset sequence, for a write
+    /// or only a flush, makes the SDK describe the process by its command
+    /// line alone; the trace processor names a process after its latest
+    /// descriptor, so every entry into a sequence comes here first.
+    pub(crate) fn describe_process_on_reset(&mut self, sink: &mut dyn TrackEventSink) {
+        if self.process.is_some() && !sink.track_seen(TE_PROCESS_SENTINEL) {
             self.describe_process(sink);
         }
     }
@@ -679,6 +688,15 @@ mod tests {
         // A sequence that already has it does not get it again.
         f.enc.write_api_calls(&b, &mut sink);
         assert_eq!(process_descriptors(&sink.packets).len(), 1);
+        // Entering a sequence the service has cleared, only to flush it
+        // (the SDK describes the process by its command line on entry),
+        // describes it again, once.
+        let mut flushed = TePackets::default();
+        f.enc.describe_process_on_reset(&mut flushed);
+        f.enc.describe_process_on_reset(&mut flushed);
+        let d = process_descriptors(&flushed.packets);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].2.ends_with(" [rank 1/2]"), "{d:?}");
         // A render-stage sequence gets it when it starts.
         let mut rs = super::super::test_support::Packets::default();
         let mut seq = super::super::RsSeq::default();
