@@ -229,6 +229,20 @@ pub enum Op {
         /// Microseconds.
         us: u64,
     },
+    /// Writes this process's pid into `path`, for a test that acts on the
+    /// running program (its control socket) at this point.
+    Announce {
+        /// File to write.
+        path: String,
+    },
+    /// Waits until `path` exists (at most `timeout_ms`), for a test that
+    /// acts on the running program in between.
+    WaitFile {
+        /// File to wait for.
+        path: String,
+        /// Longest wait, ms.
+        timeout_ms: u64,
+    },
     /// The ops, `times` times.
     Repeat {
         /// Count.
@@ -455,7 +469,7 @@ impl Scenario {
                         e.marker_messages.insert(message.clone());
                     }
                     Op::RangeStop { .. } => bump(&mut e.marker_calls, "roctxRangeStop", times),
-                    Op::SleepUs { .. } => {}
+                    Op::SleepUs { .. } | Op::Announce { .. } | Op::WaitFile { .. } => {}
                     Op::Repeat { times: n, ops } => walk(s, gpus, ops, times * u64::from(*n), e),
                 }
             }

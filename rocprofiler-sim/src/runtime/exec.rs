@@ -718,6 +718,19 @@ fn run_ops(sim: &Sim, ops: &[Op], th: &mut ThreadState) {
                 );
             }
             Op::SleepUs { us } => std::thread::sleep(std::time::Duration::from_micros(*us)),
+            Op::Announce { path } => {
+                // Written whole under another name, then renamed: a reader never sees half.
+                let tmp = format!("{path}.tmp");
+                let _ = std::fs::write(&tmp, std::process::id().to_string());
+                let _ = std::fs::rename(&tmp, path);
+            }
+            Op::WaitFile { path, timeout_ms } => {
+                let until =
+                    std::time::Instant::now() + std::time::Duration::from_millis(*timeout_ms);
+                while !std::path::Path::new(path).exists() && std::time::Instant::now() < until {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            }
             Op::Repeat { times, ops } => {
                 for _ in 0..*times {
                     run_ops(sim, ops, th);
