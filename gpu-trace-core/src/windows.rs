@@ -142,7 +142,7 @@ impl Plan {
     }
 
     /// Whether recording is on at start.
-    fn open_at_start(&self) -> bool {
+    pub fn open_at_start(&self) -> bool {
         !self.paused && self.delay.is_none_or(|d| d.is_zero())
     }
 }

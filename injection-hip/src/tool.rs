@@ -59,6 +59,10 @@ const CUDA_CAPTURE_RANGE: &str = "INJECTION_CAPTURE_RANGE";
 pub(crate) struct HipTool {
     config: Config,
     problems: Vec<Problem>,
+    /// When recording runs: paused, a delay, a duration, a duty cycle, the control socket.
+    plan: gpu_trace_core::windows::Plan,
+    /// Their controller, while the tracer runs.
+    windows: Mutex<Option<gpu_trace_core::windows::Windows>>,
     tracer: OnceLock<Tracer>,
     finalized: AtomicBool,
     /// The process that started tracing: a forked child inherits the exit handler and the
@@ -125,13 +129,20 @@ impl Services {
             return;
         }
         let mut cur = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if s.gpu != cur.sources.gpu {
+        // A window closing while other threads launch: API tracing goes off before GPU
+        // tracing, so that a launch whose call is recorded was made with its dispatch's
+        // record on; a window opens the other way round (as CUDA's backend does).
+        let gpu_off = cur.sources.gpu && !s.gpu;
+        if s.gpu != cur.sources.gpu && !gpu_off {
             switch(&self.gpu, s.gpu, "GPU activity tracing");
         }
         if s.api != cur.sources.api
             && let Some(c) = &self.api
         {
             switch(c, s.api, "HIP API tracing");
+        }
+        if gpu_off {
+            switch(&self.gpu, false, "GPU activity tracing");
         }
         if let Some(c) = &self.counting {
             let want = match &s.counters {
@@ -319,7 +330,9 @@ impl Tool for HipTool {
     type Session = Session;
 
     fn configure(info: &ConfigureInfo) -> Option<Self> {
-        let (config, problems) = Config::from_env();
+        let (config, mut problems) = Config::from_env();
+        let (plan, plan_problems) = gpu_trace_core::windows::Plan::from_env();
+        problems.extend(plan_problems);
         gpu_trace_core::log::set_verbose(config.verbose);
         // Panics the rocprofiler crate catches go to our log, under our name.
         rocprofiler::set_panic_reporter(|what, message| {
@@ -334,6 +347,8 @@ impl Tool for HipTool {
         Some(HipTool {
             config,
             problems,
+            plan,
+            windows: Mutex::new(None),
             tracer: OnceLock::new(),
             finalized: AtomicBool::new(false),
             pid: std::process::id(),
@@ -489,7 +504,8 @@ impl HipTool {
             config,
             clock: gpu_clock(rt),
             limits: Limits::default(),
-            capture_ranges: false,
+            // The control socket can close and reopen recording at any time.
+            capture_ranges: self.plan.switches() || self.plan.control,
         }) {
             Ok(t) => t,
             Err(e) => {
@@ -499,7 +515,17 @@ impl HipTool {
                 return Ok(Session { services: None });
             }
         };
-        wait_until_recording(&tracer, &self.config);
+        // Recording opens now unless the plan starts paused or with a delay; the controller
+        // switches it from here on, as `gpu-trace start/stop` and the schedule ask.
+        *self.windows.lock().unwrap_or_else(|e| e.into_inner()) =
+            gpu_trace_core::windows::Windows::start(
+                &self.plan,
+                tracer.capture_switch(),
+                tracer.recorder().clone(),
+            );
+        if self.plan.open_at_start() {
+            wait_until_recording(&tracer, &self.config);
+        }
         let devices: Vec<_> = agents.iter().filter_map(records::describe).collect();
         crate::telemetry::watch(tracer.telemetry(), &devices);
         for d in devices {
@@ -531,6 +557,7 @@ impl HipTool {
         });
         let _ = gate.set(state.clone());
         if let Err(e) = code_objects.start() {
+            self.stop_windows();
             tracer.shutdown(SHUTDOWN_LIMIT);
             return Err(e);
         }
@@ -553,11 +580,25 @@ impl HipTool {
         })
     }
 
+    /// Stops the window controller (its socket goes with it).
+    fn stop_windows(&self) {
+        if let Some(mut w) = self
+            .windows
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            w.stop();
+        }
+    }
+
     /// Final flush and file finalisation; once, in the process that started tracing.
     fn finish(&self, services: Option<&Services>) {
         if std::process::id() != self.pid || self.finalized.swap(true, Ordering::AcqRel) {
             return;
         }
+        // No window opens or closes any more; one still open stays open for the last records.
+        self.stop_windows();
         if let Some(s) = services {
             // No more starting and stopping; the buffer's last records must still be read,
             // even if tracing broke (the SDK does not flush for us).

@@ -274,7 +274,10 @@ fn drawn(s: &Scenario) -> BTreeMap<Drawn, u64> {
                     stack.pop();
                 }
                 Op::RangeStart { message, .. } => add(message, false, false),
-                Op::RangeStop { .. } | Op::SleepUs { .. } => {}
+                Op::RangeStop { .. }
+                | Op::SleepUs { .. }
+                | Op::Announce { .. }
+                | Op::WaitFile { .. } => {}
                 Op::Repeat { times, ops } => {
                     for _ in 0..*times {
                         walk(ops, stack, out);
