@@ -52,8 +52,28 @@ static BACKEND: BackendInfo = BackendInfo {
     suffix: "amd",
 };
 
-/// The CUDA backend's capture-range setting, refused here in one line.
-const CUDA_CAPTURE_RANGE: &str = "INJECTION_CAPTURE_RANGE";
+use gpu_trace_core::cuda_config::vars as cuda_vars;
+
+/// The CUDA backend's settings and what they would do, each refused here in one line when set:
+/// HIP has no such calls to follow or layers to choose.
+const CUDA_ONLY: [(&str, &str); 4] = [
+    (
+        cuda_vars::CAPTURE_COUNT,
+        "capture ranges are CUDA-only for now",
+    ),
+    (
+        cuda_vars::API_LAYER,
+        "HIP has one API layer, whose runtime calls are recorded",
+    ),
+    (
+        cuda_vars::COUNTERS_REPLAY,
+        "counters are collected by rocprofiler's dispatch counting, without replay",
+    ),
+    (
+        cuda_vars::COUNTERS_BATCH,
+        "counters are collected by rocprofiler's dispatch counting, without replay",
+    ),
+];
 
 /// The tool, once rocprofiler-sdk configured it.
 pub(crate) struct HipTool {
@@ -490,13 +510,22 @@ impl HipTool {
         });
 
         // CUDA's capture ranges follow cudaProfilerStart/Stop; HIP has no such calls to follow
-        // yet, so the setting is refused rather than silently ignored.
-        if let Some(v) = gpu_trace_core::config::env_lookup(CUDA_CAPTURE_RANGE)
+        // yet, so the setting is refused rather than silently ignored (likewise the other
+        // CUDA-only settings).
+        if let Some(v) = gpu_trace_core::config::env_lookup(cuda_vars::CAPTURE_RANGE)
             && !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "none")
         {
             gpu_trace_core::warn!(
-                "{CUDA_CAPTURE_RANGE}: capture ranges are CUDA-only for now; recording the whole run"
+                "{}: capture ranges are CUDA-only for now; recording the whole run",
+                cuda_vars::CAPTURE_RANGE
             );
+        }
+        for (var, why) in CUDA_ONLY {
+            if let Some(v) = gpu_trace_core::config::env_lookup(var)
+                && !v.trim().is_empty()
+            {
+                gpu_trace_core::warn!("{var}={v:?} is ignored: it is a CUDA setting ({why})");
+            }
         }
         let config = self.config.clone();
         let tracer = match Tracer::start(TracerOptions {

@@ -1118,9 +1118,9 @@ fn only_the_requested_sources_run() {
 }
 
 #[test]
-fn a_capture_range_is_refused_in_one_line_and_the_whole_run_recorded() {
+fn cuda_only_settings_are_refused_in_one_line_each_and_the_whole_run_recorded() {
     // CUDA-only for now: HIP says so and records everything, rather than
-    // waiting for a start that never comes.
+    // waiting for a start that never comes, or pretending to replay kernels.
     let dir = tmpdir("capture-range");
     let spec = RunSpec::new(tool(), scenario())
         .env(
@@ -1128,18 +1128,14 @@ fn a_capture_range_is_refused_in_one_line_and_the_whole_run_recorded() {
             dir.join("trace.pftrace").display().to_string(),
         )
         .env("INJECTION_TRACE", "gpu")
-        .env("INJECTION_CAPTURE_RANGE", "cudaProfilerApi");
+        .env("INJECTION_CAPTURE_RANGE", "cudaProfilerApi")
+        .env("INJECTION_CAPTURE_COUNT", "2")
+        .env("INJECTION_API_LAYER", "runtime")
+        .env("INJECTION_COUNTERS_REPLAY", "kernel")
+        .env("INJECTION_COUNTERS_BATCH", "16");
     let out = run(spec);
     let lines = our_lines(&out.stderr);
-    assert_eq!(
-        lines
-            .iter()
-            .filter(|l| l.contains("INJECTION_CAPTURE_RANGE"))
-            .count(),
-        1,
-        "{}",
-        out.stderr
-    );
+    assert_eq!(lines.len(), 5, "{}", out.stderr);
     assert!(
         lines
             .iter()
@@ -1147,6 +1143,28 @@ fn a_capture_range_is_refused_in_one_line_and_the_whole_run_recorded() {
         "{}",
         out.stderr
     );
+    for (var, value) in [
+        ("INJECTION_CAPTURE_RANGE", "cudaProfilerApi"),
+        ("INJECTION_CAPTURE_COUNT", "\"2\""),
+        ("INJECTION_API_LAYER", "\"runtime\""),
+        ("INJECTION_COUNTERS_REPLAY", "\"kernel\""),
+        ("INJECTION_COUNTERS_BATCH", "\"16\""),
+    ] {
+        let mine: Vec<_> = lines.iter().filter(|l| l.contains(var)).collect();
+        assert_eq!(mine.len(), 1, "{var}: {}", out.stderr);
+        assert!(
+            mine[0].starts_with(&format!("gpu-trace: {var}")),
+            "{}",
+            mine[0]
+        );
+        if var != "INJECTION_CAPTURE_RANGE" {
+            assert!(
+                mine[0].contains(&format!("{var}={value} is ignored: it is a CUDA setting (")),
+                "{}",
+                mine[0]
+            );
+        }
+    }
     let t = Trace::open(dir.join("trace.pftrace")).unwrap();
     assert_eq!(
         t.kernels().count() as u64,
