@@ -231,6 +231,57 @@ fn another_process_stops_and_restarts_recording_and_each_window_holds_exactly_it
 }
 
 #[test]
+fn a_window_closed_while_its_dispatch_runs_keeps_it_and_records_nothing_after() {
+    let dir = tmpdir("inflight");
+    let (a, a_go) = (dir.join("a"), dir.join("a.go"));
+    let p = |p: &Path| p.display().to_string();
+    let mut s = scenario(vec![]);
+    // A long kernel, still running when the window closes.
+    s.kernels
+        .iter_mut()
+        .find(|k| k.name == "gemm")
+        .unwrap()
+        .duration_us = 300_000;
+    let mut ops = launches("gemm", 1);
+    ops.pop(); // no wait: it runs on
+    ops.extend([
+        Op::Announce { path: p(&a) },
+        Op::WaitFile {
+            path: p(&a_go),
+            timeout_ms: 60_000,
+        },
+        Op::StreamSync {
+            device: 0,
+            stream: 1,
+        },
+    ]);
+    ops.extend(launches("reduce", 2));
+    s.threads = vec![ThreadSpec { ops }];
+    let child = run(&dir, s, &[]);
+    let sockets = dir.join("gpu-trace");
+    let pid = wait_announce(&a);
+    let r = gpu_trace_core::windows::send_in(&sockets, pid, "stop", Duration::from_secs(10))
+        .expect("stop");
+    assert!(r.starts_with("closed 1 "), "{r}");
+    std::fs::write(&a_go, "").unwrap();
+    let out = child.join().expect("run");
+    let t = check_trace(&dir.join("trace.pftrace"));
+    assert_eq!(
+        kernels(&t),
+        BTreeMap::from([(BETWEEN.to_owned(), 1)]),
+        "the dispatch submitted inside the window, and nothing after it\n{}",
+        out.stderr
+    );
+    let w = windows(&t);
+    let g = t.gpu_events.iter().find(|e| e.kernel.is_some()).unwrap();
+    assert!(
+        g.ts + g.dur > w[0].1 + w[0].2,
+        "the kernel ran past the close: {g:?} {w:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn paused_records_nothing_until_started_and_a_delay_and_duration_record_only_the_middle() {
     // Paused and never started: nothing of the program, one window-less trace.
     let dir = tmpdir("paused");
