@@ -113,8 +113,24 @@ pub(crate) fn check(flags: &[Flag], verbose: bool) -> Result<Checked, String> {
     problems.extend(CudaConfig::from_lookup(get).1);
     problems.extend(windows::Plan::from_lookup(&get).1);
     if let Some(p) = problems.first() {
+        // A problem may name another variable (`--window` against
+        // `INJECTION_EVERY`): as its flag, where a flag set it.
+        let typed = |text: &str| {
+            flags
+                .iter()
+                .filter(|f| f.value.is_some())
+                .fold(text.to_owned(), |t, f| {
+                    t.replace(&format!("{}=", f.var), &format!("{} ", f.typed))
+                        .replace(f.var, &f.typed)
+                })
+        };
         return Err(match flag_of(p.var) {
-            Some(f) => format!("{} {:?}: expected {}", f.typed, p.value, p.expected),
+            Some(f) => format!(
+                "{} {:?}: expected {}",
+                f.typed,
+                typed(&p.value),
+                typed(&p.expected)
+            ),
             None => format!(
                 "{}={:?} (from the environment): expected {}",
                 p.var, p.value, p.expected

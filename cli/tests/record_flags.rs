@@ -99,6 +99,11 @@ fn every_bad_value_is_refused_with_the_parsers_message() {
             "--delay \"soon\": expected a duration up to 7d, such as 30s, 500ms, 2m or 1h",
         ),
         (
+            // The other variable a problem names is named as its flag too.
+            &["--window", "1s", "--every", "1s"],
+            "--window \"1s with --every 1s\": expected a window shorter than --every",
+        ),
+        (
             &["--capture-count", "0"],
             "--capture-count \"0\": expected a whole number of ranges from 1",
         ),
