@@ -892,3 +892,64 @@ pub static BACKEND: crate::BackendInfo = crate::BackendInfo {
     gpu_api: 4,
     suffix: "nv",
 };
+
+/// A simulated program's Announce: waits (at most 60 s) until it has written
+/// its pid into `path`, and returns the pid.
+pub fn wait_announce(path: &Path) -> u32 {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(s) = std::fs::read_to_string(path)
+            && let Ok(pid) = s.trim().parse()
+        {
+            return pid;
+        }
+        assert!(
+            Instant::now() < until,
+            "the program never reached {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Kernels in the trace by name.
+pub fn kernel_counts(t: &Trace) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for e in &t.gpu_events {
+        if let Some(k) = &e.kernel {
+            *m.entry(k.name.to_string()).or_default() += 1;
+        }
+    }
+    m
+}
+
+/// The recording windows in the trace's log: (opening line, start,
+/// duration).
+pub fn recording_windows(t: &Trace) -> Vec<(String, u64, u64)> {
+    let mut out: Vec<(String, u64, u64)> = Vec::new();
+    for l in &t.logs {
+        if let Some(rest) = l.message.strip_prefix("recording window ") {
+            if rest.contains(" opened ") {
+                out.push((l.message.clone(), l.ts, 0));
+            } else if let Some(w) = out.last_mut() {
+                w.2 = l.ts - w.1;
+            }
+        }
+    }
+    out
+}
+
+/// Opens a recording-windows test's trace and checks it whole: decoded
+/// without problems, nothing dropped, the validator, and the trace processor
+/// agreeing with no slice left unfinished.
+pub fn checked_trace(path: &Path) -> Trace {
+    let t = Trace::open(path).expect("trace");
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    assert_eq!(t.drop_counts(), Some(vec![]), "nothing dropped");
+    validate(path);
+    if let Some(a) = tp_check(path, &t, &[]) {
+        assert_eq!(a.unfinished, 0, "slices that never end");
+        assert_eq!(a.gpu_slices, t.gpu_events.len());
+    }
+    t
+}

@@ -4,11 +4,10 @@
 
 use cupti_sim::scenario::{KernelSpec, Layer, Op, ThreadSpec};
 use cupti_sim::{RunSpec, Scenario};
-use gpu_trace_core::reader::Trace;
-use gpu_trace_core::testing::{tp_check, validate};
+use gpu_trace_core::testing::{checked_trace, kernel_counts, recording_windows, wait_announce};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 cupti_sim::child_entry!();
 
@@ -57,32 +56,6 @@ fn launches(kernel: &str, n: u32) -> Op {
     }
 }
 
-/// Kernels in the trace by name.
-fn kernels(t: &Trace) -> BTreeMap<String, usize> {
-    let mut m = BTreeMap::new();
-    for e in &t.gpu_events {
-        if let Some(k) = &e.kernel {
-            *m.entry(k.name.to_string()).or_default() += 1;
-        }
-    }
-    m
-}
-
-/// The windows in the trace's log: (opening line, start, duration).
-fn windows(t: &Trace) -> Vec<(String, u64, u64)> {
-    let mut out: Vec<(String, u64, u64)> = Vec::new();
-    for l in &t.logs {
-        if let Some(rest) = l.message.strip_prefix("recording window ") {
-            if rest.contains(" opened ") {
-                out.push((l.message.clone(), l.ts, 0));
-            } else if let Some(w) = out.last_mut() {
-                w.2 = l.ts - w.1;
-            }
-        }
-    }
-    out
-}
-
 fn run(
     dir: &Path,
     s: Scenario,
@@ -100,36 +73,6 @@ fn run(
         spec = spec.env(*k, v.clone());
     }
     std::thread::spawn(move || cupti_sim::host::run_checked(spec, Duration::from_secs(120)))
-}
-
-/// Waits for the program to announce itself in `path`; its pid.
-fn wait_announce(path: &Path) -> u32 {
-    let until = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(s) = std::fs::read_to_string(path)
-            && let Ok(pid) = s.trim().parse()
-        {
-            return pid;
-        }
-        assert!(
-            Instant::now() < until,
-            "the program never reached {}",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn check_trace(path: &Path) -> Trace {
-    let t = Trace::open(path).expect("trace");
-    assert!(t.problems.is_empty(), "{:?}", t.problems);
-    assert_eq!(t.drop_counts(), Some(vec![]), "nothing dropped");
-    validate(path);
-    if let Some(a) = tp_check(path, &t, &[]) {
-        assert_eq!(a.unfinished, 0, "slices that never end");
-        assert_eq!(a.gpu_slices, t.gpu_events.len());
-    }
-    t
 }
 
 #[test]
@@ -185,13 +128,13 @@ fn another_process_stops_and_restarts_recording_and_each_window_holds_exactly_it
     );
     // The socket is gone with the process.
     assert!(!gpu_trace_core::windows::socket_path(&sockets, pid).exists());
-    let t = check_trace(&dir.join("trace.pftrace"));
+    let t = checked_trace(&dir.join("trace.pftrace"));
     assert_eq!(
-        kernels(&t),
+        kernel_counts(&t),
         BTreeMap::from([("_Z5afterv".to_owned(), 2), ("_Z6beforev".to_owned(), 3)]),
         "kernels of the closed window are not recorded, the others all are"
     );
-    let w = windows(&t);
+    let w = recording_windows(&t);
     assert_eq!(
         w.iter().map(|(n, ..)| n.as_str()).collect::<Vec<_>>(),
         [
@@ -243,14 +186,14 @@ fn a_delay_and_a_duration_record_only_the_middle() {
     )
     .join()
     .expect("run");
-    let t = check_trace(&dir.join("trace.pftrace"));
+    let t = checked_trace(&dir.join("trace.pftrace"));
     assert_eq!(
-        kernels(&t),
+        kernel_counts(&t),
         BTreeMap::from([("_Z7betweenv".to_owned(), 4)]),
         "{}",
         out.stderr
     );
-    let w = windows(&t);
+    let w = recording_windows(&t);
     assert_eq!(w.len(), 1, "{w:?}");
     assert_eq!(w[0].0, "recording window 1 opened (scheduled)");
     assert!((1_400_000_000..1_700_000_000).contains(&w[0].2), "{w:?}");
@@ -285,10 +228,13 @@ fn bad_window_settings_are_named_and_the_program_runs_whole() {
         "{}",
         out.stderr
     );
-    let t = check_trace(&dir.join("trace.pftrace"));
-    assert_eq!(kernels(&t), BTreeMap::from([("_Z6beforev".to_owned(), 2)]));
+    let t = checked_trace(&dir.join("trace.pftrace"));
+    assert_eq!(
+        kernel_counts(&t),
+        BTreeMap::from([("_Z6beforev".to_owned(), 2)])
+    );
     assert!(
-        windows(&t).is_empty(),
+        recording_windows(&t).is_empty(),
         "a run never switched draws no window"
     );
     let _ = std::fs::remove_dir_all(&dir);
@@ -331,7 +277,7 @@ fn an_nvtx_capture_range_records_only_inside_the_named_ranges_up_to_the_count() 
     .join()
     .expect("run");
     // check_trace: no slice left unfinished, so the range that closed the window ends in it.
-    let t = check_trace(&dir.join("trace.pftrace"));
+    let t = checked_trace(&dir.join("trace.pftrace"));
     let ranges: Vec<(&str, u64)> = t
         .slices
         .iter()
@@ -345,12 +291,12 @@ fn an_nvtx_capture_range_records_only_inside_the_named_ranges_up_to_the_count() 
     );
     assert!(ranges.iter().all(|r| r.1 > 0), "{ranges:?}");
     assert_eq!(
-        kernels(&t),
+        kernel_counts(&t),
         BTreeMap::from([("_Z7betweenv".to_owned(), 4)]),
         "only the first \"step 2\" range, nested ranges included\n{}",
         out.stderr
     );
-    let w = windows(&t);
+    let w = recording_windows(&t);
     assert_eq!(
         w.iter().map(|(n, ..)| n.as_str()).collect::<Vec<_>>(),
         ["recording window 1 opened (NVTX range \"step 2\")"],
@@ -423,9 +369,9 @@ fn the_applications_signals_reach_its_own_threads_and_handlers() {
         "the handler ran on program threads only: {:?}",
         r.signal_handler_threads
     );
-    let t = check_trace(&dir.join("trace.pftrace"));
+    let t = checked_trace(&dir.join("trace.pftrace"));
     assert_eq!(
-        kernels(&t),
+        kernel_counts(&t),
         BTreeMap::from([("_Z5afterv".to_owned(), 2), ("_Z6beforev".to_owned(), 3)])
     );
     let _ = std::fs::remove_dir_all(&dir);
@@ -451,14 +397,14 @@ fn profiler_api_windows_toggled_many_times_hold_exactly_their_kernels_and_are_ma
     )
     .join()
     .expect("run");
-    let t = check_trace(&dir.join("trace.pftrace"));
+    let t = checked_trace(&dir.join("trace.pftrace"));
     assert_eq!(
-        kernels(&t),
+        kernel_counts(&t),
         BTreeMap::from([("_Z7betweenv".to_owned(), 60)]),
         "{}",
         out.stderr
     );
-    let w = windows(&t);
+    let w = recording_windows(&t);
     assert_eq!(w.len(), 20, "{w:?}");
     for (i, (name, _, dur)) in w.iter().enumerate() {
         assert_eq!(
@@ -510,14 +456,14 @@ fn a_duty_cycle_records_each_periods_window() {
     )
     .join()
     .expect("run");
-    let t = check_trace(&dir.join("trace.pftrace"));
+    let t = checked_trace(&dir.join("trace.pftrace"));
     assert_eq!(
-        kernels(&t),
+        kernel_counts(&t),
         BTreeMap::from([("_Z6beforev".to_owned(), 2), ("_Z7betweenv".to_owned(), 9)]),
         "{}",
         out.stderr
     );
-    let w = windows(&t);
+    let w = recording_windows(&t);
     assert!(w.len() >= 3, "{w:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -594,8 +540,8 @@ fn hundreds_of_windows_switched_while_the_program_launches_keep_every_arrow_and_
         rss_end < rss_50 + 4096,
         "RSS {rss_50} kB at window 50, {rss_end} kB at window {n}"
     );
-    let t = check_trace(&dir.join("trace.pftrace"));
-    let opened = windows(&t).len() as u32;
+    let t = checked_trace(&dir.join("trace.pftrace"));
+    let opened = recording_windows(&t).len() as u32;
     assert_eq!(opened, n, "every window marked");
     // Every launch recorded has its kernel: none straddles a switch. (A
     // call that began before a window opened was recorded at its exit,

@@ -3,13 +3,12 @@
 //! control socket and by time. Each window's dispatches are exactly the ones launched inside
 //! it, as on the CUDA path (`injection-cuda/tests/windows.rs`).
 
-use gpu_trace_core::reader::Trace;
-use gpu_trace_core::testing::{tp_check, validate};
+use gpu_trace_core::testing::{checked_trace, kernel_counts, recording_windows, wait_announce};
 use rocprofiler_sim::scenario::{Op, ThreadSpec};
 use rocprofiler_sim::{Outcome, RunSpec, Scenario};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 rocprofiler_sim::child_entry!();
 
@@ -83,62 +82,6 @@ fn run(dir: &Path, s: Scenario, env: &[(&str, &str)]) -> std::thread::JoinHandle
     })
 }
 
-/// Waits for the program to announce itself in `path`; its pid.
-fn wait_announce(path: &Path) -> u32 {
-    let until = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(s) = std::fs::read_to_string(path)
-            && let Ok(pid) = s.trim().parse()
-        {
-            return pid;
-        }
-        assert!(
-            Instant::now() < until,
-            "the program never reached {}",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Dispatches in the trace by kernel symbol.
-fn kernels(t: &Trace) -> BTreeMap<String, usize> {
-    let mut m = BTreeMap::new();
-    for e in &t.gpu_events {
-        if let Some(k) = &e.kernel {
-            *m.entry(k.name.to_string()).or_default() += 1;
-        }
-    }
-    m
-}
-
-/// The windows in the trace's log: (opening line, start, duration).
-fn windows(t: &Trace) -> Vec<(String, u64, u64)> {
-    let mut out: Vec<(String, u64, u64)> = Vec::new();
-    for l in &t.logs {
-        if let Some(rest) = l.message.strip_prefix("recording window ") {
-            if rest.contains(" opened ") {
-                out.push((l.message.clone(), l.ts, 0));
-            } else if let Some(w) = out.last_mut() {
-                w.2 = l.ts - w.1;
-            }
-        }
-    }
-    out
-}
-
-fn check_trace(path: &Path) -> Trace {
-    let t = Trace::open(path).expect("trace");
-    assert!(t.problems.is_empty(), "{:?}", t.problems);
-    assert_eq!(t.drop_counts(), Some(vec![]), "nothing dropped");
-    validate(path);
-    if let Some(a) = tp_check(path, &t, &[]) {
-        assert_eq!(a.unfinished, 0, "slices that never end");
-        assert_eq!(a.gpu_slices, t.gpu_events.len());
-    }
-    t
-}
-
 #[test]
 fn another_process_stops_and_restarts_recording_and_each_window_holds_exactly_its_dispatches() {
     let dir = tmpdir("control");
@@ -188,13 +131,13 @@ fn another_process_stops_and_restarts_recording_and_each_window_holds_exactly_it
     );
     // The socket is gone with the process.
     assert!(!gpu_trace_core::windows::socket_path(&sockets, pid).exists());
-    let t = check_trace(&dir.join("trace.pftrace"));
+    let t = checked_trace(&dir.join("trace.pftrace"));
     assert_eq!(
-        kernels(&t),
+        kernel_counts(&t),
         BTreeMap::from([(BEFORE.to_owned(), 3), (AFTER.to_owned(), 2)]),
         "dispatches of the closed window are not recorded, the others all are"
     );
-    let w = windows(&t);
+    let w = recording_windows(&t);
     assert_eq!(
         w.iter().map(|(n, ..)| n.as_str()).collect::<Vec<_>>(),
         [
@@ -265,14 +208,14 @@ fn a_window_closed_while_its_dispatch_runs_keeps_it_and_records_nothing_after() 
     assert!(r.starts_with("closed 1 "), "{r}");
     std::fs::write(&a_go, "").unwrap();
     let out = child.join().expect("run");
-    let t = check_trace(&dir.join("trace.pftrace"));
+    let t = checked_trace(&dir.join("trace.pftrace"));
     assert_eq!(
-        kernels(&t),
+        kernel_counts(&t),
         BTreeMap::from([(BETWEEN.to_owned(), 1)]),
         "the dispatch submitted inside the window, and nothing after it\n{}",
         out.stderr
     );
-    let w = windows(&t);
+    let w = recording_windows(&t);
     let g = t.gpu_events.iter().find(|e| e.kernel.is_some()).unwrap();
     assert!(
         g.ts + g.dur > w[0].1 + w[0].2,
@@ -290,8 +233,8 @@ fn paused_records_nothing_until_started_and_a_delay_and_duration_record_only_the
     let out = run(&dir, scenario(ops), &[("INJECTION_PAUSED", "1")])
         .join()
         .expect("run");
-    let t = check_trace(&dir.join("trace.pftrace"));
-    assert_eq!(kernels(&t), BTreeMap::new(), "{}", out.stderr);
+    let t = checked_trace(&dir.join("trace.pftrace"));
+    assert_eq!(kernel_counts(&t), BTreeMap::new(), "{}", out.stderr);
     assert!(t.slices.is_empty(), "{:?}", t.slices.first());
     let _ = std::fs::remove_dir_all(&dir);
 
@@ -313,14 +256,14 @@ fn paused_records_nothing_until_started_and_a_delay_and_duration_record_only_the
     )
     .join()
     .expect("run");
-    let t = check_trace(&dir.join("trace.pftrace"));
+    let t = checked_trace(&dir.join("trace.pftrace"));
     assert_eq!(
-        kernels(&t),
+        kernel_counts(&t),
         BTreeMap::from([(BETWEEN.to_owned(), 4)]),
         "{}",
         out.stderr
     );
-    let w = windows(&t);
+    let w = recording_windows(&t);
     assert_eq!(w.len(), 1, "{w:?}");
     assert_eq!(w[0].0, "recording window 1 opened (scheduled)");
     assert!((1_400_000_000..1_700_000_000).contains(&w[0].2), "{w:?}");
@@ -349,7 +292,7 @@ fn a_bad_window_setting_is_named_once_and_the_program_runs_whole() {
         "{}",
         lines[0]
     );
-    let t = check_trace(&dir.join("trace.pftrace"));
-    assert_eq!(kernels(&t), BTreeMap::from([(BEFORE.to_owned(), 2)]));
+    let t = checked_trace(&dir.join("trace.pftrace"));
+    assert_eq!(kernel_counts(&t), BTreeMap::from([(BEFORE.to_owned(), 2)]));
     let _ = std::fs::remove_dir_all(&dir);
 }
