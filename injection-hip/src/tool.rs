@@ -19,6 +19,7 @@ use crate::api::{self, ApiState, OpTable};
 use crate::counters::Counting;
 use crate::records::{self, GpuRecords};
 use gpu_trace_core::config::Problem;
+use gpu_trace_core::cuda_config::vars as cuda_vars;
 use gpu_trace_core::guard::catch;
 use gpu_trace_core::{
     Backend, BackendInfo, Config, GpuClock, Limits, Sources, Tracer, TracerOptions,
@@ -52,25 +53,32 @@ static BACKEND: BackendInfo = BackendInfo {
     suffix: "amd",
 };
 
-use gpu_trace_core::cuda_config::vars as cuda_vars;
-
-/// The CUDA backend's settings and what they would do, each refused here in one line when set:
-/// HIP has no such calls to follow or layers to choose.
-const CUDA_ONLY: [(&str, &str); 4] = [
+/// The CUDA backend's settings, each refused here in one line when set to anything but the
+/// values that ask for nothing: HIP has no such calls to follow or layers to choose.
+const CUDA_ONLY: [(&str, &[&str], &str); 5] = [
+    (
+        cuda_vars::CAPTURE_RANGE,
+        &["", "none"],
+        "capture ranges are CUDA-only for now; recording the whole run",
+    ),
     (
         cuda_vars::CAPTURE_COUNT,
+        &[""],
         "capture ranges are CUDA-only for now",
     ),
     (
         cuda_vars::API_LAYER,
+        &[""],
         "HIP has one API layer, whose runtime calls are recorded",
     ),
     (
         cuda_vars::COUNTERS_REPLAY,
+        &[""],
         "counters are collected by rocprofiler's dispatch counting, without replay",
     ),
     (
         cuda_vars::COUNTERS_BATCH,
+        &[""],
         "counters are collected by rocprofiler's dispatch counting, without replay",
     ),
 ];
@@ -512,17 +520,9 @@ impl HipTool {
         // CUDA's capture ranges follow cudaProfilerStart/Stop; HIP has no such calls to follow
         // yet, so the setting is refused rather than silently ignored (likewise the other
         // CUDA-only settings).
-        if let Some(v) = gpu_trace_core::config::env_lookup(cuda_vars::CAPTURE_RANGE)
-            && !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "none")
-        {
-            gpu_trace_core::warn!(
-                "{}: capture ranges are CUDA-only for now; recording the whole run",
-                cuda_vars::CAPTURE_RANGE
-            );
-        }
-        for (var, why) in CUDA_ONLY {
+        for (var, inert, why) in CUDA_ONLY {
             if let Some(v) = gpu_trace_core::config::env_lookup(var)
-                && !v.trim().is_empty()
+                && !inert.contains(&v.trim().to_ascii_lowercase().as_str())
             {
                 gpu_trace_core::warn!("{var}={v:?} is ignored: it is a CUDA setting ({why})");
             }
