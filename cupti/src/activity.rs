@@ -288,6 +288,12 @@ thread_local! {
 }
 static ANY_KIND_ENABLED: AtomicBool = AtomicBool::new(false);
 
+/// After `cuptiFinalize` no kind is enabled: the timestamp callback may be
+/// registered again.
+pub(crate) fn forget_enabled_kinds() {
+    ANY_KIND_ENABLED.store(false, Ordering::Relaxed);
+}
+
 /// The registered activity handler and pool (see [`register`]).
 #[derive(Clone, Copy)]
 pub struct Activity {
@@ -348,6 +354,22 @@ impl Activity {
 
     fn cupti(&self) -> &Cupti {
         &self.global.cupti
+    }
+
+    /// Registers the buffer callbacks again after [`Cupti::finalize`]
+    /// detached CUPTI (which forgets them); the pool and handler are kept.
+    ///
+    /// # Errors
+    ///
+    /// The CUPTI error of `cuptiActivityRegisterCallbacks`.
+    #[doc(alias = "cuptiActivityRegisterCallbacks")]
+    pub fn reattach(&self) -> Result<()> {
+        // SAFETY: as in `register`.
+        self.cupti().check(unsafe {
+            self.cupti()
+                .api()
+                .cuptiActivityRegisterCallbacks(Some(buffer_requested), Some(buffer_completed))
+        })
     }
 
     /// Starts recording `kind`.
@@ -428,6 +450,18 @@ impl Activity {
                 .cuptiActivityGetNumDroppedRecords(ctx, stream_id, &mut n)
         })?;
         Ok(n as u64)
+    }
+
+    /// After [`Cupti::finalize`]: buffers CUPTI was still holding will never
+    /// come back. They stop counting against the cap (their memory is not
+    /// freed: nothing says CUPTI no longer holds their address); returns
+    /// how many. Call it only with no buffer being delivered.
+    pub fn forget_lent_after_finalize(&self) -> usize {
+        let pool = &self.global.pool;
+        let free = pool.free_list().len();
+        let lent = pool.allocated.load(Ordering::Relaxed).saturating_sub(free);
+        pool.allocated.fetch_sub(lent, Ordering::Relaxed);
+        lent
     }
 
     /// Pool and drop counters.

@@ -615,6 +615,9 @@ pub struct Subscriber {
     /// CUPTI: "a subscriber must serialize access to cuptiGetCallbackState,
     /// cuptiEnableCallback, cuptiEnableDomain, and cuptiEnableAllDomains".
     enabling: Mutex<()>,
+    /// `cuptiFinalize` ended the subscription: dropping it calls nothing
+    /// (any CUPTI call would attach CUPTI again).
+    finalized: AtomicBool,
 }
 
 // SAFETY: the handle is an opaque CUPTI token; cuptiSubscribe and
@@ -689,6 +692,7 @@ impl Subscriber {
                 handle,
                 state: Some(state),
                 enabling: Mutex::new(()),
+                finalized: AtomicBool::new(false),
             }),
             Err(Error::MultipleSubscribers { status, .. }) => {
                 let holder = CStr::from_bytes_until_nul(bytemuck_chars(&old_name))
@@ -824,12 +828,27 @@ impl Subscriber {
         self.unsubscribe()
     }
 
+    /// `cuptiFinalize` ended this subscription ([`crate::Cupti::finalize`]):
+    /// its closure gets no more callbacks, and dropping it calls no CUPTI
+    /// function (one would attach CUPTI again). Its enable calls must not
+    /// be used any more.
+    pub fn forget_after_finalize(&self) {
+        self.finalized.store(true, Ordering::Relaxed);
+        if let Some(s) = &self.state {
+            s.disabled().store(true, Ordering::Relaxed);
+        }
+    }
+
     fn unsubscribe(&mut self) -> Result<()> {
         let Some(state) = self.state.take() else {
             return Ok(());
         };
         // Callbacks CUPTI issues from here on return at once.
         state.disabled().store(true, Ordering::Relaxed);
+        if self.finalized.load(Ordering::Relaxed) {
+            let _: &'static dyn Erased = Box::leak(state);
+            return Ok(());
+        }
         // SAFETY: live handle, unsubscribed exactly once (state taken above).
         let r = self
             .cupti

@@ -227,16 +227,32 @@ impl Cupti {
         Ok(t)
     }
 
-    /// Detaches CUPTI from the process (all callbacks and activity stop).
+    /// Detaches CUPTI from the process: its subscriber, enabled callbacks
+    /// and activity kinds, registered buffer and timestamp callbacks are
+    /// gone, and the process runs as if CUPTI were not loaded.
+    ///
+    /// CUPTI recommends calling it at the exit callsite of a driver or
+    /// runtime API callback; elsewhere the caller must first synchronise
+    /// the GPU work whose records it wants and flush them. Records still
+    /// in CUPTI's buffers are discarded (flush first), and on the H200
+    /// (CUDA 13.0) a kernel still running is lost. No other CUPTI call may
+    /// overlap it. The next CUPTI call attaches CUPTI again: subscribe anew
+    /// ([`crate::callback::Subscriber::subscribe`], after
+    /// [`crate::callback::Subscriber::forget_after_finalize`] on the old
+    /// one) and re-register activity ([`crate::activity::Activity::reattach`]).
     ///
     /// # Errors
     ///
     /// The CUPTI error, or [`Error::MissingSymbol`].
     #[doc(alias = "cuptiFinalize")]
     pub fn finalize(&self) -> Result<()> {
-        // SAFETY: no arguments; CUPTI documents it as callable at any time
-        // outside callbacks.
-        self.check(unsafe { self.api().cuptiFinalize() })
+        // SAFETY: no arguments; the caller keeps other CUPTI calls from
+        // overlapping it (see above).
+        let r = self.check(unsafe { self.api().cuptiFinalize() });
+        if r.is_ok() {
+            crate::activity::forget_enabled_kinds();
+        }
+        r
     }
 }
 
