@@ -56,6 +56,13 @@ pub struct Report {
     pub signals_handled: u32,
     /// Names of the threads the SIGUSR1 handler ran on.
     pub signal_handler_threads: Vec<String>,
+    /// `cuptiFinalize` calls (each detaches CUPTI).
+    pub finalizes: u64,
+    /// Records `cuptiFinalize` found unflushed in CUPTI's buffer and discarded.
+    pub records_lost_at_finalize: u64,
+    /// CUPTI calls made while CUPTI was detached, other than the subscription that attaches
+    /// it again: each would have attached CUPTI again.
+    pub calls_while_detached: Vec<String>,
     /// Protocol violations by the tool.
     pub violations: Vec<String>,
 }

@@ -101,6 +101,21 @@ pub(super) fn call(funs: &[Fun], body: impl FnOnce(u32)) {
     call_named(funs, None, body)
 }
 
+thread_local! {
+    /// Inside a subscriber's API exit callback.
+    static IN_EXIT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread is inside a subscriber's API exit callback.
+pub(crate) fn in_api_exit() -> bool {
+    IN_EXIT.with(|c| c.get())
+}
+
+/// `cuptiFinalize` forgets the correlation ids handed out (the worst case for a tool).
+pub(crate) fn restart_correlation() {
+    CORRELATION.store(1, Ordering::Relaxed);
+}
+
 /// [`call`] of a launch: its callbacks name the kernel (`symbolName`), as CUPTI's do.
 fn call_named(funs: &[Fun], symbol: Option<&std::ffi::CStr>, body: impl FnOnce(u32)) {
     let corr = CORRELATION.fetch_add(1, Ordering::Relaxed);
@@ -124,12 +139,14 @@ fn call_named(funs: &[Fun], symbol: Option<&std::ffi::CStr>, body: impl FnOnce(u
             correlationId: corr,
         };
         let what = format!("{}/{}", f.name, if exit { "EXIT" } else { "ENTER" });
+        IN_EXIT.with(|c| c.set(exit));
         fire(
             domain,
             id,
             &what,
             (&data as *const sys::CUpti_CallbackData).cast(),
         );
+        IN_EXIT.with(|c| c.set(false));
     };
     for (i, f) in funs.iter().enumerate() {
         site(i, f, false);
@@ -234,6 +251,7 @@ fn kernel_record(
         r.graphNodeId = node;
         r.graphId = graph;
     }
+    super::detach::recorded(r.end);
     emit(kind, "CONCURRENT_KERNEL", r);
     if profiled == Profiled::Once {
         wait_ns_record(corr, end);
@@ -261,6 +279,7 @@ fn wait_ns_record(corr: u32, after: u64) {
     r.correlationId = corr;
     r.name = static_cstr("WaitNs").as_ptr();
     lock(&FAKE.report).profiler_kernels += 1;
+    super::detach::recorded(r.end);
     emit(kind, "CONCURRENT_KERNEL", r);
 }
 
@@ -470,6 +489,7 @@ impl Thread<'_> {
                             r.contextId = 1;
                             r.streamId = st + 10;
                             r.correlationId = corr;
+                            super::detach::recorded(r.end);
                             emit(k, "MEMCPY", r);
                         }
                         if stream.is_none() {
@@ -551,6 +571,7 @@ impl Thread<'_> {
                         r.dstDeviceId = *dst_device;
                         r.dstContextId = 1;
                         r.correlationId = corr;
+                        super::detach::recorded(r.end);
                         emit(k, "MEMCPY2", r);
                     }
                     if stream.is_none() {
@@ -623,6 +644,7 @@ impl Thread<'_> {
                             r.memoryKind =
                                 sys::CUpti_ActivityMemoryKind::CUPTI_ACTIVITY_MEMORY_KIND_DEVICE.0
                                     as u16;
+                            super::detach::recorded(r.end);
                             emit(k, "MEMSET", r);
                         }
                         if stream.is_none() {

@@ -256,7 +256,10 @@ pub unsafe extern "C" fn cuptiActivityGetNextRecord(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuptiFinalize() -> R {
-    OK
+    guard("cuptiFinalize", INVALID, || {
+        super::detach::finalize();
+        OK
+    })
 }
 
 #[unsafe(no_mangle)]

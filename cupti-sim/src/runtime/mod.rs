@@ -85,14 +85,120 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Runs `f`, turning a panic into `fallback` so that none crosses the C boundary.
+/// Runs `f`, turning a panic into `fallback` so that none crosses the C boundary. CUPTI
+/// functions (`cupti*`) are also counted while they run, for [`finalize`], and a CUPTI call
+/// made while CUPTI is detached is noted: real CUPTI would attach again.
 pub(crate) fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+    let cupti = what.starts_with("cupti") && !what.starts_with("cupti_sim");
+    if cupti {
+        detach::entered(what);
+    }
+    let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(_) => {
             violation(format!("cupti-sim panicked in {what}"));
             fallback
         }
+    };
+    if cupti {
+        detach::left();
+    }
+    r
+}
+
+/// `cuptiFinalize` as CUPTI 13.0 on the H200 behaves (session 7's probes): what it finds
+/// still in CUPTI's buffer is discarded, a recorded kernel still running is lost, and
+/// everything the tool set up is forgotten; the next CUPTI call attaches again.
+pub(crate) mod detach {
+    use super::{FAKE, activity_ts, exec, lock, violation};
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+    /// CUPTI calls running on any thread.
+    static IN_CUPTI: AtomicUsize = AtomicUsize::new(0);
+    /// Which, by thread.
+    static RUNNING: std::sync::Mutex<Vec<(std::thread::ThreadId, String)>> =
+        std::sync::Mutex::new(Vec::new());
+    static DETACHED: AtomicBool = AtomicBool::new(false);
+    /// The latest end of any GPU work whose record was written.
+    static LAST_RECORDED_END: AtomicU64 = AtomicU64::new(0);
+    thread_local! {
+        static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    pub(crate) fn entered(what: &str) {
+        lock(&RUNNING).push((std::thread::current().id(), what.to_owned()));
+        IN_CUPTI.fetch_add(1, Ordering::SeqCst);
+        DEPTH.with(|d| d.set(d.get() + 1));
+        if DETACHED.load(Ordering::SeqCst) {
+            if what.starts_with("cuptiSubscribe") {
+                DETACHED.store(false, Ordering::SeqCst);
+            } else {
+                lock(&FAKE.report)
+                    .calls_while_detached
+                    .push(what.to_owned());
+            }
+        }
+    }
+
+    pub(crate) fn left() {
+        DEPTH.with(|d| d.set(d.get() - 1));
+        IN_CUPTI.fetch_sub(1, Ordering::SeqCst);
+        let me = std::thread::current().id();
+        let mut r = lock(&RUNNING);
+        if let Some(i) = r.iter().rposition(|(t, _)| *t == me) {
+            r.remove(i);
+        }
+    }
+
+    /// GPU work ending at `end` got a record.
+    pub(crate) fn recorded(end: u64) {
+        LAST_RECORDED_END.fetch_max(end, Ordering::Relaxed);
+    }
+
+    pub(crate) fn finalize() {
+        if !exec::in_api_exit() {
+            violation("cuptiFinalize outside an API exit callback".into());
+        }
+        let mine = DEPTH.with(|d| d.get());
+        let others = IN_CUPTI.load(Ordering::SeqCst).saturating_sub(mine);
+        if others > 0 {
+            let me = std::thread::current().id();
+            let names: Vec<String> = lock(&RUNNING)
+                .iter()
+                .filter(|(t, _)| *t != me)
+                .map(|(_, n)| n.clone())
+                .collect();
+            violation(format!(
+                "cuptiFinalize overlapped {others} CUPTI call(s) of other threads: {names:?}"
+            ));
+        }
+        let now = activity_ts();
+        let last = LAST_RECORDED_END.load(Ordering::Relaxed);
+        if last > now {
+            violation(format!(
+                "cuptiFinalize while recorded GPU work still runs (for {} us more): it is lost",
+                (last - now) / 1000
+            ));
+        }
+        let left = lock(&FAKE.buffer).take();
+        if let Some(b) = left
+            && b.records > 0
+        {
+            violation(format!(
+                "cuptiFinalize discarded {} unflushed records",
+                b.records
+            ));
+            lock(&FAKE.report).records_lost_at_finalize += b.records;
+        }
+        *lock(&FAKE.sub) = None;
+        *lock(&FAKE.enabled) = super::Enabled::default();
+        lock(&FAKE.kinds).clear();
+        *lock(&FAKE.buffer_cbs) = None;
+        *lock(&FAKE.timestamp) = None;
+        // The worst case for a tool: correlation ids start again.
+        exec::restart_correlation();
+        lock(&FAKE.report).finalizes += 1;
+        DETACHED.store(true, Ordering::SeqCst);
     }
 }
 
