@@ -147,6 +147,20 @@ impl Correlator {
         out
     }
 
+    /// The correlation id of the last submission to each stream whose call
+    /// returned at `since` or later: once each has run, so has everything
+    /// submitted since then (a stream runs its work in order).
+    pub fn last_submissions_since(&self, since: Timestamp) -> Vec<u64> {
+        let mut out = Vec::new();
+        self.last_on_stream.collect(|_, l| {
+            if l.returned >= since {
+                out.push(l.correlation);
+            }
+        });
+        out.sort_unstable();
+        out
+    }
+
     /// A scope (CUDA context) went away: its stream handles may be reused.
     pub fn forget_scope(&self, scope: u64) {
         self.last_on_stream.remove_if(|_, l| l.scope == scope);
@@ -159,6 +173,17 @@ mod tests {
 
     const S1: StreamKey = StreamKey::new(0, 0x10);
     const S2: StreamKey = StreamKey::new(0, 0x20);
+
+    #[test]
+    fn the_last_submissions_since_a_time_are_one_per_stream() {
+        let c = Correlator::default();
+        c.submitted(S1, 0, 1, 10);
+        c.submitted(S2, 0, 2, 20);
+        c.submitted(S1, 0, 3, 30);
+        assert_eq!(c.last_submissions_since(0), [2, 3]);
+        assert_eq!(c.last_submissions_since(25), [3]);
+        assert!(c.last_submissions_since(31).is_empty());
+    }
 
     #[test]
     fn a_stream_wait_points_at_the_last_work_on_that_stream() {

@@ -18,6 +18,8 @@ pub mod vars {
     pub const COUNTERS_BATCH: &str = "INJECTION_COUNTERS_BATCH";
     /// How many capture ranges are recorded (then recording stops).
     pub const CAPTURE_COUNT: &str = "INJECTION_CAPTURE_COUNT";
+    /// Whether CUPTI is detached while no window records: `on` or `off`.
+    pub const DETACH: &str = "INJECTION_DETACH";
 }
 
 /// How the range profiler gets every pass of a profiled kernel.
@@ -91,6 +93,9 @@ pub struct CudaConfig {
     pub counters_replay: CountersReplay,
     /// Profiled kernels per user-replay session (1 to [`MAX_COUNTERS_BATCH`]).
     pub counters_batch: usize,
+    /// Detach CUPTI (`cuptiFinalize`) while no recording window is open, so
+    /// that a paused process pays nothing for it.
+    pub detach: bool,
 }
 
 impl Default for CudaConfig {
@@ -102,6 +107,7 @@ impl Default for CudaConfig {
             capture_count: None,
             counters_replay: CountersReplay::default(),
             counters_batch: DEFAULT_COUNTERS_BATCH,
+            detach: true,
         }
     }
 }
@@ -186,6 +192,13 @@ impl CudaConfig {
             Ok(v) => c.counters_batch = v.unwrap_or(DEFAULT_COUNTERS_BATCH),
             Err(p) => problems.push(p),
         }
+        let onoff = [("on", true), ("", true), ("off", false)];
+        match parse_var(&get, vars::DETACH, "on or off", "on", |v| {
+            parse_choice(v, &onoff)
+        }) {
+            Ok(v) => c.detach = v.unwrap_or(true),
+            Err(p) => problems.push(p),
+        }
         (c, problems)
     }
 }
@@ -250,6 +263,7 @@ mod tests {
         assert!(p.is_empty());
         assert_eq!(c.counters_replay, CountersReplay::Auto);
         assert_eq!(c.counters_batch, DEFAULT_COUNTERS_BATCH);
+        assert!(c.detach);
         let (c, p) = cfg(&[
             (vars::COUNTERS_REPLAY, "kernel"),
             (vars::COUNTERS_BATCH, "1"),
@@ -271,6 +285,18 @@ mod tests {
         assert_eq!(
             p[1].to_string(),
             "INJECTION_COUNTERS_BATCH=\"0\": expected a whole number of kernels from 1 to 1024; using 128"
+        );
+    }
+
+    #[test]
+    fn detach_is_on_or_off() {
+        assert!(!cfg(&[(vars::DETACH, "off")]).0.detach);
+        assert!(cfg(&[(vars::DETACH, "ON")]).0.detach);
+        let (c, p) = cfg(&[(vars::DETACH, "sometimes")]);
+        assert!(c.detach);
+        assert_eq!(
+            p[0].to_string(),
+            "INJECTION_DETACH=\"sometimes\": expected on or off; using on"
         );
     }
 }
