@@ -258,7 +258,7 @@ impl ApiState {
         let kind = cb.kind();
         let rv = cb.return_value().unwrap_or(0);
         let ok = rv == 0;
-        let corr = cb.correlation_id() as u64;
+        let corr = crate::detach::corr(cb.correlation_id());
         let ctx = cb.context_handle();
         self.track_captures(cb);
         let mut submits = ok
@@ -311,6 +311,11 @@ impl ApiState {
         call.waits = waits;
         call.status = rv as i32;
         self.recorder.api(call);
+    }
+
+    /// Each stream's last submission, for the detach's drain.
+    pub(crate) fn correlator(&self) -> &Correlator {
+        &self.correlate
     }
 
     /// A context is going away: its streams and events are no longer valid

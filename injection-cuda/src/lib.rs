@@ -21,6 +21,7 @@ mod api;
 pub mod bench;
 pub mod config;
 mod counters;
+mod detach;
 #[allow(unsafe_code)]
 mod ffi;
 mod memory;

@@ -329,6 +329,8 @@ impl RecordState {
     }
 
     fn kernel(&self, k: &KernelRecord<'_>) {
+        let corr = crate::detach::corr(k.correlation_id());
+        crate::detach::record(corr, k.end());
         // A profiled kernel's record has no timestamps (kernel replay):
         // the counters' join places it.
         // CUPTI's own kernel, launched inside the profiled launch (so with
@@ -372,13 +374,7 @@ impl RecordState {
         let [gx, gy, gz] = k.grid().map(|v| v.max(0) as u32);
         let [bx, by, bz] = k.block().map(|v| v.max(0) as u32);
         let grid = Dim3::new(gx, gy, gz);
-        let mut exec = KernelExec::new(
-            dev.gpu_id,
-            k.correlation_id() as u64,
-            k.start(),
-            k.end(),
-            class,
-        );
+        let mut exec = KernelExec::new(dev.gpu_id, corr, k.start(), k.end(), class);
         exec.context = k.context_id();
         exec.stream = k.stream_id() as u64;
         exec.grid = grid;
@@ -440,13 +436,15 @@ impl RecordState {
     }
 
     fn memcpy(&self, m: &MemcpyRecord<'_>) {
+        let corr = crate::detach::corr(m.correlation_id());
+        crate::detach::record(corr, m.end());
         if !self.valid(m.start(), m.end()) {
             return;
         }
         let dev = self.device(m.device_id());
         let mut op = MemoryOp::new(
             dev.gpu_id,
-            m.correlation_id() as u64,
+            corr,
             m.start(),
             m.end(),
             m.bytes(),
@@ -464,6 +462,8 @@ impl RecordState {
     }
 
     fn memcpy_peer(&self, m: &MemcpyPeerRecord<'_>) {
+        let corr = crate::detach::corr(m.correlation_id());
+        crate::detach::record(corr, m.end());
         if !self.valid(m.start(), m.end()) {
             return;
         }
@@ -472,7 +472,7 @@ impl RecordState {
         let dst = self.device(m.dst_device_id()).gpu_id;
         let mut op = MemoryOp::new(
             dev.gpu_id,
-            m.correlation_id() as u64,
+            corr,
             m.start(),
             m.end(),
             m.bytes(),
@@ -490,13 +490,15 @@ impl RecordState {
     }
 
     fn memset(&self, m: &MemsetRecord<'_>) {
+        let corr = crate::detach::corr(m.correlation_id());
+        crate::detach::record(corr, m.end());
         if !self.valid(m.start(), m.end()) {
             return;
         }
         let dev = self.device(m.device_id());
         let mut op = MemoryOp::new(
             dev.gpu_id,
-            m.correlation_id() as u64,
+            corr,
             m.start(),
             m.end(),
             m.bytes(),

@@ -365,6 +365,16 @@ impl Shared {
     }
 
     pub(crate) fn on_callback(&self, cb: &Callback<'_>) {
+        if let Callback::Api(a) = cb
+            && a.site() == cupti::callback::Site::Exit
+            && let Some(d) = crate::detach::global()
+            && d.wants_exit()
+        {
+            d.at_exit(a.cupti(), a.correlation_id());
+            if d.is_detached() {
+                return;
+            }
+        }
         if let Some(u) = self.uvm.get() {
             u.retry();
         }
@@ -406,16 +416,27 @@ impl Shared {
                     // Described at the next flush (off this thread, which is
                     // inside the driver), not at its first record, so that
                     // its telemetry starts with the context.
-                    if let Ok(ordinal) = c.device_id(r.cupti()) {
+                    // No CUPTI call while one of ours detaches it (the
+                    // device is then described at its first record).
+                    let gate = crate::detach::global().map(|d| d.try_gate());
+                    if !matches!(gate, Some(None))
+                        && let Ok(ordinal) = c.device_id(r.cupti())
+                    {
                         self.new_devices
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
                             .push(ordinal);
                     }
-                    self.contexts
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(c);
+                    drop(gate);
+                    // CUPTI attached again may report a context again.
+                    let mut contexts = self.contexts.lock().unwrap_or_else(|e| e.into_inner());
+                    if !contexts.contains(&c) {
+                        contexts.push(c);
+                    }
+                    drop(contexts);
+                    if let Some(d) = crate::detach::global() {
+                        d.context_made();
+                    }
                     if let Some(u) = self.uvm.get() {
                         u.apply();
                     }
@@ -449,7 +470,14 @@ const GPU_KINDS: [ActivityKind; 4] = [
 
 struct CudaBackend {
     shared: Arc<Shared>,
-    subscriber: Subscriber,
+    /// Replaced when CUPTI is attached again after a detach.
+    subscriber: arc_swap::ArcSwap<Subscriber>,
+    cupti: Cupti,
+    /// What the subscriber's callbacks reach.
+    gate: Arc<OnceLock<Arc<Shared>>>,
+    /// Activity timestamps come from our CLOCK_BOOTTIME callback.
+    boottime: bool,
+    detach: &'static crate::detach::Detach,
     /// The callback domains of API recording (see [`ApiLayer`]).
     api_domains: &'static [ApiDomain],
     activity: Option<Activity>,
@@ -479,9 +507,9 @@ impl CudaBackend {
             .filter(|(d, _)| self.api_domains.contains(d))
         {
             let r = if on {
-                self.subscriber.enable(d.into(), id)
+                self.subscriber.load().enable(d.into(), id)
             } else {
-                self.subscriber.disable(d.into(), id)
+                self.subscriber.load().disable(d.into(), id)
             };
             if let Err(e) = r {
                 gpu_trace_core::verbose!("cannot switch callback {id}: {e}");
@@ -490,9 +518,9 @@ impl CudaBackend {
         for &d in self.api_domains {
             for k in TRACED_KINDS {
                 let r = if on {
-                    self.subscriber.enable_kind(d, k)
+                    self.subscriber.load().enable_kind(d, k)
                 } else {
-                    self.subscriber.disable_kind(d, k)
+                    self.subscriber.load().disable_kind(d, k)
                 };
                 if let Err(e) = r {
                     gpu_trace_core::warn_once!("cannot switch API callbacks: {e}");
@@ -506,9 +534,9 @@ impl CudaBackend {
         // An NVTX capture range or the counters filter may still need the
         // ranges.
         let r = if on || self.shared.nvtx_capture.is_some() || gpu_trace_core::filter::tx::is_on() {
-            self.subscriber.enable_domain(Domain::Nvtx)
+            self.subscriber.load().enable_domain(Domain::Nvtx)
         } else {
-            self.subscriber.disable_domain(Domain::Nvtx)
+            self.subscriber.load().disable_domain(Domain::Nvtx)
         };
         if let Err(e) = r {
             gpu_trace_core::warn_once!("cannot switch NVTX callbacks: {e}");
@@ -531,9 +559,9 @@ impl CudaBackend {
         };
         for id in cupti::callback::memory_call_ids() {
             let r = if on {
-                self.subscriber.enable(Domain::Driver, id)
+                self.subscriber.load().enable(Domain::Driver, id)
             } else if !api_has(id) {
-                self.subscriber.disable(Domain::Driver, id)
+                self.subscriber.load().disable(Domain::Driver, id)
             } else {
                 Ok(())
             };
@@ -558,7 +586,7 @@ impl CudaBackend {
         // names libcupti (ours get them through our NVTX injection).
         if wanted.is_some()
             && c.needs_ranges()
-            && let Err(e) = self.subscriber.enable_domain(Domain::Nvtx)
+            && let Err(e) = self.subscriber.load().enable_domain(Domain::Nvtx)
         {
             gpu_trace_core::warn_once!("cannot switch NVTX callbacks for the counters filter: {e}");
         }
@@ -566,9 +594,9 @@ impl CudaBackend {
             && self.api_domains.contains(&ApiDomain::Driver);
         for k in [CallKind::KernelLaunch, CallKind::GraphLaunch] {
             let r = if wanted.is_some() {
-                self.subscriber.enable_kind(ApiDomain::Driver, k)
+                self.subscriber.load().enable_kind(ApiDomain::Driver, k)
             } else if !api_has_them {
-                self.subscriber.disable_kind(ApiDomain::Driver, k)
+                self.subscriber.load().disable_kind(ApiDomain::Driver, k)
             } else {
                 Ok(())
             };
@@ -591,15 +619,41 @@ impl Backend for CudaBackend {
         for ordinal in new {
             self.shared.records.describe_device(ordinal);
         }
+        // Detached (or being detached): no CUPTI call, and nothing to flush.
+        let Some(_gate) = self.detach.try_gate() else {
+            return;
+        };
         if let Some(a) = &self.activity
             && let Err(e) = a.flush_all(forced)
         {
             gpu_trace_core::verbose!("activity flush failed: {e}");
         }
+        let contexts = !self
+            .shared
+            .contexts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty();
+        // cuptiFinalize happens at the next API exit callsite.
+        self.detach.poll(self.shared.api.correlator(), contexts);
     }
 
     fn sources_changed(&self, s: &Sources) {
         let mut cur = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        // No detach may overlap our CUPTI calls; one under way finishes first.
+        let _gate = self.detach.gate();
+        let opening = *s != Sources::default() && *cur == Sources::default();
+        if opening && self.detach.is_detached() {
+            if !self.reattach() {
+                return;
+            }
+            *cur = Sources::default();
+        }
+        if opening {
+            self.detach.opened();
+        }
+        let closing = *s == Sources::default() && *cur != Sources::default();
+        let knew = cur.api || !cur.gpu;
         // A window closes while other threads launch: API callbacks go off
         // before GPU records, so that a launch whose slice is recorded
         // (its exit seen) was made while its kernel's record was on; one
@@ -638,7 +692,7 @@ impl Backend for CudaBackend {
         // Allocation callbacks may have just been turned off.
         if s.uvm && (s.uvm != cur.uvm || s.memory != cur.memory || s.api != cur.api) {
             let id = cupti::callback::managed_alloc_call_id();
-            if let Err(e) = self.subscriber.enable(Domain::Driver, id) {
+            if let Err(e) = self.subscriber.load().enable(Domain::Driver, id) {
                 gpu_trace_core::verbose!("cannot enable the managed-allocation callback: {e}");
             }
         }
@@ -653,7 +707,62 @@ impl Backend for CudaBackend {
             s.memory
         );
         *cur = s.clone();
+        if closing {
+            self.detach.closed(knew);
+        }
     }
+}
+
+impl CudaBackend {
+    /// After a detach: subscribes again and registers activity, as at
+    /// start-up; the caller then switches the sources on from nothing.
+    fn reattach(&self) -> bool {
+        let t0 = gpu_trace_core::clock::boottime_ns();
+        let sub = match subscribe(&self.cupti, self.gate.clone()) {
+            Ok(s) => Arc::new(s),
+            Err(e) => {
+                gpu_trace_core::warn_once!(
+                    "cannot attach CUPTI again ({e}); recording windows from now on hold nothing"
+                );
+                return false;
+            }
+        };
+        if self.boottime
+            && let Err(e) = activity::register_timestamp_callback(&self.cupti)
+        {
+            gpu_trace_core::warn_once!(
+                "cannot attach CUPTI again (its timestamp clock: {e}); recording windows from now on hold nothing"
+            );
+            return false;
+        }
+        if let Some(a) = &self.activity
+            && let Err(e) = a.reattach()
+        {
+            gpu_trace_core::warn_once!(
+                "cannot attach CUPTI again (activity buffers: {e}); recording windows from now on hold nothing"
+            );
+            return false;
+        }
+        if let Err(e) = sub.enable_domain(Domain::Resource) {
+            gpu_trace_core::verbose!("resource callbacks unavailable: {e}");
+        }
+        self.detach.set_subscriber(sub.clone());
+        self.subscriber.store(sub);
+        gpu_trace_core::verbose!(
+            "CUPTI attached again ({:.1} ms)",
+            (gpu_trace_core::clock::boottime_ns() - t0) as f64 / 1e6
+        );
+        true
+    }
+}
+
+/// Subscribes our callback, which reaches the tool once `gate` is set.
+fn subscribe(cupti: &Cupti, gate: Arc<OnceLock<Arc<Shared>>>) -> cupti::Result<Subscriber> {
+    Subscriber::subscribe(cupti, c"gpu-trace", move |cb| {
+        if let Some(s) = gate.get() {
+            s.on_callback(cb);
+        }
+    })
 }
 
 impl Tool {
@@ -699,12 +808,7 @@ impl Tool {
         // way entirely (its activity buffers are process-wide too).
         let gate: Arc<OnceLock<Arc<Shared>>> = Arc::new(OnceLock::new());
         let subscriber = {
-            let gate = gate.clone();
-            match Subscriber::subscribe(&cupti, c"gpu-trace", move |cb| {
-                if let Some(s) = gate.get() {
-                    s.on_callback(cb);
-                }
-            }) {
+            match subscribe(&cupti, gate.clone()) {
                 Ok(s) => s,
                 Err(cupti::Error::MultipleSubscribers { holder, .. }) => {
                     let holder = holder.as_deref().unwrap_or("another profiler");
@@ -728,8 +832,12 @@ impl Tool {
             }
         };
 
+        let mut boottime = false;
         let clock = match activity::register_timestamp_callback(&cupti) {
-            Ok(()) => GpuClock::Boottime,
+            Ok(()) => {
+                boottime = true;
+                GpuClock::Boottime
+            }
             Err(e) => {
                 gpu_trace_core::verbose!(
                     "CUPTI timestamps stay on its own clock ({e}); describing it with clock snapshots"
@@ -815,9 +923,26 @@ impl Tool {
                 }
             }
         }
+        let recording = &tracer.config().recording;
+        let detach = crate::detach::init(
+            cuda.detach
+                // A clock read through CUPTI would attach it again.
+                && boottime
+                && cuda.capture_range == CaptureRange::Whole
+                && !tracer.config().mode.system()
+                && !recording.counters
+                && !recording.uvm
+                && !recording.memory,
+        );
+        let subscriber = Arc::new(subscriber);
+        detach.set_subscriber(subscriber.clone());
         tracer.set_backend(Box::new(CudaBackend {
             shared: shared.clone(),
-            subscriber,
+            subscriber: arc_swap::ArcSwap::new(subscriber),
+            cupti: cupti.clone(),
+            gate: gate.clone(),
+            boottime,
+            detach,
             api_domains: match cuda.api_layer {
                 // A runtime call fires its driver call's callbacks too (with
                 // the same correlation id), so the driver layer alone sees
@@ -833,6 +958,10 @@ impl Tool {
             tracer.capture_switch(),
             tracer.recorder().clone(),
         );
+        // Paused from the start: detach once the program has a context.
+        if !plan.open_at_start() {
+            detach.paused_at_start();
+        }
         Some(Tool {
             tracer,
             shared,
@@ -844,6 +973,12 @@ impl Tool {
     /// application queued but never waited for is waited for first (at most
     /// [`EXIT_DRAIN_LIMIT`]), so that it is in the trace.
     pub(crate) fn shutdown(&self) {
+        if let Some(d) = crate::detach::global() {
+            d.stop();
+            if let Some(line) = d.summary() {
+                self.tracer.notes().info(line);
+            }
+        }
         if let Some(mut w) = self
             .windows
             .lock()

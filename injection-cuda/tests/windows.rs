@@ -35,6 +35,10 @@ fn scenario(ops: Vec<Op>) -> Scenario {
             k("before", "_Z6beforev"),
             k("between", "_Z7betweenv"),
             k("after", "_Z5afterv"),
+            KernelSpec {
+                duration_us: 600_000,
+                ..k("long", "_Z4longv")
+            },
         ],
         threads: vec![ThreadSpec { ops }],
         profiler: Default::default(),
@@ -563,5 +567,197 @@ fn hundreds_of_windows_switched_while_the_program_launches_keep_every_arrow_and_
             );
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_paused_program_detaches_cupti_between_windows_and_each_window_still_holds_its_kernels() {
+    for detach in ["on", "off"] {
+        let dir = tmpdir(&format!("detach-{detach}"));
+        let p = |p: &Path| p.display().to_string();
+        let (a, a_go, b, b_go, c, c_go) = (
+            dir.join("a"),
+            dir.join("a.go"),
+            dir.join("b"),
+            dir.join("b.go"),
+            dir.join("c"),
+            dir.join("c.go"),
+        );
+        let wait = |path: &Path| Op::WaitFile {
+            path: p(path),
+            timeout_ms: 60_000,
+        };
+        // Paused phases launch long enough for the drain to settle, and
+        // on after the detach: CUPTI no longer sees those launches.
+        let paused = || Op::Repeat {
+            times: 60,
+            ops: vec![launches("before", 1), Op::SleepUs { us: 10_000 }],
+        };
+        let s = scenario(vec![
+            paused(),
+            Op::Announce { path: p(&a) },
+            wait(&a_go),
+            launches("between", 4),
+            Op::StreamSync { stream: 1 },
+            Op::Announce { path: p(&b) },
+            wait(&b_go),
+            paused(),
+            Op::Announce { path: p(&c) },
+            wait(&c_go),
+            launches("after", 2),
+            Op::StreamSync { stream: 1 },
+        ]);
+        let child = run(
+            &dir,
+            s,
+            &[
+                ("INJECTION_PAUSED", "1".to_owned()),
+                ("INJECTION_DETACH", detach.to_owned()),
+                ("INJECTION_VERBOSE", "1".to_owned()),
+                // The drain is looked at after each flush.
+                ("INJECTION_FLUSH_PERIOD_MS", "100".to_owned()),
+            ],
+        );
+        let sockets = dir.join("gpu-trace");
+        let send = |pid, cmd| {
+            gpu_trace_core::windows::send_in(&sockets, pid, cmd, Duration::from_secs(10))
+                .expect(cmd)
+        };
+        let pid = wait_announce(&a);
+        assert!(send(pid, "start").starts_with("open 1 "));
+        std::fs::write(&a_go, "").unwrap();
+        assert_eq!(wait_announce(&b), pid);
+        assert!(send(pid, "stop").starts_with("closed 1 "));
+        std::fs::write(&b_go, "").unwrap();
+        assert_eq!(wait_announce(&c), pid);
+        assert!(send(pid, "start").starts_with("open 2 "));
+        std::fs::write(&c_go, "").unwrap();
+        let out = child.join().expect("run");
+        let r = &out.report;
+        // Detached at the start and after window 1; attached again for
+        // each window; never a CUPTI call in between (each would attach
+        // it again).
+        let want = if detach == "on" { 2 } else { 0 };
+        assert_eq!(r.finalizes, want, "detach={detach}\n{}", out.stderr);
+        // Said when verbose, one line each.
+        assert_eq!(
+            out.stderr
+                .matches("gpu-trace: CUPTI detached (time ")
+                .count(),
+            want as usize,
+            "{}",
+            out.stderr
+        );
+        assert_eq!(
+            out.stderr
+                .matches("gpu-trace: CUPTI attached again (")
+                .count(),
+            want as usize
+        );
+        assert_eq!(r.subscribes, 1 + want, "detach={detach}");
+        assert!(
+            r.calls_while_detached.is_empty(),
+            "{:?}",
+            r.calls_while_detached
+        );
+        assert_eq!(r.records_lost_at_finalize, 0);
+        let t = checked_trace(&dir.join("trace.pftrace"));
+        assert_eq!(
+            kernel_counts(&t),
+            BTreeMap::from([("_Z5afterv".to_owned(), 2), ("_Z7betweenv".to_owned(), 4)]),
+            "detach={detach}: each window holds exactly its kernels"
+        );
+        // CUPTI hands out correlation ids from 1 again after a detach
+        // (the fake does): the trace's ids stay unique, and each launch
+        // points at its own kernel.
+        let mut ids: Vec<u64> = t.gpu_events.iter().map(|e| e.event_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), t.gpu_events.len(), "GPU event ids are unique");
+        let launches: Vec<_> = t
+            .slices
+            .iter()
+            .filter(|s| !s.submissions.is_empty())
+            .collect();
+        assert_eq!(launches.len(), 6, "detach={detach}");
+        for s in &launches {
+            for id in &s.submissions {
+                let e = t.gpu_event(*id).expect("the launch's kernel");
+                assert!(
+                    e.ts >= s.ts,
+                    "a launch at {} points at a kernel at {}",
+                    s.ts,
+                    e.ts
+                );
+            }
+        }
+        let logged = t
+            .logs
+            .iter()
+            .any(|l| l.message.contains("CUPTI was detached 2 time(s)"));
+        assert_eq!(logged, detach == "on", "{:?}", t.logs);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn a_window_closed_while_its_kernel_runs_detaches_only_after_the_kernel_is_in() {
+    let dir = tmpdir("detach-drain");
+    let p = |p: &Path| p.display().to_string();
+    let (a, a_go, b, b_go) = (
+        dir.join("a"),
+        dir.join("a.go"),
+        dir.join("b"),
+        dir.join("b.go"),
+    );
+    let s = scenario(vec![
+        Op::Announce { path: p(&a) },
+        Op::WaitFile {
+            path: p(&a_go),
+            timeout_ms: 60_000,
+        },
+        launches("between", 2),
+        // Runs 600 ms, past the window's close.
+        launches("long", 1),
+        Op::Announce { path: p(&b) },
+        Op::WaitFile {
+            path: p(&b_go),
+            timeout_ms: 60_000,
+        },
+        // API calls all along, where a detach could happen too early.
+        Op::Repeat {
+            times: 150,
+            ops: vec![launches("before", 1), Op::SleepUs { us: 10_000 }],
+        },
+        Op::StreamSync { stream: 1 },
+    ]);
+    let child = run(
+        &dir,
+        s,
+        &[
+            ("INJECTION_PAUSED", "1".to_owned()),
+            ("INJECTION_FLUSH_PERIOD_MS", "100".to_owned()),
+        ],
+    );
+    let sockets = dir.join("gpu-trace");
+    let send = |pid, cmd| {
+        gpu_trace_core::windows::send_in(&sockets, pid, cmd, Duration::from_secs(10)).expect(cmd)
+    };
+    let pid = wait_announce(&a);
+    assert!(send(pid, "start").starts_with("open 1 "));
+    std::fs::write(&a_go, "").unwrap();
+    assert_eq!(wait_announce(&b), pid);
+    assert!(send(pid, "stop").starts_with("closed 1 "));
+    std::fs::write(&b_go, "").unwrap();
+    // cupti-sim names a finalise while recorded work runs a violation
+    // (the kernel would be lost), and run_checked fails on one.
+    let out = child.join().expect("run");
+    assert_eq!(out.report.finalizes, 1, "{}", out.stderr);
+    let t = checked_trace(&dir.join("trace.pftrace"));
+    assert_eq!(
+        kernel_counts(&t),
+        BTreeMap::from([("_Z4longv".to_owned(), 1), ("_Z7betweenv".to_owned(), 2)]),
+        "the window's kernels, the one still running at its close too"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

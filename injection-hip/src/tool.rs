@@ -55,7 +55,7 @@ static BACKEND: BackendInfo = BackendInfo {
 
 /// The CUDA backend's settings, each refused here in one line when set to anything but the
 /// values that ask for nothing: HIP has no such calls to follow or layers to choose.
-const CUDA_ONLY: [(&str, &[&str], &str); 5] = [
+const CUDA_ONLY: [(&str, &[&str], &str); 6] = [
     (
         cuda_vars::CAPTURE_RANGE,
         &["", "none"],
@@ -80,6 +80,11 @@ const CUDA_ONLY: [(&str, &[&str], &str); 5] = [
         cuda_vars::COUNTERS_BATCH,
         &[""],
         "counters are collected by rocprofiler's dispatch counting, without replay",
+    ),
+    (
+        cuda_vars::DETACH,
+        &["", "on"],
+        "between windows the SDK's contexts are stopped; there is nothing to detach",
     ),
 ];
 

@@ -1132,10 +1132,11 @@ fn cuda_only_settings_are_refused_in_one_line_each_and_the_whole_run_recorded() 
         .env("INJECTION_CAPTURE_COUNT", "2")
         .env("INJECTION_API_LAYER", "runtime")
         .env("INJECTION_COUNTERS_REPLAY", "kernel")
-        .env("INJECTION_COUNTERS_BATCH", "16");
+        .env("INJECTION_COUNTERS_BATCH", "16")
+        .env("INJECTION_DETACH", "off");
     let out = run(spec);
     let lines = our_lines(&out.stderr);
-    assert_eq!(lines.len(), 5, "{}", out.stderr);
+    assert_eq!(lines.len(), 6, "{}", out.stderr);
     assert!(
         lines
             .iter()
@@ -1149,6 +1150,7 @@ fn cuda_only_settings_are_refused_in_one_line_each_and_the_whole_run_recorded() 
         ("INJECTION_API_LAYER", "\"runtime\""),
         ("INJECTION_COUNTERS_REPLAY", "\"kernel\""),
         ("INJECTION_COUNTERS_BATCH", "\"16\""),
+        ("INJECTION_DETACH", "\"off\""),
     ] {
         let mine: Vec<_> = lines.iter().filter(|l| l.contains(var)).collect();
         assert_eq!(mine.len(), 1, "{var}: {}", out.stderr);

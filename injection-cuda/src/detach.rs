@@ -1,0 +1,351 @@
+//! Detaching CUPTI while no recording window is open (`INJECTION_DETACH`).
+//!
+//! An attached CUPTI costs every CUDA call even with nothing enabled: on the
+//! H200 (session 7, `benches/gpu/detach_probe.cpp`, 200,000 empty launches,
+//! 10 interleaved runs) a subscriber with the timestamp callback and no kind
+//! made a launch 1.13x as slow as without CUPTI, gpu-trace paused 1.20x, and
+//! CUPTI detached by `cuptiFinalize` 0.98x. So a paused process detaches:
+//!
+//! 1. A window closes ([`Detach::closed`]): recording is already off; what
+//!    the window submitted must still reach the trace, and `cuptiFinalize`
+//!    loses a kernel still running (the same probe, `inflight.cu`). The
+//!    correlator knows each stream's last submission in the window; once
+//!    each has its record, and no record came for a moment
+//!    ([`SETTLE_NS`], for a graph launch's later kernels), everything the
+//!    window submitted is in ([`Detach::poll`], after each flush).
+//! 2. Then an API exit callsite is asked for (the driver domain's
+//!    callbacks), where CUPTI says finalising is safe. There, on the
+//!    application's thread, when no thread of ours is inside a CUPTI call
+//!    ([`Detach::gate`]), a forced flush and `cuptiFinalize`
+//!    ([`Detach::at_exit`]).
+//! 3. While detached no CUPTI function is called (any would attach it
+//!    again). A window opens: the backend subscribes again and registers
+//!    activity before switching sources on, as for a fresh CUPTI; CUPTI may
+//!    hand out correlation ids from 1 again, so ids get an offset per
+//!    attachment ([`corr`]).
+//!
+//! A window without API recording cannot say what it submitted, so after
+//! it CUPTI stays attached (as it does when the drain has not finished in
+//! [`DRAIN_LIMIT`]); so it does with capture ranges (which need CUPTI's
+//! callbacks to open), counters, unified memory, memory accounting, and in
+//! system mode.
+
+use arc_swap::ArcSwapOption;
+use cupti::callback::Subscriber;
+use gpu_trace_core::clock::boottime_ns;
+use gpu_trace_core::correlate::Correlator;
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
+
+const ATTACHED: u8 = 0;
+const DRAINING: u8 = 1;
+const READY: u8 = 2;
+const DETACHED: u8 = 3;
+/// Attached until the next window (the drain could not be confirmed).
+const STAY: u8 = 4;
+/// The process is exiting: attached for good (or detached for good).
+const STOPPED: u8 = 5;
+/// Paused from the start: nothing to drain; detach once a context exists.
+const WAIT_CONTEXT: u8 = 6;
+
+/// How long a closed window's work may take to reach us before CUPTI stays
+/// attached for this pause.
+pub(crate) const DRAIN_LIMIT: u64 = 10_000_000_000;
+/// How long no record must have come before detaching.
+pub(crate) const SETTLE_NS: u64 = 200_000_000;
+
+/// The most recent GPU records (correlation id, end), for the drain's
+/// question whether a stream's last submission has its record.
+const RECENT: usize = 1 << 15;
+
+static OFFSET: AtomicU64 = AtomicU64::new(0);
+static GLOBAL: OnceLock<Detach> = OnceLock::new();
+
+/// The process's detach state, once the tool set it up.
+pub(crate) fn global() -> Option<&'static Detach> {
+    GLOBAL.get()
+}
+
+/// Sets the process's detach state up (once).
+pub(crate) fn init(allowed: bool) -> &'static Detach {
+    GLOBAL.get_or_init(|| Detach::new(allowed))
+}
+
+/// A GPU record came (see [`Detach::record`]).
+pub(crate) fn record(corr: u64, end: u64) {
+    if let Some(d) = global() {
+        d.record(corr, end);
+    }
+}
+
+/// A CUPTI correlation id as the trace keys it: unique across attachments.
+pub(crate) fn corr(raw: u32) -> u64 {
+    OFFSET.load(Ordering::Relaxed) + u64::from(raw)
+}
+
+pub(crate) struct Detach {
+    allowed: bool,
+    state: AtomicU8,
+    /// Held (shared) by our threads around their CUPTI calls; the finalising
+    /// thread takes it exclusively, without waiting.
+    gate: RwLock<()>,
+    /// When recording last turned on, and when the drain began.
+    opened_at: AtomicU64,
+    drain_since: AtomicU64,
+    /// When the last GPU record came.
+    last_record: AtomicU64,
+    recent: Box<[(AtomicU64, AtomicU64)]>,
+    recent_at: AtomicUsize,
+    finalizes: AtomicU32,
+    finalize_ns: AtomicU64,
+    /// The subscription `cuptiFinalize` ends (told so, so that dropping it
+    /// calls nothing).
+    subscriber: ArcSwapOption<Subscriber>,
+}
+
+impl Detach {
+    pub(crate) fn new(allowed: bool) -> Self {
+        Detach {
+            allowed,
+            state: AtomicU8::new(ATTACHED),
+            gate: RwLock::new(()),
+            opened_at: AtomicU64::new(0),
+            drain_since: AtomicU64::new(0),
+            last_record: AtomicU64::new(0),
+            recent: (0..if allowed { RECENT } else { 0 })
+                .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
+                .collect(),
+            recent_at: AtomicUsize::new(0),
+            finalizes: AtomicU32::new(0),
+            finalize_ns: AtomicU64::new(0),
+            subscriber: ArcSwapOption::empty(),
+        }
+    }
+
+    /// The current subscription.
+    pub(crate) fn set_subscriber(&self, s: Arc<Subscriber>) {
+        self.subscriber.store(Some(s));
+    }
+
+    pub(crate) fn is_detached(&self) -> bool {
+        self.state.load(Ordering::Acquire) == DETACHED
+    }
+
+    /// For our threads' CUPTI calls: `None` while CUPTI is being detached
+    /// or is detached (the call must be skipped).
+    pub(crate) fn try_gate(&self) -> Option<RwLockReadGuard<'_, ()>> {
+        let g = self.gate.try_read().ok()?;
+        (!self.is_detached()).then_some(g)
+    }
+
+    /// For the switching thread, which may wait for a finalise under way.
+    pub(crate) fn gate(&self) -> RwLockReadGuard<'_, ()> {
+        self.gate.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Recording is on (CUPTI attached again if it was detached).
+    pub(crate) fn opened(&self) {
+        self.opened_at.store(boottime_ns(), Ordering::Relaxed);
+        let _ = self
+            .state
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |s| {
+                (s != STOPPED).then_some(ATTACHED)
+            });
+    }
+
+    /// Recording went off. `knows_submissions`: API calls were recorded
+    /// throughout, or no GPU work was.
+    pub(crate) fn closed(&self, knows_submissions: bool) {
+        if !self.allowed {
+            return;
+        }
+        let next = if knows_submissions { DRAINING } else { STAY };
+        let now = boottime_ns();
+        self.drain_since.store(now, Ordering::Relaxed);
+        self.last_record.store(now, Ordering::Relaxed);
+        let moved = self
+            .state
+            .compare_exchange(ATTACHED, next, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok();
+        if moved && next == STAY {
+            gpu_trace_core::verbose!(
+                "CUPTI stays attached until the next window: this one recorded GPU work without API calls, so what it submitted is not known"
+            );
+        }
+    }
+
+    /// Paused from the start: detach as soon as the program has made a
+    /// context ([`Detach::context_made`]), nothing being recorded before.
+    pub(crate) fn paused_at_start(&self) {
+        if self.allowed {
+            let _ = self.state.compare_exchange(
+                ATTACHED,
+                WAIT_CONTEXT,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// The program made a context (inside its creation callback).
+    pub(crate) fn context_made(&self) {
+        if self.state.load(Ordering::Acquire) == WAIT_CONTEXT
+            && let Some(_g) = self.try_gate()
+            && self.ask_for_exit()
+        {
+            let _ = self.state.compare_exchange(
+                WAIT_CONTEXT,
+                READY,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// Turns on the callbacks of every driver call, for an exit callsite to
+    /// detach at. The caller holds the gate.
+    fn ask_for_exit(&self) -> bool {
+        let Some(s) = self.subscriber.load_full() else {
+            return false;
+        };
+        match s.enable_domain(cupti::callback::Domain::Driver) {
+            Ok(()) => true,
+            Err(e) => {
+                gpu_trace_core::verbose!("cannot ask for an API exit to detach at: {e}");
+                false
+            }
+        }
+    }
+
+    /// A GPU record with (offset) correlation id `corr` came.
+    pub(crate) fn record(&self, corr: u64, end: u64) {
+        if self.recent.is_empty() {
+            return;
+        }
+        let i = self.recent_at.fetch_add(1, Ordering::Relaxed) % RECENT;
+        self.recent[i].0.store(corr, Ordering::Relaxed);
+        self.recent[i].1.store(end, Ordering::Relaxed);
+        if self.state.load(Ordering::Relaxed) == DRAINING {
+            self.last_record.store(boottime_ns(), Ordering::Relaxed);
+        }
+    }
+
+    fn end_of(&self, corr: u64) -> Option<u64> {
+        self.recent
+            .iter()
+            .find(|(c, _)| c.load(Ordering::Relaxed) == corr)
+            .map(|(_, e)| e.load(Ordering::Relaxed))
+    }
+
+    /// After a flush, the caller holding the gate: when the drain has
+    /// finished, asks for an API exit callsite to detach at. `contexts`: the
+    /// process has made a context (detaching before would miss its
+    /// creation).
+    pub(crate) fn poll(&self, correlator: &Correlator, contexts: bool) -> bool {
+        if self.state.load(Ordering::Acquire) != DRAINING || !contexts {
+            return false;
+        }
+        let now = boottime_ns();
+        let since = self.drain_since.load(Ordering::Relaxed);
+        if now.saturating_sub(since) > DRAIN_LIMIT {
+            gpu_trace_core::verbose!(
+                "CUPTI stays attached until the next window: the closed window's work did not all reach the trace within {} s",
+                DRAIN_LIMIT / 1_000_000_000
+            );
+            let _ =
+                self.state
+                    .compare_exchange(DRAINING, STAY, Ordering::AcqRel, Ordering::Relaxed);
+            return false;
+        }
+        if now.saturating_sub(self.last_record.load(Ordering::Relaxed)) < SETTLE_NS {
+            return false;
+        }
+        let opened = self.opened_at.load(Ordering::Relaxed);
+        let done = correlator
+            .last_submissions_since(opened)
+            .into_iter()
+            .all(|c| self.end_of(c).is_some_and(|end| end <= now));
+        done && self.ask_for_exit()
+            && self
+                .state
+                .compare_exchange(DRAINING, READY, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Whether an API exit should try [`Detach::at_exit`].
+    pub(crate) fn wants_exit(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == READY
+    }
+
+    /// At an API exit callsite on an application thread (`raw`: the call's
+    /// correlation id): detaches if no thread of ours is in CUPTI, else
+    /// leaves it to a later exit.
+    pub(crate) fn at_exit(&self, cupti: &cupti::Cupti, raw: u32) {
+        let Ok(_w) = self.gate.try_write() else {
+            return;
+        };
+        if self
+            .state
+            .compare_exchange(READY, DETACHED, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        let t0 = boottime_ns();
+        if let Some(a) = cupti::activity::Activity::get()
+            && let Err(e) = a.flush_all(true)
+        {
+            gpu_trace_core::verbose!("flush before detaching failed: {e}");
+        }
+        match cupti.finalize() {
+            Ok(()) => {
+                if let Some(s) = self.subscriber.load().as_ref() {
+                    s.forget_after_finalize();
+                }
+                if let Some(a) = cupti::activity::Activity::get() {
+                    let kept = a.forget_lent_after_finalize();
+                    if kept > 0 {
+                        gpu_trace_core::verbose!(
+                            "CUPTI kept {kept} activity buffer(s) at the detach; new ones replace them"
+                        );
+                    }
+                }
+                // Ids of this attachment are at most this call's.
+                OFFSET.fetch_add(u64::from(raw) + 1, Ordering::Relaxed);
+                let n = self.finalizes.fetch_add(1, Ordering::Relaxed) + 1;
+                let took = boottime_ns() - t0;
+                self.finalize_ns.fetch_add(took, Ordering::Relaxed);
+                gpu_trace_core::verbose!(
+                    "CUPTI detached (time {n}, {:.1} ms) until the next window",
+                    took as f64 / 1e6
+                );
+            }
+            Err(e) => {
+                gpu_trace_core::warn_once!(
+                    "cannot detach CUPTI between windows ({e}); it stays attached, at its idle cost"
+                );
+                self.state.store(STAY, Ordering::Release);
+            }
+        }
+    }
+
+    /// At exit: no detaching from now on (a detached CUPTI stays so).
+    pub(crate) fn stop(&self) {
+        let _ = self
+            .state
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |s| {
+                (s != DETACHED).then_some(STOPPED)
+            });
+    }
+
+    /// Times detached, and their total ms, for the trace's log.
+    pub(crate) fn summary(&self) -> Option<String> {
+        let n = self.finalizes.load(Ordering::Relaxed);
+        (n > 0).then(|| {
+            format!(
+                "CUPTI was detached {n} time(s) while no window recorded (cuptiFinalize, {:.1} ms in all on the application's threads), and attached again for each window",
+                self.finalize_ns.load(Ordering::Relaxed) as f64 / 1e6
+            )
+        })
+    }
+}
