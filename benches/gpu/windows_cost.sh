@@ -5,11 +5,12 @@
 # targets over its pairs. Repetitions of several calls pool:
 # windows_targets.py run*/harness.json.
 #
-#   bash benches/gpu/windows_cost.sh BIN torch|gpt2 REPS LIMIT
+#   bash benches/gpu/windows_cost.sh BIN torch|gpt2 REPS LIMIT [MODES]
 #                                   (writes $OUT/cost-WORKLOAD.tar.gz)
 # A repetition of four modes takes ~2 min (each duty run spans a period).
 set -uo pipefail
 bin="$(cd "$1" && pwd)"; here="$(cd "$(dirname "$0")" && pwd)"; wl="$2"; reps="$3"; limit="$4"
+modes="${5:-baseline,gt_paused_ctl,gt_duty,gt_full}"
 w="$(mktemp -d)"; o="$w/cost-$wl"; mkdir -p "$o"
 trap 'tar -czf "${OUT:-.}/cost-$wl.tar.gz" -C "$w" "cost-$wl"; rm -rf "$w"' EXIT
 case "$wl" in
@@ -18,6 +19,6 @@ case "$wl" in
     *) echo "workload: torch or gpt2, not $wl" >&2; exit 2 ;;
 esac
 timeout -s TERM "$limit" python3 "$here/harness.py" --bin "$bin" --reps "$reps" --workloads "$wl" "${steps[@]}" \
-    --duty 1s/20s --modes baseline,gt_paused_ctl,gt_duty,gt_full --taskset 2-9 --out "$o/harness" >"$o/harness.log" 2>&1
+    --duty 1s/20s --modes "$modes" --taskset 2-9 --out "$o/harness" >"$o/harness.log" 2>&1
 echo "harness rc=$?"; tail -25 "$o/harness.log"
 python3 "$here/windows_targets.py" "$o/harness/results.json"
