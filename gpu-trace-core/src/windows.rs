@@ -591,10 +591,7 @@ pub fn send_in(dir: &Path, pid: u32, cmd: &str, timeout: Duration) -> Result<Str
     let dir = dir.to_path_buf();
     let target = socket_path(&dir, pid);
     if !target.exists() {
-        return Err(format!(
-            "process {pid} has no gpu-trace control socket in {}",
-            dir.display()
-        ));
+        return Err(no_socket(pid, &dir));
     }
     let me = dir.join(format!(
         "client-{}-{}.sock",
@@ -615,6 +612,33 @@ pub fn send_in(dir: &Path, pid: u32, cmd: &str, timeout: Duration) -> Result<Str
     })();
     let _ = std::fs::remove_file(&me);
     r
+}
+
+/// Why `pid` has no socket in `dir`, as far as `/proc` says: gone, traced
+/// but not yet using the GPU (the tool loads with CUDA or the HIP runtime),
+/// or not traced.
+fn no_socket(pid: u32, dir: &Path) -> String {
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    if !proc.exists() {
+        return format!("no process {pid} is running");
+    }
+    let traced = std::fs::read(proc.join("environ")).is_ok_and(|env| {
+        env.split(|&b| b == 0).any(|kv| {
+            let kv = String::from_utf8_lossy(kv);
+            (kv.starts_with("CUDA_INJECTION64_PATH=") || kv.starts_with("ROCP_TOOL_LIBRARIES="))
+                && kv.contains("gpu_trace")
+        })
+    });
+    if traced {
+        format!(
+            "process {pid} is traced but has not started using the GPU yet (gpu-trace loads with CUDA or HIP); try again once it has"
+        )
+    } else {
+        format!(
+            "process {pid} has no gpu-trace control socket in {} (is it running under gpu-trace record?)",
+            dir.display()
+        )
+    }
 }
 
 /// The pids with a control socket in this user's directory, removing
@@ -643,6 +667,54 @@ pub fn traced_pids() -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_without_a_socket_is_told_apart_gone_not_yet_on_the_gpu_or_untraced() {
+        let dir = std::env::temp_dir().join(format!("gpu-trace-nosock-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .env("CUDA_INJECTION64_PATH", "/opt/x/libgpu_trace_cuda.so")
+            .spawn()
+            .expect("sleep");
+        let pid = child.id();
+        // Until its exec, a child's /proc shows the parent's environment.
+        for _ in 0..200 {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            if String::from_utf8_lossy(&env).contains("libgpu_trace_cuda") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let traced = send_in(&dir, pid, "status", Duration::from_secs(1)).unwrap_err();
+        assert_eq!(
+            traced,
+            format!(
+                "process {pid} is traced but has not started using the GPU yet (gpu-trace loads with CUDA or HIP); try again once it has"
+            )
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(
+            send_in(&dir, pid, "status", Duration::from_secs(1)).unwrap_err(),
+            format!("no process {pid} is running")
+        );
+        let mut plain = std::process::Command::new("sleep")
+            .arg("30")
+            .env_remove("CUDA_INJECTION64_PATH")
+            .env_remove("ROCP_TOOL_LIBRARIES")
+            .spawn()
+            .expect("sleep");
+        std::thread::sleep(Duration::from_millis(200));
+        let untraced = send_in(&dir, plain.id(), "status", Duration::from_secs(1)).unwrap_err();
+        let _ = plain.kill();
+        let _ = plain.wait();
+        assert!(
+            untraced.ends_with("(is it running under gpu-trace record?)"),
+            "{untraced}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     fn plan(pairs: &[(&str, &str)]) -> (Plan, Vec<Problem>) {
         let pairs: Vec<(String, String)> = pairs
