@@ -648,8 +648,14 @@ fn header(out: &mut String, h: &FileHeader) {
         let _ = writeln!(out, "GPU {}: {} ({})", d.gpu_id, d.name, d.model);
     }
     if let Some((n, t)) = h.windows {
+        // Windows may last longer than the events in them (a window in
+        // which the program did little on the GPU).
         let of = h.span.map_or(String::new(), |s| {
-            format!(" of the {} span", human(s.dur()))
+            if t > s.dur() {
+                format!(" (the events in them span {})", human(s.dur()))
+            } else {
+                format!(" of the {} span", human(s.dur()))
+            }
         });
         let _ = writeln!(
             out,
@@ -722,6 +728,34 @@ pub(crate) fn render(s: &Summary, o: &Options) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windows_longer_than_their_events_are_not_called_a_share_of_the_span() {
+        let span = |dur| Some(crate::stats::read::Span { start: 0, end: dur });
+        let line = |windows, span| {
+            let mut out = String::new();
+            header(
+                &mut out,
+                &FileHeader {
+                    windows: Some(windows),
+                    span,
+                    ..FileHeader::default()
+                },
+            );
+            out.lines()
+                .find(|l| l.starts_with("Recording windows"))
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(
+            line((2, 1_000_000_000), span(4_000_000_000)),
+            "Recording windows: 2, 1.000 s recorded of the 4.000 s span; busy shares are of the recorded time"
+        );
+        assert_eq!(
+            line((1, 2_151_000_000), span(1_180_000_000)),
+            "Recording windows: 1, 2.151 s recorded (the events in them span 1.180 s); busy shares are of the recorded time"
+        );
+    }
 
     #[test]
     fn numbers_get_thousands_separators() {
