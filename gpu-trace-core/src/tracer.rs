@@ -88,7 +88,18 @@ pub trait Backend: Send + Sync {
     fn sources_changed(&self, sources: &Sources) {
         let _ = sources;
     }
+
+    /// Whether the next flush should come sooner than the flush period
+    /// (every [`SOON_FLUSH`]): the backend waits for records to come in
+    /// (CUDA, before detaching CUPTI after a window).
+    fn wants_flush_soon(&self) -> bool {
+        false
+    }
 }
+
+/// How soon a flush a backend asks for comes (see
+/// [`Backend::wants_flush_soon`]).
+pub(crate) const SOON_FLUSH: Duration = Duration::from_millis(250);
 
 /// How the backend's GPU timestamps relate to the trace clock.
 #[derive(Clone)]
@@ -983,7 +994,14 @@ fn emitter_loop(inner: Arc<Inner>) {
             if inner.needs_delivery() {
                 Inner::deliver_aside(&inner);
             }
-            if !requests.is_empty() || last_backend_flush.elapsed() >= inner.config.flush_period {
+            let since = last_backend_flush.elapsed();
+            let soon = since >= SOON_FLUSH
+                && inner
+                    .backend
+                    .load()
+                    .as_ref()
+                    .is_some_and(|b| b.wants_flush_soon());
+            if !requests.is_empty() || since >= inner.config.flush_period || soon {
                 let started = activity_now(&inner.clock);
                 inner.backend_flush(forced, || {
                     cycle(&inner, &mut enc, &mut pacer, false);

@@ -127,6 +127,11 @@ impl Detach {
         self.subscriber.store(Some(s));
     }
 
+    /// A closed window's records are awaited.
+    pub(crate) fn is_draining(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == DRAINING
+    }
+
     pub(crate) fn is_detached(&self) -> bool {
         self.state.load(Ordering::Acquire) == DETACHED
     }

@@ -638,6 +638,10 @@ impl Backend for CudaBackend {
         self.detach.poll(self.shared.api.correlator(), contexts);
     }
 
+    fn wants_flush_soon(&self) -> bool {
+        self.detach.is_draining()
+    }
+
     fn sources_changed(&self, s: &Sources) {
         let mut cur = self.current.lock().unwrap_or_else(|e| e.into_inner());
         // No detach may overlap our CUPTI calls; one under way finishes first.

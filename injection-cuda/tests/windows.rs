@@ -614,8 +614,6 @@ fn a_paused_program_detaches_cupti_between_windows_and_each_window_still_holds_i
                 ("INJECTION_PAUSED", "1".to_owned()),
                 ("INJECTION_DETACH", detach.to_owned()),
                 ("INJECTION_VERBOSE", "1".to_owned()),
-                // The drain is looked at after each flush.
-                ("INJECTION_FLUSH_PERIOD_MS", "100".to_owned()),
             ],
         );
         let sockets = dir.join("gpu-trace");
@@ -731,14 +729,7 @@ fn a_window_closed_while_its_kernel_runs_detaches_only_after_the_kernel_is_in() 
         },
         Op::StreamSync { stream: 1 },
     ]);
-    let child = run(
-        &dir,
-        s,
-        &[
-            ("INJECTION_PAUSED", "1".to_owned()),
-            ("INJECTION_FLUSH_PERIOD_MS", "100".to_owned()),
-        ],
-    );
+    let child = run(&dir, s, &[("INJECTION_PAUSED", "1".to_owned())]);
     let sockets = dir.join("gpu-trace");
     let send = |pid, cmd| {
         gpu_trace_core::windows::send_in(&sockets, pid, cmd, Duration::from_secs(10)).expect(cmd)
