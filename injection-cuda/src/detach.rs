@@ -192,19 +192,28 @@ impl Detach {
         }
     }
 
-    /// The program made a context (inside its creation callback).
+    /// The program made a context (inside its creation callback): nothing
+    /// to drain; the next flush asks for an exit to detach at.
     pub(crate) fn context_made(&self) {
-        if self.state.load(Ordering::Acquire) == WAIT_CONTEXT
-            && let Some(_g) = self.try_gate()
-            && self.ask_for_exit()
-        {
-            let _ = self.state.compare_exchange(
-                WAIT_CONTEXT,
-                READY,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            );
+        if self.state.load(Ordering::Acquire) != WAIT_CONTEXT {
+            return;
         }
+        let now = boottime_ns();
+        self.drain_since.store(now, Ordering::Relaxed);
+        self.last_record
+            .store(now.saturating_sub(SETTLE_NS), Ordering::Relaxed);
+        let _ = self.state.compare_exchange(
+            WAIT_CONTEXT,
+            DRAINING,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Waiting for an API exit to detach at (the driver domain's callbacks
+    /// are on for it).
+    pub(crate) fn is_ready(&self) -> bool {
+        self.state.load(Ordering::Acquire) == READY
     }
 
     /// Turns on the callbacks of every driver call, for an exit callsite to
@@ -242,8 +251,9 @@ impl Detach {
             .map(|(_, e)| e.load(Ordering::Relaxed))
     }
 
-    /// After a flush, the caller holding the gate: when the drain has
-    /// finished, asks for an API exit callsite to detach at. `contexts`: the
+    /// After a flush, the caller holding the gate and keeping the sources
+    /// from changing meanwhile: when the drain has finished, asks for an
+    /// API exit callsite to detach at. `contexts`: the
     /// process has made a context (detaching before would miss its
     /// creation).
     pub(crate) fn poll(&self, correlator: &Correlator, contexts: bool) -> bool {

@@ -634,8 +634,11 @@ impl Backend for CudaBackend {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_empty();
-        // cuptiFinalize happens at the next API exit callsite.
-        self.detach.poll(self.shared.api.correlator(), contexts);
+        // cuptiFinalize happens at the next API exit callsite. Not while the
+        // sources change: a window opening undoes the request.
+        if let Ok(_cur) = self.current.try_lock() {
+            self.detach.poll(self.shared.api.correlator(), contexts);
+        }
     }
 
     fn wants_flush_soon(&self) -> bool {
@@ -654,6 +657,14 @@ impl Backend for CudaBackend {
             *cur = Sources::default();
         }
         if opening {
+            // A detach asked for and not yet made: the driver calls'
+            // callbacks it turned on go off again (the sources then turn on
+            // those they record).
+            if self.detach.is_ready()
+                && let Err(e) = self.subscriber.load().disable_domain(Domain::Driver)
+            {
+                gpu_trace_core::verbose!("cannot turn the detach's callbacks off: {e}");
+            }
             self.detach.opened();
         }
         let closing = *s == Sources::default() && *cur != Sources::default();

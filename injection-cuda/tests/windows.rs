@@ -752,3 +752,56 @@ fn a_window_closed_while_its_kernel_runs_detaches_only_after_the_kernel_is_in() 
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_window_opened_before_the_detach_could_happen_turns_its_callbacks_off_again() {
+    // Paused, the detach asks for a driver-call exit (every driver call's
+    // callback on); the program makes none before a window opens. The
+    // window must not keep those callbacks: a call gpu-trace does not record
+    // (cuProfilerStart) gets none.
+    let dir = tmpdir("detach-undone");
+    let p = |p: &Path| p.display().to_string();
+    let (a, a_go) = (dir.join("a"), dir.join("a.go"));
+    let s = scenario(vec![
+        Op::Announce { path: p(&a) },
+        Op::WaitFile {
+            path: p(&a_go),
+            timeout_ms: 60_000,
+        },
+        Op::ProfilerStart,
+        launches("between", 2),
+        Op::StreamSync { stream: 1 },
+    ]);
+    let child = run(
+        &dir,
+        s,
+        &[
+            ("INJECTION_PAUSED", "1".to_owned()),
+            ("INJECTION_VERBOSE", "1".to_owned()),
+        ],
+    );
+    let sockets = dir.join("gpu-trace");
+    let pid = wait_announce(&a);
+    // Past the drain's settling and a flush or two.
+    std::thread::sleep(Duration::from_millis(1500));
+    let r = gpu_trace_core::windows::send_in(&sockets, pid, "start", Duration::from_secs(10))
+        .expect("start");
+    assert!(r.starts_with("open 1 "), "{r}");
+    std::fs::write(&a_go, "").unwrap();
+    let out = child.join().expect("run");
+    assert_eq!(out.report.finalizes, 0, "{}", out.stderr);
+    assert!(
+        !out.report
+            .callbacks
+            .keys()
+            .any(|k| k.starts_with("DRIVER/cuProfilerStart")),
+        "{:?}",
+        out.report.callbacks
+    );
+    let t = checked_trace(&dir.join("trace.pftrace"));
+    assert_eq!(
+        kernel_counts(&t),
+        BTreeMap::from([("_Z7betweenv".to_owned(), 2)])
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
