@@ -589,8 +589,9 @@ fn a_paused_program_detaches_cupti_between_windows_and_each_window_still_holds_i
         };
         // Paused phases launch long enough for the drain to settle, and
         // on after the detach: CUPTI no longer sees those launches.
+        // 1.5 s each: a detach comes about half a second into a pause.
         let paused = || Op::Repeat {
-            times: 60,
+            times: 150,
             ops: vec![launches("before", 1), Op::SleepUs { us: 10_000 }],
         };
         let s = scenario(vec![
