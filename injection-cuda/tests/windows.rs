@@ -725,7 +725,7 @@ fn a_window_closed_while_its_kernel_runs_detaches_only_after_the_kernel_is_in() 
         },
         // API calls all along, where a detach could happen too early.
         Op::Repeat {
-            times: 150,
+            times: 250,
             ops: vec![launches("before", 1), Op::SleepUs { us: 10_000 }],
         },
         Op::StreamSync { stream: 1 },
