@@ -360,6 +360,15 @@ impl Windows {
         self.shared.opened.load(Ordering::Relaxed)
     }
 
+    /// Stops the controller a tool keeps in `slot`, if any (once: the slot
+    /// is emptied).
+    pub fn stop_in(slot: &std::sync::Mutex<Option<Windows>>) {
+        let taken = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(mut w) = taken {
+            w.stop();
+        }
+    }
+
     /// Stops the controller (at exit). A window still open stays open, so
     /// that the tracer's shutdown writes its work; its range ends now.
     pub fn stop(&mut self) {

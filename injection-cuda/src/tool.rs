@@ -733,30 +733,25 @@ impl CudaBackend {
     /// start-up; the caller then switches the sources on from nothing.
     fn reattach(&self) -> bool {
         let t0 = gpu_trace_core::clock::boottime_ns();
+        let failed = |why: String| {
+            gpu_trace_core::warn_once!(
+                "cannot attach CUPTI again ({why}); recording windows from now on hold nothing"
+            );
+            false
+        };
         let sub = match subscribe(&self.cupti, self.gate.clone()) {
             Ok(s) => Arc::new(s),
-            Err(e) => {
-                gpu_trace_core::warn_once!(
-                    "cannot attach CUPTI again ({e}); recording windows from now on hold nothing"
-                );
-                return false;
-            }
+            Err(e) => return failed(e.to_string()),
         };
         if self.boottime
             && let Err(e) = activity::register_timestamp_callback(&self.cupti)
         {
-            gpu_trace_core::warn_once!(
-                "cannot attach CUPTI again (its timestamp clock: {e}); recording windows from now on hold nothing"
-            );
-            return false;
+            return failed(format!("its timestamp clock: {e}"));
         }
         if let Some(a) = &self.activity
             && let Err(e) = a.reattach()
         {
-            gpu_trace_core::warn_once!(
-                "cannot attach CUPTI again (activity buffers: {e}); recording windows from now on hold nothing"
-            );
-            return false;
+            return failed(format!("activity buffers: {e}"));
         }
         if let Err(e) = sub.enable_domain(Domain::Resource) {
             gpu_trace_core::verbose!("resource callbacks unavailable: {e}");
@@ -994,14 +989,7 @@ impl Tool {
                 self.tracer.notes().info(line);
             }
         }
-        if let Some(mut w) = self
-            .windows
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
-            w.stop();
-        }
+        gpu_trace_core::windows::Windows::stop_in(&self.windows);
         if self.tracer.gpu_enabled() {
             self.drain_gpu();
         }

@@ -616,14 +616,7 @@ impl HipTool {
 
     /// Stops the window controller (its socket goes with it).
     fn stop_windows(&self) {
-        if let Some(mut w) = self
-            .windows
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
-            w.stop();
-        }
+        gpu_trace_core::windows::Windows::stop_in(&self.windows);
     }
 
     /// Final flush and file finalisation; once, in the process that started tracing.
