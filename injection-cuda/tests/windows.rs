@@ -60,6 +60,19 @@ fn launches(kernel: &str, n: u32) -> Op {
     }
 }
 
+/// Waits (up to a minute) for the test to create `path`.
+fn wait_file(path: &Path) -> Op {
+    Op::WaitFile {
+        path: path.display().to_string(),
+        timeout_ms: 60_000,
+    }
+}
+
+/// `cmd` to process `pid`'s control socket in `sockets`; its reply.
+fn send(sockets: &Path, pid: u32, cmd: &str) -> String {
+    gpu_trace_core::windows::send_in(sockets, pid, cmd, Duration::from_secs(10)).expect(cmd)
+}
+
 fn run(
     dir: &Path,
     s: Scenario,
@@ -93,33 +106,24 @@ fn another_process_stops_and_restarts_recording_and_each_window_holds_exactly_it
         launches("before", 3),
         Op::StreamSync { stream: 1 },
         Op::Announce { path: p(&a) },
-        Op::WaitFile {
-            path: p(&a_go),
-            timeout_ms: 60_000,
-        },
+        wait_file(&a_go),
         launches("between", 4),
         Op::StreamSync { stream: 1 },
         Op::Announce { path: p(&b) },
-        Op::WaitFile {
-            path: p(&b_go),
-            timeout_ms: 60_000,
-        },
+        wait_file(&b_go),
         launches("after", 2),
         Op::StreamSync { stream: 1 },
     ]);
     let child = run(&dir, s, &[]);
     let sockets = dir.join("gpu-trace");
     let pid = wait_announce(&a);
-    let status = gpu_trace_core::windows::send_in(&sockets, pid, "status", Duration::from_secs(10))
-        .expect("status");
+    let status = send(&sockets, pid, "status");
     assert!(status.starts_with("open 1 "), "{status}");
-    let r = gpu_trace_core::windows::send_in(&sockets, pid, "stop", Duration::from_secs(10))
-        .expect("stop");
+    let r = send(&sockets, pid, "stop");
     assert!(r.starts_with("closed 1 "), "{r}");
     std::fs::write(&a_go, "").unwrap();
     assert_eq!(wait_announce(&b), pid);
-    let r = gpu_trace_core::windows::send_in(&sockets, pid, "start", Duration::from_secs(10))
-        .expect("start");
+    let r = send(&sockets, pid, "start");
     assert!(r.starts_with("open 2 "), "{r}");
     std::fs::write(&b_go, "").unwrap();
     let out = child.join().expect("run");
@@ -583,10 +587,6 @@ fn a_paused_program_detaches_cupti_between_windows_and_each_window_still_holds_i
             dir.join("c"),
             dir.join("c.go"),
         );
-        let wait = |path: &Path| Op::WaitFile {
-            path: p(path),
-            timeout_ms: 60_000,
-        };
         // Paused phases launch long enough for the drain to settle, and
         // on after the detach: CUPTI no longer sees those launches.
         // 1.5 s each: a detach comes about half a second into a pause.
@@ -597,14 +597,14 @@ fn a_paused_program_detaches_cupti_between_windows_and_each_window_still_holds_i
         let s = scenario(vec![
             paused(),
             Op::Announce { path: p(&a) },
-            wait(&a_go),
+            wait_file(&a_go),
             launches("between", 4),
             Op::StreamSync { stream: 1 },
             Op::Announce { path: p(&b) },
-            wait(&b_go),
+            wait_file(&b_go),
             paused(),
             Op::Announce { path: p(&c) },
-            wait(&c_go),
+            wait_file(&c_go),
             launches("after", 2),
             Op::StreamSync { stream: 1 },
         ]);
@@ -618,18 +618,14 @@ fn a_paused_program_detaches_cupti_between_windows_and_each_window_still_holds_i
             ],
         );
         let sockets = dir.join("gpu-trace");
-        let send = |pid, cmd| {
-            gpu_trace_core::windows::send_in(&sockets, pid, cmd, Duration::from_secs(10))
-                .expect(cmd)
-        };
         let pid = wait_announce(&a);
-        assert!(send(pid, "start").starts_with("open 1 "));
+        assert!(send(&sockets, pid, "start").starts_with("open 1 "));
         std::fs::write(&a_go, "").unwrap();
         assert_eq!(wait_announce(&b), pid);
-        assert!(send(pid, "stop").starts_with("closed 1 "));
+        assert!(send(&sockets, pid, "stop").starts_with("closed 1 "));
         std::fs::write(&b_go, "").unwrap();
         assert_eq!(wait_announce(&c), pid);
-        assert!(send(pid, "start").starts_with("open 2 "));
+        assert!(send(&sockets, pid, "start").starts_with("open 2 "));
         std::fs::write(&c_go, "").unwrap();
         let out = child.join().expect("run");
         let r = &out.report;
@@ -711,18 +707,12 @@ fn a_window_closed_while_its_kernel_runs_detaches_only_after_the_kernel_is_in() 
     );
     let s = scenario(vec![
         Op::Announce { path: p(&a) },
-        Op::WaitFile {
-            path: p(&a_go),
-            timeout_ms: 60_000,
-        },
+        wait_file(&a_go),
         launches("between", 2),
         // Runs 600 ms, past the window's close.
         launches("long", 1),
         Op::Announce { path: p(&b) },
-        Op::WaitFile {
-            path: p(&b_go),
-            timeout_ms: 60_000,
-        },
+        wait_file(&b_go),
         // API calls all along, where a detach could happen too early.
         Op::Repeat {
             times: 250,
@@ -732,14 +722,11 @@ fn a_window_closed_while_its_kernel_runs_detaches_only_after_the_kernel_is_in() 
     ]);
     let child = run(&dir, s, &[("INJECTION_PAUSED", "1".to_owned())]);
     let sockets = dir.join("gpu-trace");
-    let send = |pid, cmd| {
-        gpu_trace_core::windows::send_in(&sockets, pid, cmd, Duration::from_secs(10)).expect(cmd)
-    };
     let pid = wait_announce(&a);
-    assert!(send(pid, "start").starts_with("open 1 "));
+    assert!(send(&sockets, pid, "start").starts_with("open 1 "));
     std::fs::write(&a_go, "").unwrap();
     assert_eq!(wait_announce(&b), pid);
-    assert!(send(pid, "stop").starts_with("closed 1 "));
+    assert!(send(&sockets, pid, "stop").starts_with("closed 1 "));
     std::fs::write(&b_go, "").unwrap();
     // cupti-sim names a finalise while recorded work runs a violation
     // (the kernel would be lost), and run_checked fails on one.
@@ -765,10 +752,7 @@ fn a_window_opened_before_the_detach_could_happen_turns_its_callbacks_off_again(
     let (a, a_go) = (dir.join("a"), dir.join("a.go"));
     let s = scenario(vec![
         Op::Announce { path: p(&a) },
-        Op::WaitFile {
-            path: p(&a_go),
-            timeout_ms: 60_000,
-        },
+        wait_file(&a_go),
         Op::ProfilerStart,
         launches("between", 2),
         Op::StreamSync { stream: 1 },
@@ -785,8 +769,7 @@ fn a_window_opened_before_the_detach_could_happen_turns_its_callbacks_off_again(
     let pid = wait_announce(&a);
     // Past the drain's settling and a flush or two.
     std::thread::sleep(Duration::from_millis(1500));
-    let r = gpu_trace_core::windows::send_in(&sockets, pid, "start", Duration::from_secs(10))
-        .expect("start");
+    let r = send(&sockets, pid, "start");
     assert!(r.starts_with("open 1 "), "{r}");
     std::fs::write(&a_go, "").unwrap();
     let out = child.join().expect("run");
