@@ -247,10 +247,13 @@ def main():
                     env["INJECTION_CAPTURE_RANGE"] = "cudaProfilerApi"
                 elif mode == "gt_paused_ctl":
                     env["INJECTION_PAUSED"] = "1"
+                    # Its few lines say each detach and attach (counted below).
+                    env["INJECTION_VERBOSE"] = "1"
                 elif mode == "gt_full_notel":
                     env["INJECTION_TELEMETRY_PERIOD"] = "off"
                 elif mode == "gt_duty":
                     env["INJECTION_WINDOW"], env["INJECTION_EVERY"] = a.duty.split("/")
+                    env["INJECTION_VERBOSE"] = "1"
             elif mode == "gt_api":
                 env["INJECTION_TRACE"] = "gpu,api"
             elif mode.startswith("gt_counters"):
@@ -310,6 +313,10 @@ def main():
                         if "profiler_bytes" in res:
                             row["trace_bytes"] = int(res["profiler_bytes"])
                             row["trace_kernels"] = int(res["profiler_kernels"])
+                    if env.get("INJECTION_VERBOSE"):
+                        # CUPTI detached between windows, and attached again.
+                        row["detaches"] = se.count("CUPTI detached (time")
+                        row["attaches"] = se.count("CUPTI attached again")
                     if mode.startswith("gt_") and os.path.exists(trace):
                         row["trace_bytes"] = os.path.getsize(trace)
                         st = sh(f"{cli} stats --json {trace}")
@@ -326,7 +333,8 @@ def main():
                             row["stats_error"] = f"{ex}: {st.stderr[-300:]}"
                         os.unlink(trace)
                     results.setdefault((wl, mode), []).append(row)
-                    print(f"[{tag}] {row.get('value')} rss={rss // 1024}MB trace={row.get('trace_bytes')} kernels={row.get('trace_kernels')}", flush=True)
+                    det = f" detaches={row['detaches']} attaches={row['attaches']}" if "detaches" in row else ""
+                    print(f"[{tag}] {row.get('value')} rss={rss // 1024}MB trace={row.get('trace_bytes')} kernels={row.get('trace_kernels')}{det}", flush=True)
     except KeyboardInterrupt:
         print("interrupted: summarising the runs that finished", flush=True)
 

@@ -9,7 +9,11 @@ mode's paired ratio (geometric mean and 95% t interval) and the duty
 cycle's target, 1% plus its traced share (window / period) of the full
 cost.
 
-    windows_targets.py [--duty 1s/20s] RESULTS.json ...
+    windows_targets.py [--duty 1s/20s] [--full OLD.json ...] RESULTS.json ...
+
+--full takes only the full-tracing pairs (gt_full and its tool-free runs)
+of an older run, e.g. one whose paused and duty modes predate a change that
+full tracing does not see.
 """
 
 import argparse
@@ -25,17 +29,22 @@ from harness import interval, seconds  # noqa: E402
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--duty", default="1s/20s", help="window/period the gt_duty runs used")
+    ap.add_argument("--full", action="append", default=[], metavar="OLD.json", help="take only gt_full's pairs from this run")
     ap.add_argument("results", nargs="+")
     a = ap.parse_args()
     rows = {}  # (workload, mode) -> [(run, rep, value, row)]
-    for i, path in enumerate(a.results):
+    full_only = {}  # the same, from --full runs
+    for i, path in enumerate(a.results + a.full):
         with open(path) as f:
             raw = json.load(f)["raw"]
+        into = rows if i < len(a.results) else full_only
         for key, rs in raw.items():
             wl, mode = key.split("/", 1)
+            if into is full_only and mode not in ("baseline", "gt_full"):
+                continue
             for r in rs:
                 if "value" in r:
-                    rows.setdefault((wl, mode), []).append((i, r["rep"], r["value"], r))
+                    into.setdefault((wl, mode), []).append((i, r["rep"], r["value"], r))
     w_s, every_s = (seconds(x) for x in a.duty.split("/"))
     share = w_s / every_s
     for wl in sorted({w for w, _ in rows}):
@@ -48,6 +57,9 @@ def main():
         ci = {}
         for mode in ("gt_paused_ctl", "gt_duty", "gt_full"):
             rs = [v / base[(i, rep)] for i, rep, v, _ in rows.get((wl, mode), []) if (i, rep) in base]
+            if mode == "gt_full":
+                old = {(i, rep): v for i, rep, v, _ in full_only.get((wl, "baseline"), [])}
+                rs += [v / old[(i, rep)] for i, rep, v, _ in full_only.get((wl, mode), []) if (i, rep) in old]
             ci[mode] = interval(rs)
             if ci[mode]:
                 g, lo, hi = ci[mode]

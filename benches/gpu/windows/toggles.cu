@@ -5,6 +5,12 @@
 //                               (INJECTION_CAPTURE_RANGE=cudaProfilerApi)
 //   toggles nvtx N IN OUT       N windows by NVTX ranges named "win"
 //                               (INJECTION_CAPTURE_RANGE=nvtx:win)
+//   toggles socket N IN OUT GAP_MS
+//                               N windows by `$GPU_TRACE start|stop PID`
+//                               (under gpu-trace record --paused), each
+//                               followed by GAP_MS of k_outside launches
+//                               every 5 ms: the driver calls at which a
+//                               paused process detaches CUPTI
 //
 // Each window launches IN k_inside kernels, the last of which spins for
 // 2 ms, so that it is still running when the window closes (a window is
@@ -16,6 +22,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <time.h>
+#include <unistd.h>
 #include <cuda_runtime.h>
 #include <cuda_profiler_api.h>
 #include <nvtx3/nvToolsExt.h>
@@ -46,13 +54,29 @@ static int entries(const char *dir) {
     return n - 2;
 }
 
+static double now_ms() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+// `$GPU_TRACE start|stop <this pid>`; whether it said so.
+static bool control(const char *cmd) {
+    const char *gt = getenv("GPU_TRACE");
+    char line[4096];
+    snprintf(line, sizeof line, "'%s' %s %d >/dev/null 2>&1", gt ? gt : "gpu-trace", cmd, (int)getpid());
+    return system(line) == 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: toggles profiler|nvtx N IN OUT\n");
+        fprintf(stderr, "usage: toggles profiler|nvtx N IN OUT | socket N IN OUT GAP_MS\n");
         return 2;
     }
-    bool nvtx = !strcmp(argv[1], "nvtx");
+    bool nvtx = !strcmp(argv[1], "nvtx"), socket = !strcmp(argv[1], "socket");
     int n = atoi(argv[2]), in = atoi(argv[3]), out = atoi(argv[4]);
+    double gap = argc > 5 ? atof(argv[5]) : 0;
+    long outside = 0, failed = 0;
     int *p;
     cudaMalloc(&p, 64 * sizeof(int));
     cudaMemset(p, 0, 64 * sizeof(int));
@@ -62,11 +86,21 @@ int main(int argc, char **argv) {
     long long spin = (long long)clock_khz * 2;  // about 2 ms
     long rss10 = 0, fds10 = 0, thr10 = 0;
     for (int w = 0; w < n; w++) {
-        if (nvtx) nvtxRangePushA("win"); else cudaProfilerStart();
+        if (socket) failed += !control("start");
+        else if (nvtx) nvtxRangePushA("win");
+        else cudaProfilerStart();
         for (int i = 0; i < in; i++) k_inside<<<1, 32>>>(p, i == in - 1 ? spin : 0);
-        if (nvtx) nvtxRangePop(); else cudaProfilerStop();
+        if (socket) failed += !control("stop");
+        else if (nvtx) nvtxRangePop();
+        else cudaProfilerStop();
         for (int i = 0; i < out; i++) k_outside<<<1, 32>>>(p);
+        outside += out;
         cudaDeviceSynchronize();
+        for (double t0 = now_ms(); now_ms() - t0 < gap; outside++) {
+            k_outside<<<1, 32>>>(p);
+            cudaDeviceSynchronize();
+            usleep(5000);
+        }
         if (w == 9) { rss10 = rss_kb(); fds10 = entries("/proc/self/fd"); thr10 = entries("/proc/self/task"); }
     }
     cudaDeviceSynchronize();
@@ -75,7 +109,7 @@ int main(int argc, char **argv) {
     int h[64];
     cudaMemcpy(h, p, sizeof h, cudaMemcpyDeviceToHost);
     cudaError_t e = cudaGetLastError();
-    printf("EXPECT case=toggles windows=%d k_inside=%d k_outside_untraced=%d ok=%d\n", n, n * in, n * out,
-           e == cudaSuccess && h[0] == n * in + 2 * n * out);
+    printf("EXPECT case=toggles windows=%d k_inside=%d k_outside_untraced=%ld control_failed=%ld ok=%d\n", n, n * in,
+           outside, failed, e == cudaSuccess && h[0] == n * in + 2 * outside);
     return e == cudaSuccess ? 0 : 1;
 }
