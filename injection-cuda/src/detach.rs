@@ -24,6 +24,12 @@
 //!    hand out correlation ids from 1 again, so ids get an offset per
 //!    attachment ([`corr`]).
 //!
+//! `cuptiFinalize` waits for the GPU's running work, on the application's
+//! thread: on the H200 (run 48) a detach took 1.5-6 ms beside 2 ms kernels
+//! and 194-199 ms beside a 200 ms one. A detach that held the thread longer
+//! than [`STALL_LIMIT_NS`] costs more than an idle CUPTI would, so CUPTI
+//! stays attached after the next windows.
+//!
 //! A window without API recording cannot say what it submitted, so after
 //! it CUPTI stays attached (as it does when the drain has not finished in
 //! [`DRAIN_LIMIT`]); so it does with capture ranges (which need CUPTI's
@@ -53,6 +59,11 @@ const WAIT_CONTEXT: u8 = 6;
 pub(crate) const DRAIN_LIMIT: u64 = 10_000_000_000;
 /// How long no record must have come before detaching.
 pub(crate) const SETTLE_NS: u64 = 200_000_000;
+
+/// A detach that held the application's thread longer than this is the
+/// last: CUPTI stays attached between later windows (an idle CUPTI made an
+/// empty launch 1.13x as slow, a fraction of a microsecond).
+pub(crate) const STALL_LIMIT_NS: u64 = 50_000_000;
 
 /// The most recent GPU records (correlation id, end), for the drain's
 /// question whether a stream's last submission has its record.
@@ -98,6 +109,9 @@ pub(crate) struct Detach {
     recent_at: AtomicUsize,
     finalizes: AtomicU32,
     finalize_ns: AtomicU64,
+    /// The longest detach held its thread this long (ns): past
+    /// [`STALL_LIMIT_NS`], no more detaching.
+    longest_ns: AtomicU64,
     /// The subscription `cuptiFinalize` ends (told so, so that dropping it
     /// calls nothing).
     subscriber: ArcSwapOption<Subscriber>,
@@ -118,6 +132,7 @@ impl Detach {
             recent_at: AtomicUsize::new(0),
             finalizes: AtomicU32::new(0),
             finalize_ns: AtomicU64::new(0),
+            longest_ns: AtomicU64::new(0),
             subscriber: ArcSwapOption::empty(),
         }
     }
@@ -164,7 +179,12 @@ impl Detach {
         if !self.allowed {
             return;
         }
-        let next = if knows_submissions { DRAINING } else { STAY };
+        let stalled = self.longest_ns.load(Ordering::Relaxed) > STALL_LIMIT_NS;
+        let next = if knows_submissions && !stalled {
+            DRAINING
+        } else {
+            STAY
+        };
         let now = boottime_ns();
         self.drain_since.store(now, Ordering::Relaxed);
         self.last_record.store(now, Ordering::Relaxed);
@@ -172,7 +192,12 @@ impl Detach {
             .state
             .compare_exchange(ATTACHED, next, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok();
-        if moved && next == STAY {
+        if moved && stalled {
+            gpu_trace_core::verbose!(
+                "CUPTI stays attached until the next window: a detach held the application's thread for {:.1} ms",
+                self.longest_ns.load(Ordering::Relaxed) as f64 / 1e6
+            );
+        } else if moved && next == STAY {
             gpu_trace_core::verbose!(
                 "CUPTI stays attached until the next window: this one recorded GPU work without API calls, so what it submitted is not known"
             );
@@ -330,10 +355,17 @@ impl Detach {
                 let n = self.finalizes.fetch_add(1, Ordering::Relaxed) + 1;
                 let took = boottime_ns() - t0;
                 self.finalize_ns.fetch_add(took, Ordering::Relaxed);
+                self.longest_ns.fetch_max(took, Ordering::Relaxed);
                 gpu_trace_core::verbose!(
                     "CUPTI detached (time {n}, {:.1} ms) until the next window",
                     took as f64 / 1e6
                 );
+                if took > STALL_LIMIT_NS {
+                    gpu_trace_core::verbose!(
+                        "that detach held the application's thread for {:.1} ms (cuptiFinalize waits for the GPU's running work), more than an idle CUPTI costs: it is the last, CUPTI stays attached after the next windows",
+                        took as f64 / 1e6
+                    );
+                }
             }
             Err(e) => {
                 gpu_trace_core::warn_once!(
@@ -356,11 +388,20 @@ impl Detach {
     /// Times detached, and their total ms, for the trace's log.
     pub(crate) fn summary(&self) -> Option<String> {
         let n = self.finalizes.load(Ordering::Relaxed);
+        let longest = self.longest_ns.load(Ordering::Relaxed);
         (n > 0).then(|| {
-            format!(
-                "CUPTI was detached {n} time(s) while no window recorded (cuptiFinalize, {:.1} ms in all on the application's threads), and attached again for each window",
-                self.finalize_ns.load(Ordering::Relaxed) as f64 / 1e6
-            )
+            let mut line = format!(
+                "CUPTI was detached {n} time(s) while no window recorded (cuptiFinalize, {:.1} ms in all on the application's threads, the longest {:.1} ms), and attached again for each window",
+                self.finalize_ns.load(Ordering::Relaxed) as f64 / 1e6,
+                longest as f64 / 1e6
+            );
+            if longest > STALL_LIMIT_NS {
+                line.push_str(&format!(
+                    "; after a detach of more than {} ms it stayed attached",
+                    STALL_LIMIT_NS / 1_000_000
+                ));
+            }
+            line
         })
     }
 }
