@@ -910,7 +910,7 @@ impl CaptureSwitch {
         if open {
             i.captured.store(true, Ordering::Relaxed);
         }
-        crate::verbose!("capture range {}", if open { "opened" } else { "closed" });
+        crate::verbose!("recording switched {}", if open { "on" } else { "off" });
         // Delivered on this thread even when another one (the emitter)
         // stored the change first: the range is switched when this returns.
         i.refresh_sources();
