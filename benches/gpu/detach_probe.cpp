@@ -13,7 +13,7 @@
 //                        then detach at the next API exit; one line a
 //                        window on stderr: launches seen, kernel records
 //                        delivered by the detach's end, attach and detach
-//                        times
+//                        times, the process's RSS
 //   PROBE_FLUSH=0        detach without cuptiActivityFlushAll(1) first
 #include <cupti.h>
 #include <pthread.h>
@@ -32,6 +32,16 @@ static std::atomic<int> g_detach{0};  // 1: asked, 2: done
 static std::atomic<long long> g_finalize_ns{0};
 static CUpti_SubscriberHandle g_sub;
 static bool g_count_launches = false;
+
+static long rss_kb() {
+    long pages = 0, resident = 0;
+    FILE* f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        fclose(f);
+    }
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
 
 static long long now_ns() {
     timespec ts;
@@ -136,9 +146,9 @@ static void* cycle(void*) {
         bool ok = detach(true);
         long long t_detach = now_ns() - t1;
         fprintf(stderr,
-                "probe: window %d: launches %llu, kernel records %llu (%llu incomplete, %llu long), attach %.3f ms, detach %s %.3f ms (finalize %.3f ms)\n",
+                "probe: window %d: launches %llu, kernel records %llu (%llu incomplete, %llu long), attach %.3f ms, detach %s %.3f ms (finalize %.3f ms), rss %ld kB\n",
                 c, g_launches - l0, g_kernels - k0, g_incomplete - i0, g_long - g0, t_attach / 1e6, ok ? "done" : "NOT DONE", t_detach / 1e6,
-                g_finalize_ns / 1e6);
+                g_finalize_ns / 1e6, rss_kb());
         fflush(stderr);
         if (!ok) return nullptr;
         g_detach = 0;

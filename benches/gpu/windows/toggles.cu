@@ -17,7 +17,8 @@
 // complete: the work submitted inside it is recorded even when it ends
 // later); between windows, OUT k_outside kernels, none of which may be in
 // the trace. Prints the process's RSS, open files and threads after
-// window 10 and after the last, then the EXPECT line.
+// window 10 and after the last, then the EXPECT line (and on stderr the RSS
+// after every 50th window).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -102,6 +103,7 @@ int main(int argc, char **argv) {
             usleep(5000);
         }
         if (w == 9) { rss10 = rss_kb(); fds10 = entries("/proc/self/fd"); thr10 = entries("/proc/self/task"); }
+        if ((w + 1) % 50 == 0) fprintf(stderr, "RSS after window %d: %ld kB\n", w + 1, rss_kb());
     }
     cudaDeviceSynchronize();
     printf("LEAK rss_kb_after_10=%ld rss_kb_after_%d=%ld fds=%ld/%d threads=%ld/%d\n", rss10, n, rss_kb(),
