@@ -7,18 +7,22 @@
 #
 #   bash benches/gpu/windows_cost.sh BIN torch|gpt2 REPS LIMIT [MODES]
 #                                   (writes $OUT/cost-WORKLOAD.tar.gz)
+# DUTY=250ms/5s and STEPS=N change the cycle and the loop's length: the
+# same traced share over shorter runs, so more pairs an hour (each attach
+# and detach then weighs 4x as much: a conservative stand-in for 1s/20s).
 # A repetition of four modes takes ~2 min (each duty run spans a period).
 set -uo pipefail
 bin="$(cd "$1" && pwd)"; here="$(cd "$(dirname "$0")" && pwd)"; wl="$2"; reps="$3"; limit="$4"
 modes="${5:-baseline,gt_paused_ctl,gt_duty,gt_full}"
 w="$(mktemp -d)"; o="$w/cost-$wl"; mkdir -p "$o"
 trap 'tar -czf "${OUT:-.}/cost-$wl.tar.gz" -C "$w" "cost-$wl"; rm -rf "$w"' EXIT
+duty="${DUTY:-1s/20s}"
 case "$wl" in
-    torch) steps=(--torch-steps 7000) ;;
-    gpt2) steps=(--gpt2-steps 1500) ;;
+    torch) steps=(--torch-steps "${STEPS:-7000}") ;;
+    gpt2) steps=(--gpt2-steps "${STEPS:-1500}") ;;
     *) echo "workload: torch or gpt2, not $wl" >&2; exit 2 ;;
 esac
 timeout -s TERM "$limit" python3 "$here/harness.py" --bin "$bin" --reps "$reps" --workloads "$wl" "${steps[@]}" \
-    --duty 1s/20s --modes "$modes" --taskset 2-9 --out "$o/harness" >"$o/harness.log" 2>&1
+    --duty "$duty" --modes "$modes" --taskset 2-9 --out "$o/harness" >"$o/harness.log" 2>&1
 echo "harness rc=$?"; tail -25 "$o/harness.log"
-python3 "$here/windows_targets.py" "$o/harness/results.json"
+python3 "$here/windows_targets.py" --duty "$duty" "$o/harness/results.json"
