@@ -41,7 +41,7 @@ use arc_swap::ArcSwapOption;
 use cupti::callback::Subscriber;
 use gpu_trace_core::clock::boottime_ns;
 use gpu_trace_core::correlate::Correlator;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
 
 const ATTACHED: u8 = 0;
@@ -122,7 +122,7 @@ pub(crate) struct Detach {
     /// When the tool started (for the detaches' budget).
     started: u64,
     /// Whether the budget kept CUPTI attached after a window.
-    kept: std::sync::atomic::AtomicBool,
+    kept: AtomicBool,
     /// The subscription `cuptiFinalize` ends (told so, so that dropping it
     /// calls nothing).
     subscriber: ArcSwapOption<Subscriber>,
@@ -145,7 +145,7 @@ impl Detach {
             finalize_ns: AtomicU64::new(0),
             longest_ns: AtomicU64::new(0),
             started: boottime_ns(),
-            kept: std::sync::atomic::AtomicBool::new(false),
+            kept: AtomicBool::new(false),
             subscriber: ArcSwapOption::empty(),
         }
     }
