@@ -83,7 +83,9 @@ pub(crate) struct RecordArgs {
     #[arg(long, value_name = "N")]
     pub(crate) kernel_count: Option<String>,
     /// Start with recording off; `gpu-trace start PID` (or a --delay)
-    /// opens a window.
+    /// opens a window. On CUDA, CUPTI is detached while no window records,
+    /// so a paused process does not pay its idle cost (INJECTION_DETACH=off
+    /// keeps it attached).
     #[arg(long)]
     pub(crate) paused: bool,
     /// Open the first recording window after this long (30s, 500ms, 2m).
