@@ -842,12 +842,8 @@ impl Tool {
             }
         };
 
-        let mut boottime = false;
         let clock = match activity::register_timestamp_callback(&cupti) {
-            Ok(()) => {
-                boottime = true;
-                GpuClock::Boottime
-            }
+            Ok(()) => GpuClock::Boottime,
             Err(e) => {
                 gpu_trace_core::verbose!(
                     "CUPTI timestamps stay on its own clock ({e}); describing it with clock snapshots"
@@ -862,6 +858,7 @@ impl Tool {
                 }
             }
         };
+        let boottime = matches!(clock, GpuClock::Boottime);
 
         let tracer = match Tracer::start(TracerOptions {
             backend: BACKEND,
