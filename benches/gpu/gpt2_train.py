@@ -13,6 +13,7 @@ import statistics
 import time
 
 import torch
+from torch_mlp import write_step_log
 from transformers import GPT2Config, GPT2LMHeadModel
 
 
@@ -22,6 +23,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--step-log", default="", metavar="FILE", help="write each timed step's start and the loop's end (CLOCK_BOOTTIME ns) to FILE")
     a = ap.parse_args()
 
     torch.manual_seed(0)
@@ -46,8 +48,11 @@ def main():
         step(i)
     torch.cuda.synchronize()
     times = []
+    starts = []  # --step-log: CLOCK_BOOTTIME ns at each step's start
     t0 = time.perf_counter()
     for i in range(a.warmup, a.steps):
+        if a.step_log:
+            starts.append(time.clock_gettime_ns(time.CLOCK_BOOTTIME))
         s0 = time.perf_counter()
         loss = step(i)
         # A real loop reads its loss now and then: the GPU catches up.
@@ -56,6 +61,8 @@ def main():
         times.append(time.perf_counter() - s0)
     torch.cuda.synchronize()
     t1 = time.perf_counter()
+    if a.step_log:
+        write_step_log(a.step_log, starts, time.clock_gettime_ns(time.CLOCK_BOOTTIME))
     timed = a.steps - a.warmup
     p50 = statistics.median(times) * 1e3
     print(

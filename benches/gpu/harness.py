@@ -67,6 +67,8 @@ import sys
 import tempfile
 import time
 
+import duty_excess
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CUDA = os.environ.get("CUDA_ROOT", "/usr/local/cuda")
 COUNTER_METRICS = "sm__cycles_elapsed.avg,smsp__inst_executed.sum,dram__bytes_read.sum"
@@ -175,6 +177,10 @@ def main():
                     help="run the modes in the same order every repetition (default: each repetition starts one mode later)")
     ap.add_argument("--build-only", metavar="DIR", help="build the test programs and the floor library into DIR, then stop")
     ap.add_argument("--duty", default="1s/20s", help="window/period of gt_duty")
+    ap.add_argument("--duty-delay", default="", help="gt_duty's first window opens this long after the tool starts (INJECTION_DELAY)")
+    ap.add_argument("--step-logs", action="store_true",
+                    help="PyTorch workloads log every step (kept under OUT/steps); gt_duty runs and their paired "
+                         "tool-free runs then get each window's excess inside the process (duty_excess.py)")
     ap.add_argument("--modes", default="baseline,floor,cfg_idle,cfg_gpu,nvidia_sample,gt_idle,gt_gpu,gt_full,torch_cuda,torch_cpu_cuda")
     a = ap.parse_args()
     if a.build_only:
@@ -253,6 +259,8 @@ def main():
                     env["INJECTION_TELEMETRY_PERIOD"] = "off"
                 elif mode == "gt_duty":
                     env["INJECTION_WINDOW"], env["INJECTION_EVERY"] = a.duty.split("/")
+                    if a.duty_delay:
+                        env["INJECTION_DELAY"] = a.duty_delay
                     env["INJECTION_VERBOSE"] = "1"
             elif mode == "gt_api":
                 env["INJECTION_TRACE"] = "gpu,api"
@@ -274,6 +282,9 @@ def main():
     results = {}  # (wl, mode) -> list of dicts
     tracedir = f"{work}/traces"
     os.makedirs(tracedir)
+    stepdir = f"{a.out}/steps"
+    if a.step_logs:
+        os.makedirs(stepdir, exist_ok=True)
     # A time limit (SIGTERM) ends the runs early but still writes the
     # summary of those that finished.
     def stop(signum, frame):
@@ -296,6 +307,9 @@ def main():
                         c += ["--profiler", mode[len("torch_"):], "--profiler-out", f"{tracedir}/{tag}.json"]
                     if mode.endswith("_ab"):
                         c += ["--ab", str(a.ab_window)]
+                    steplog = f"{stepdir}/{tag}.steps" if a.step_logs and wl in ("torch", "torch_dense", "gpt2") else None
+                    if steplog:
+                        c += ["--step-log", steplog]
                     # The NVIDIA sample prints every record to stdout; the
                     # temporary file takes them along with our RESULT line.
                     rc, so, se, rss, wall = run(c, env)
@@ -329,14 +343,42 @@ def main():
                             if wins:
                                 row["windows"] = sum(w["count"] for w in wins)
                                 row["recorded_s"] = sum(w["recorded_ns"] for w in wins) / 1e9
+                                row["window_spans"] = duty_excess.windows_of_stats(j)
                         except Exception as ex:  # noqa: BLE001
                             row["stats_error"] = f"{ex}: {st.stderr[-300:]}"
                         os.unlink(trace)
+                    if steplog and os.path.exists(steplog):
+                        row["step_log"] = os.path.relpath(steplog, a.out)
+                        if row.get("window_spans"):
+                            ex = duty_excess.excess(duty_excess.load_steps(steplog), row["window_spans"])
+                            row["excess_s"] = [w["excess_s"] for w in ex]
+                            row["quiet_s_per_step"] = [w["s_per_step"] for w in ex]
                     results.setdefault((wl, mode), []).append(row)
                     det = f" detaches={row['detaches']} attaches={row['attaches']}" if "detaches" in row else ""
+                    if "excess_s" in row:
+                        det += " excess_ms=" + ",".join(f"{x * 1e3:+.0f}" for x in row["excess_s"])
                     print(f"[{tag}] {row.get('value')} rss={rss // 1024}MB trace={row.get('trace_bytes')} kernels={row.get('trace_kernels')}{det}", flush=True)
     except KeyboardInterrupt:
         print("interrupted: summarising the runs that finished", flush=True)
+
+    # The tool-free runs' null control: the same arithmetic at the paired
+    # duty run's windows, placed at the same offsets into the loop.
+    if a.step_logs:
+        for (wl, mode), rows in results.items():
+            if mode != "baseline":
+                continue
+            duty_by_rep = {r["rep"]: r for r in results.get((wl, "gt_duty"), []) if r.get("window_spans") and r.get("step_log")}
+            for r in rows:
+                d = duty_by_rep.get(r["rep"])
+                if not r.get("step_log") or d is None:
+                    continue
+                steps = duty_excess.load_steps(f"{a.out}/{r['step_log']}")
+                dsteps = duty_excess.load_steps(f"{a.out}/{d['step_log']}")
+                ex = duty_excess.excess(steps, duty_excess.shifted(d["window_spans"], steps[0] - dsteps[0]))
+                r["excess_s"] = [w["excess_s"] for w in ex]
+                r["quiet_s_per_step"] = [w["s_per_step"] for w in ex]
+                if ex and d.get("quiet_s_per_step"):
+                    d["level_ratio"] = statistics.mean(d["quiet_s_per_step"]) / statistics.mean(r["quiet_s_per_step"])
 
     # Summary.
     lines = []
@@ -440,6 +482,12 @@ def main():
                     f"{statistics.median(r['ab_off_ms'] for r in rows):.4g} | {statistics.median(r['ab_on_ms'] for r in rows):.4g} | "
                     f"{' '.join(f'{x:.3f}' for x in rs)} |"
                 )
+    if a.step_logs:
+        with open(f"{a.out}/partial.json", "w") as f:
+            json.dump({"raw": {f"{k[0]}/{k[1]}": v for k, v in results.items()}}, f)
+        lines.append("\n#### In one process: each window's excess over the quiet level before it (duty_excess.py)\n")
+        lines.append(duty_excess.pool([f"{a.out}/partial.json"], seconds(a.duty.split("/")[1])))
+        os.unlink(f"{a.out}/partial.json")
     gpu = sh("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader").stdout.strip()
     header = f"GPU: {gpu}; date: {time.strftime('%Y-%m-%d')}; command: {' '.join(sys.argv)}"
     text = header + "\n" + "\n".join(lines)

@@ -37,6 +37,7 @@ def main():
     ap.add_argument("--profiler-out", default="")
     ap.add_argument("--dense", action="store_true", help="per-parameter optimizer kernels (foreach=False)")
     ap.add_argument("--ab", type=int, default=0, metavar="W", help="alternate W untraced and W traced steps (capture ranges)")
+    ap.add_argument("--step-log", default="", metavar="FILE", help="write each timed step's start and the loop's end (CLOCK_BOOTTIME ns) to FILE")
     a = ap.parse_args()
 
     torch.manual_seed(0)
@@ -78,9 +79,12 @@ def main():
     timed = a.steps - a.warmup
     times = []  # (inside a capture range, index in its window, seconds)
     inside = False
+    starts = []  # --step-log: CLOCK_BOOTTIME ns at each step's start
     t0 = time.perf_counter()
     for i in range(a.warmup, a.steps):
         j = i - a.warmup
+        if a.step_log:
+            starts.append(time.clock_gettime_ns(time.CLOCK_BOOTTIME))
         if a.ab and j % a.ab == 0:
             # Even windows untraced, odd ones traced.
             want = (j // a.ab) % 2 == 1
@@ -94,6 +98,8 @@ def main():
         torch.cuda.profiler.stop()
     torch.cuda.synchronize()
     t1 = time.perf_counter()
+    if a.step_log:
+        write_step_log(a.step_log, starts, time.clock_gettime_ns(time.CLOCK_BOOTTIME))
 
     extra = ""
     if prof is not None:
@@ -116,6 +122,14 @@ def main():
         f"RESULT workload=torch_mlp steps={a.steps} ms_per_step={(t1 - t0) * 1e3 / timed:.4f} ms_p50={p50:.4f}{extra}",
         flush=True,
     )
+
+
+def write_step_log(path, starts, end):
+    """One number a line: each timed step's start, then the loop's end after
+    its last synchronize (CLOCK_BOOTTIME ns, the clock of gpu-trace's
+    traces), so that a step lasts until the next one starts."""
+    with open(path, "w") as f:
+        f.write("\n".join(str(t) for t in starts + [end]) + "\n")
 
 
 if __name__ == "__main__":

@@ -11,11 +11,18 @@
 # same traced share over shorter runs, so more pairs an hour (each attach
 # and detach then weighs 4x as much: a conservative stand-in for 1s/20s).
 # A repetition of four modes takes ~2 min (each duty run spans a period).
+# INPROCESS=1 also logs every step and opens the first window 20 s in, so
+# that each window's excess is read inside its process (duty_excess.py; use
+# STEPS for a loop of several periods); TAG names the tarball
+# (cost-WORKLOAD-TAG.tar.gz) so that several runs fit in one call.
 set -uo pipefail
 bin="$(cd "$1" && pwd)"; here="$(cd "$(dirname "$0")" && pwd)"; wl="$2"; reps="$3"; limit="$4"
 modes="${5:-baseline,gt_paused_ctl,gt_duty,gt_full}"
-w="$(mktemp -d)"; o="$w/cost-$wl"; mkdir -p "$o"
-trap 'tar -czf "${OUT:-.}/cost-$wl.tar.gz" -C "$w" "cost-$wl"; rm -rf "$w"' EXIT
+name="cost-$wl${TAG:+-$TAG}"
+w="$(mktemp -d)"; o="$w/$name"; mkdir -p "$o"
+trap 'tar -czf "${OUT:-.}/$name.tar.gz" -C "$w" "$name"; rm -rf "$w"' EXIT
+extra=()
+[ "${INPROCESS:-0}" = 1 ] && extra=(--step-logs --duty-delay 20s)
 duty="${DUTY:-1s/20s}"
 case "$wl" in
     torch) steps=(--torch-steps "${STEPS:-7000}") ;;
@@ -23,6 +30,6 @@ case "$wl" in
     *) echo "workload: torch or gpt2, not $wl" >&2; exit 2 ;;
 esac
 timeout -s TERM "$limit" python3 "$here/harness.py" --bin "$bin" --reps "$reps" --workloads "$wl" "${steps[@]}" \
-    --duty "$duty" --modes "$modes" --taskset 2-9 --out "$o/harness" >"$o/harness.log" 2>&1
+    --duty "$duty" --modes "$modes" --taskset 2-9 "${extra[@]}" --out "$o/harness" >"$o/harness.log" 2>&1
 echo "harness rc=$?"; tail -25 "$o/harness.log"
 python3 "$here/windows_targets.py" --duty "$duty" "$o/harness/results.json"

@@ -1248,6 +1248,13 @@ fn telemetry_counts_only_the_time_inside_recording_windows() {
     let r = record("telemetry-windowed", &dir);
     let v = json(&["--report", "telemetry"], &[&r.path]);
     assert_eq!(v["files"][0]["windows"]["recorded_ns"], 3000, "{v}");
+    // The spans are in the trace's clock: the window is [500, 3500) after
+    // the trace's first event.
+    let start = v["files"][0]["span"]["end_ns"].as_u64().unwrap()
+        - v["files"][0]["span"]["dur_ns"].as_u64().unwrap();
+    let spans: Vec<(u64, u64)> =
+        serde_json::from_value(v["files"][0]["windows"]["spans"].clone()).unwrap();
+    assert_eq!(spans, [(start + 500, start + 3500)], "{v}");
     let tel = v["telemetry"].as_array().unwrap();
     // The window is [500, 3500): the SM clock is 1000 MHz for 500 ns of
     // it, 2000 for 2000 and 1200 for 500; the sample at 4000 is outside.

@@ -176,7 +176,7 @@ fn file(h: &FileHeader) -> Value {
         "dropped": h.losses.as_deref().map(dropped),
         "losses": losses(h).join("\n"),
         "truncated_at": h.truncated_at,
-        "windows": h.windows.map(|(n, t)| json!({"count": n, "recorded_ns": t})),
+        "windows": h.windows.map(|(n, t)| json!({"count": n, "recorded_ns": t, "spans": h.window_spans})),
         "problems": h.problems,
         "dangling_submissions": h.dangling.len(),
         "complete": h.complete(),

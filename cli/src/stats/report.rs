@@ -118,6 +118,8 @@ pub(crate) struct FileHeader {
     /// Recording windows: how many, and their total time, ns (`None`: the
     /// run was never switched on and off).
     pub(crate) windows: Option<(u32, u64)>,
+    /// The windows themselves, [start, end) ns in the trace's clock.
+    pub(crate) window_spans: Vec<(u64, u64)>,
 }
 
 impl FileHeader {
@@ -514,6 +516,7 @@ pub(crate) fn build(files: Vec<FileData>) -> Summary {
             dangling: f.dangling,
             apis: f.apis,
             windows: f.windows,
+            window_spans: f.window_spans.clone().unwrap_or_default(),
         });
         for (pid, p) in f.procs {
             let traced = f.windows.map(|w| w.1);

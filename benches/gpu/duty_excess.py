@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""What a duty cycle's windows add to a training loop, measured inside the
+process and over the whole period, not only the window.
+
+Across processes this host's step times vary by 5-10%, far more than the
+duty-cycle target's margin (1.7%), and ~80 pairs of processes would be
+needed to place a cross-process ratio within it. Inside one process the
+level is steady over seconds, so each window's cost can be read off the
+loop's own progress: for a window [open, close),
+
+    excess = (time from open - GAP to close + POST)
+             - (steps started in that time) x (time per step in the quiet
+               stretches just before and after)
+
+This is not the in-process A/B that the windows issue warns about, where a
+window's records, processed after it closes, slow the untraced steps that
+serve as its reference: here everything from the window's opening to POST
+seconds after its close (the drain, the detach) counts as the window's, and
+the reference is the quiet level around it: the mean of the REF seconds
+before the opening (~13 s after the previous window's POST) and the AFTER
+seconds after POST, so that a level drifting through the window cancels. `--profile` shows where the cost lands, to check POST.
+
+The same arithmetic over a tool-free run at the same offsets into its loop
+is the null control: it says how much such an excess varies with no tool.
+The duty cycle's cost against a tool-free process is then the paused cost
+(cross-process, the quiet stretches' level) times 1 + excess / period.
+
+Inputs: a step log (`torch_mlp.py --step-log` / `gpt2_train.py
+--step-log`: each step's start, then the loop's end, CLOCK_BOOTTIME ns, the
+traces' clock) and the windows (`gpu-trace stats --json`'s
+files[].windows.spans).
+
+    duty_excess.py STEPS STATS_JSON [--every 20s] [--profile]
+    duty_excess.py --pool results.json ...   (the harness's, --step-logs)
+"""
+
+import argparse
+import bisect
+import json
+import math
+import statistics
+import sys
+
+GAP_S = 0.25  # before the opening: the switch itself starts a little early
+REF_S = 8.0  # the quiet stretch before a window that sets its reference
+POST_S = 6.0  # after the closing: the drain, the detach (see --profile)
+AFTER_S = 5.0  # the quiet stretch after POST, the reference's second half
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 12: 2.18, 15: 2.13, 20: 2.09, 30: 2.04}
+
+
+def load_steps(path):
+    """Step starts and the loop's end, ns."""
+    with open(path) as f:
+        return [int(x) for x in f.read().split()]
+
+
+def windows_of_stats(stats):
+    """Window spans, ns, from `gpu-trace stats --json` output."""
+    spans = []
+    for f in stats.get("files", []):
+        w = f.get("windows") or {}
+        spans += [tuple(s) for s in w.get("spans", [])]
+    return sorted(spans)
+
+
+def _at(steps, t):
+    """Index of the first step starting at or after t (len - 1 past the end)."""
+    return min(bisect.bisect_left(steps, t), len(steps) - 1)
+
+
+def per_step(steps, a, b):
+    """Seconds per step over whole steps inside [a, b), or None."""
+    i, j = _at(steps, a), _at(steps, b)
+    if j - i < 20:
+        return None
+    return (steps[j] - steps[i]) / (j - i) / 1e9
+
+
+def excess(steps, spans, gap=GAP_S, ref=REF_S, post=POST_S, after=AFTER_S):
+    """Each window inside the loop (with its references and POST inside it
+    too): dict(open, s_per_step, steps, excess_s). The level is the mean of
+    the REF seconds before and the AFTER seconds after, so that a level
+    drifting steadily through the window cancels."""
+    out = []
+    lo, hi = steps[0], steps[-1]
+    for o, c in spans:
+        a, b = o - int(gap * 1e9), c + int(post * 1e9)
+        r0, r1 = a - int(ref * 1e9), b + int(after * 1e9)
+        if r0 < lo or r1 > hi:
+            continue
+        before, behind = per_step(steps, r0, a), per_step(steps, b, r1)
+        if before is None or behind is None:
+            continue
+        sps = (before + behind) / 2
+        i, j = _at(steps, a), _at(steps, b)
+        took = (steps[j] - steps[i]) / 1e9
+        out.append({"open": o, "s_per_step": sps, "steps": j - i, "excess_s": took - (j - i) * sps})
+    return out
+
+
+def profile(steps, spans, bin_s=0.5, before=2.0, after=POST_S + 2.0, gap=GAP_S, ref=REF_S):
+    """Time per step in bins around each window's opening, over the
+    window's reference; averaged over windows. [(offset s, ratio)]."""
+    rows = {}
+    for o, c in spans:
+        a = o - int(gap * 1e9)
+        sps = per_step(steps, a - int(ref * 1e9), a) if a - int(ref * 1e9) >= steps[0] else None
+        if sps is None or c + int(after * 1e9) > steps[-1]:
+            continue
+        k = -before
+        while k < (c - o) / 1e9 + after - 1e-9:
+            x = per_step(steps, o + int(k * 1e9), o + int((k + bin_s) * 1e9))
+            if x is not None:
+                rows.setdefault(round(k, 3), []).append(x / sps)
+            k += bin_s
+    return [(k, statistics.mean(v), len(v)) for k, v in sorted(rows.items())]
+
+
+def mean_ci(xs):
+    """Mean and 95% t half-width (None below 2)."""
+    if len(xs) < 2:
+        return (xs[0] if xs else None), None
+    t = T95.get(len(xs) - 1) or (2.0 if len(xs) > 30 else T95[max(k for k in T95 if k <= len(xs) - 1)])
+    return statistics.mean(xs), t * statistics.stdev(xs) / math.sqrt(len(xs))
+
+
+def shifted(spans, by):
+    return [(o + by, c + by) for o, c in spans]
+
+
+def pool(paths, every_s):
+    """The harness's per-run excesses (duty runs, and tool-free runs at the
+    paired duty run's offsets), pooled over its result files."""
+    duty, null, level = {}, {}, {}
+    for p in paths:
+        with open(p) as f:
+            raw = json.load(f)["raw"]
+        for key, rows in raw.items():
+            wl, mode = key.split("/", 1)
+            for r in rows:
+                if "excess_s" not in r:
+                    continue
+                (duty if mode == "gt_duty" else null).setdefault(wl, []).extend(r["excess_s"])
+                if mode == "gt_duty" and r.get("level_ratio"):
+                    level.setdefault(wl, []).append(r["level_ratio"])
+    lines = []
+    for wl in sorted(set(duty) | set(null)):
+        d, n = duty.get(wl, []), null.get(wl, [])
+        lines.append(f"{wl}: excess over the quiet level, per window, whole period counted ({every_s:g} s):")
+        for name, xs in (("duty", d), ("tool-free (null)", n)):
+            m, h = mean_ci(xs)
+            if m is not None:
+                hs = f" +- {h * 1e3:.0f}" if h is not None else ""
+                lines.append(f"  {name}: {m * 1e3:+.0f}{hs} ms over {len(xs)} windows = {m / every_s:+.2%} of the period")
+        if d and n:
+            md, hd = mean_ci(d)
+            mn, hn = mean_ci(n)
+            diff = (md - mn) / every_s
+            h = math.hypot(hd or 0, hn or 0) / every_s
+            lines.append(f"  duty - null: {diff:+.2%} (+- {h:.2%}) of the period")
+        if level.get(wl):
+            g = math.exp(statistics.mean(math.log(x) for x in level[wl]))
+            lines.append(f"  quiet level, duty run / paired tool-free run (cross-process): {g:.3f} over {len(level[wl])} pairs")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("steps", nargs="?")
+    ap.add_argument("stats", nargs="?", help="gpu-trace stats --json output of the run's trace")
+    ap.add_argument("--every", default="20s", help="the duty cycle's period (to express the excess as its share)")
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--pool", nargs="+", metavar="RESULTS_JSON")
+    a = ap.parse_args()
+    every_s = float(a.every.rstrip("s")) if not a.every.endswith("ms") else float(a.every[:-2]) / 1e3
+    if a.pool:
+        print(pool(a.pool, every_s))
+        return
+    if not (a.steps and a.stats):
+        ap.error("STEPS and STATS_JSON, or --pool")
+    steps = load_steps(a.steps)
+    with open(a.stats) as f:
+        spans = windows_of_stats(json.load(f))
+    for w in excess(steps, spans):
+        print(f"window at {(w['open'] - steps[0]) / 1e9:7.2f} s into the loop: {w['excess_s'] * 1e3:+8.1f} ms over {w['steps']} steps ({w['s_per_step'] * 1e3:.3f} ms/step before it)")
+    if a.profile:
+        for k, r, n in profile(steps, spans):
+            print(f"  {k:+6.2f} s: {r:.3f} ({n} windows)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
