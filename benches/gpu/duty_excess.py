@@ -130,37 +130,38 @@ def shifted(spans, by):
 
 def pool(paths, every_s):
     """The harness's per-run excesses (duty runs, and tool-free runs at the
-    paired duty run's offsets), pooled over its result files."""
-    duty, null, level = {}, {}, {}
+    paired duty run's offsets: the null control), pooled over its result
+    files, by workload and mode."""
+    ex, level = {}, {}
     for p in paths:
         with open(p) as f:
             raw = json.load(f)["raw"]
         for key, rows in raw.items():
             wl, mode = key.split("/", 1)
             for r in rows:
-                if "excess_s" not in r:
-                    continue
-                (duty if mode == "gt_duty" else null).setdefault(wl, []).extend(r["excess_s"])
-                if mode == "gt_duty" and r.get("level_ratio"):
-                    level.setdefault(wl, []).append(r["level_ratio"])
+                if "excess_s" in r:
+                    ex.setdefault(wl, {}).setdefault(mode, []).extend(r["excess_s"])
+                if r.get("level_ratio"):
+                    level.setdefault((wl, mode), []).append(r["level_ratio"])
     lines = []
-    for wl in sorted(set(duty) | set(null)):
-        d, n = duty.get(wl, []), null.get(wl, [])
+    for wl, modes in sorted(ex.items()):
         lines.append(f"{wl}: excess over the quiet level, per window, whole period counted ({every_s:g} s):")
-        for name, xs in (("duty", d), ("tool-free (null)", n)):
+        for mode, xs in sorted(modes.items()):
             m, h = mean_ci(xs)
-            if m is not None:
-                hs = f" +- {h * 1e3:.0f}" if h is not None else ""
-                lines.append(f"  {name}: {m * 1e3:+.0f}{hs} ms over {len(xs)} windows = {m / every_s:+.2%} of the period")
-        if d and n:
+            hs = f" +- {h * 1e3:.0f}" if h is not None else ""
+            name = "tool-free (null)" if mode == "baseline" else mode
+            lines.append(f"  {name}: {m * 1e3:+.0f}{hs} ms over {len(xs)} windows = {m / every_s:+.2%} of the period")
+        n = modes.get("baseline")
+        for mode, d in sorted(modes.items()):
+            if mode == "baseline" or not n:
+                continue
             md, hd = mean_ci(d)
             mn, hn = mean_ci(n)
-            diff = (md - mn) / every_s
             h = math.hypot(hd or 0, hn or 0) / every_s
-            lines.append(f"  duty - null: {diff:+.2%} (+- {h:.2%}) of the period")
-        if level.get(wl):
-            g = math.exp(statistics.mean(math.log(x) for x in level[wl]))
-            lines.append(f"  quiet level, duty run / paired tool-free run (cross-process): {g:.3f} over {len(level[wl])} pairs")
+            lines.append(f"  {mode} - null: {(md - mn) / every_s:+.2%} (+- {h:.2%}) of the period")
+            if level.get((wl, mode)):
+                g = math.exp(statistics.mean(math.log(x) for x in level[(wl, mode)]))
+                lines.append(f"  {mode}: quiet level / paired tool-free run's (cross-process): {g:.3f} over {len(level[(wl, mode)])} pairs")
     return "\n".join(lines)
 
 

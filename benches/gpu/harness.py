@@ -51,6 +51,7 @@ Modes:
                   sampler's cost is gt_full against it
   gt_duty         gpu-trace as in gt_full in a duty cycle (--duty WINDOW/EVERY, default
                   1s/20s: INJECTION_WINDOW, INJECTION_EVERY)
+  gt_duty_attached  the same with INJECTION_DETACH=off (CUPTI attached between windows)
   torch_cuda      torch.profiler, CUDA activity only (PyTorch workloads only)
   torch_cpu_cuda  torch.profiler, CPU + CUDA (PyTorch workloads only)
 """
@@ -65,6 +66,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import duty_excess
@@ -114,14 +116,46 @@ def build(work, want_sample=True):
     return out
 
 
-def run(cmd, env):
-    """Runs cmd; returns (returncode, stdout text, stderr text, maxrss KiB, wall s)."""
+def run(cmd, env, log=None):
+    """Runs cmd; returns (returncode, stdout text, stderr text, maxrss KiB, wall s).
+    With `log` (a path prefix): LOG.err gets each stderr line after the
+    CLOCK_BOOTTIME ns it was read at, and LOG.cpu every 250 ms each
+    thread's CPU ticks (`ns tid comm utime stime`), to tell when and on
+    which thread a run spent its time."""
     with tempfile.TemporaryFile("w+") as o, tempfile.TemporaryFile("w+") as e:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, env=env, stdout=o, stderr=e, text=True)
+        p = subprocess.Popen(cmd, env=env, stdout=o, stderr=subprocess.PIPE if log else e, text=True)
+        threads = []
+        if log:
+            def read_err():
+                with open(f"{log}.err", "w") as f:
+                    for line in p.stderr:
+                        e.write(line)
+                        f.write(f"{time.clock_gettime_ns(time.CLOCK_BOOTTIME)} {line}")
+
+            def sample_cpu():
+                with open(f"{log}.cpu", "w") as f:
+                    while p.returncode is None:
+                        ns = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+                        try:
+                            for tid in os.listdir(f"/proc/{p.pid}/task"):
+                                with open(f"/proc/{p.pid}/task/{tid}/stat") as st:
+                                    x = st.read()
+                                comm = x[x.index("(") + 1:x.rindex(")")].replace(" ", "_")
+                                fields = x[x.rindex(")") + 2:].split()
+                                f.write(f"{ns} {tid} {comm} {fields[11]} {fields[12]}\n")
+                        except (OSError, ValueError):
+                            pass
+                        time.sleep(0.25)
+
+            threads = [threading.Thread(target=read_err), threading.Thread(target=sample_cpu)]
+            for t in threads:
+                t.start()
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
+        for t in threads:
+            t.join()
         o.seek(0)
         e.seek(0)
         return p.returncode, o.read(), e.read(), ru.ru_maxrss, wall
@@ -246,7 +280,7 @@ def main():
                 env["PERFETTO_PRODUCER_SOCK_NAME"] = f"{tracedir}/no-traced.sock"
             elif mode == "gt_gpu":
                 env["INJECTION_TRACE"] = "gpu"
-            elif mode in ("gt_full", "gt_paused", "gt_paused_ctl", "gt_duty", "gt_full_notel"):
+            elif mode in ("gt_full", "gt_paused", "gt_paused_ctl", "gt_duty", "gt_duty_attached", "gt_full_notel"):
                 env["INJECTION_TRACE"] = "gpu,api,nvtx"
                 env["NVTX_INJECTION64_PATH"] = env["CUDA_INJECTION64_PATH"]
                 if mode == "gt_paused":
@@ -257,8 +291,10 @@ def main():
                     env["INJECTION_VERBOSE"] = "1"
                 elif mode == "gt_full_notel":
                     env["INJECTION_TELEMETRY_PERIOD"] = "off"
-                elif mode == "gt_duty":
+                elif mode in ("gt_duty", "gt_duty_attached"):
                     env["INJECTION_WINDOW"], env["INJECTION_EVERY"] = a.duty.split("/")
+                    if mode == "gt_duty_attached":
+                        env["INJECTION_DETACH"] = "off"
                     if a.duty_delay:
                         env["INJECTION_DELAY"] = a.duty_delay
                     env["INJECTION_VERBOSE"] = "1"
@@ -312,7 +348,11 @@ def main():
                         c += ["--step-log", steplog]
                     # The NVIDIA sample prints every record to stdout; the
                     # temporary file takes them along with our RESULT line.
-                    rc, so, se, rss, wall = run(c, env)
+                    log = None
+                    if a.step_logs and env.get("INJECTION_VERBOSE"):
+                        os.makedirs(f"{a.out}/logs", exist_ok=True)
+                        log = f"{a.out}/logs/{tag}"
+                    rc, so, se, rss, wall = run(c, env, log)
                     res = parse_result(so)
                     row = {"rc": rc, "rss_kib": rss, "wall_s": wall, "rep": rep}
                     if res is None or rc != 0:
@@ -334,6 +374,9 @@ def main():
                     if mode.startswith("gt_") and os.path.exists(trace):
                         row["trace_bytes"] = os.path.getsize(trace)
                         st = sh(f"{cli} stats --json {trace}")
+                        if log:
+                            with open(f"{log}.stats.json", "w") as f:
+                                f.write(st.stdout)
                         try:
                             j = json.loads(st.stdout)
                             row["trace_kernels"] = sum(k["count"] for k in j["kernels"])
@@ -353,6 +396,8 @@ def main():
                             ex = duty_excess.excess(duty_excess.load_steps(steplog), row["window_spans"])
                             row["excess_s"] = [w["excess_s"] for w in ex]
                             row["quiet_s_per_step"] = [w["s_per_step"] for w in ex]
+                    if log:
+                        row["log"] = os.path.relpath(log, a.out)
                     results.setdefault((wl, mode), []).append(row)
                     det = f" detaches={row['detaches']} attaches={row['attaches']}" if "detaches" in row else ""
                     if "excess_s" in row:
