@@ -84,8 +84,9 @@ pub(crate) struct RecordArgs {
     pub(crate) kernel_count: Option<String>,
     /// Start with recording off; `gpu-trace start PID` (or a --delay)
     /// opens a window. On CUDA, CUPTI is detached while no window records,
-    /// so a paused process does not pay its idle cost (INJECTION_DETACH=off
-    /// keeps it attached).
+    /// so a paused process does not pay its idle cost, at most 1,000 times
+    /// a run (CUPTI keeps memory at each detach; INJECTION_DETACH=N sets the
+    /// limit, INJECTION_DETACH=off keeps CUPTI attached).
     #[arg(long)]
     pub(crate) paused: bool,
     /// Open the first recording window after this long (30s, 500ms, 2m).

@@ -940,6 +940,7 @@ impl Tool {
                 && !recording.counters
                 && !recording.uvm
                 && !recording.memory,
+            cuda.max_detaches,
         );
         let subscriber = Arc::new(subscriber);
         detach.set_subscriber(subscriber.clone());
