@@ -36,8 +36,10 @@ files[].windows.spans).
 
 import argparse
 import bisect
+import gzip
 import json
 import math
+import os
 import statistics
 import sys
 
@@ -49,7 +51,11 @@ T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 
 
 
 def load_steps(path):
-    """Step starts and the loop's end, ns."""
+    """Step starts and the loop's end, ns (the log as written, or gzipped
+    as kept in benches/gpu/results: PATH.gz)."""
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        with gzip.open(path + ".gz", "rt") as f:
+            return [int(x) for x in f.read().split()]
     with open(path) as f:
         return [int(x) for x in f.read().split()]
 
