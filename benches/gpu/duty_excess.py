@@ -50,6 +50,14 @@ AFTER_S = 5.0  # the quiet stretch after POST, the reference's second half
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 12: 2.18, 15: 2.13, 20: 2.09, 30: 2.04}
 
 
+def seconds(v):
+    """`1s`, `500ms`, `2m` in seconds."""
+    for unit, f in (("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+        if v.endswith(unit):
+            return float(v[: -len(unit)]) * f
+    return float(v)
+
+
 def load_steps(path):
     """Step starts and the loop's end, ns (the log as written, or gzipped
     as kept in benches/gpu/results: PATH.gz)."""
@@ -179,7 +187,7 @@ def main():
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--pool", nargs="+", metavar="RESULTS_JSON")
     a = ap.parse_args()
-    every_s = float(a.every.rstrip("s")) if not a.every.endswith("ms") else float(a.every[:-2]) / 1e3
+    every_s = seconds(a.every)
     if a.pool:
         print(pool(a.pool, every_s))
         return

@@ -70,6 +70,7 @@ import threading
 import time
 
 import duty_excess
+from duty_excess import seconds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CUDA = os.environ.get("CUDA_ROOT", "/usr/local/cuda")
@@ -168,14 +169,6 @@ def parse_result(text):
         if i >= 0:
             return dict(kv.split("=", 1) for kv in line[i:].split()[1:] if "=" in kv)
     return None
-
-
-def seconds(v):
-    """`1s`, `500ms`, `2m` in seconds."""
-    for unit, f in (("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
-        if v.endswith(unit):
-            return float(v[: -len(unit)]) * f
-    return float(v)
 
 
 # Two-sided 95% t quantiles by degrees of freedom.

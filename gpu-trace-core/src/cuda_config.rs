@@ -102,9 +102,8 @@ pub struct CudaConfig {
     /// Profiled kernels per user-replay session (1 to [`MAX_COUNTERS_BATCH`]).
     pub counters_batch: usize,
     /// Detach CUPTI (`cuptiFinalize`) while no recording window is open, so
-    /// that a paused process pays nothing for it.
-    pub detach: bool,
-    /// At most this many detaches in a run; then CUPTI stays attached.
+    /// that a paused process pays nothing for it, at most this many times a
+    /// run (then CUPTI stays attached); 0: never.
     pub max_detaches: u32,
 }
 
@@ -117,7 +116,6 @@ impl Default for CudaConfig {
             capture_count: None,
             counters_replay: CountersReplay::default(),
             counters_batch: DEFAULT_COUNTERS_BATCH,
-            detach: true,
             max_detaches: DEFAULT_MAX_DETACHES,
         }
     }
@@ -203,11 +201,11 @@ impl CudaConfig {
             Ok(v) => c.counters_batch = v.unwrap_or(DEFAULT_COUNTERS_BATCH),
             Err(p) => problems.push(p),
         }
-        // `on`, `off`, or a limit (on, with at most that many detaches).
+        // `on`, `off`, or a limit.
         let onoff = [
-            ("on", (true, None)),
-            ("", (true, None)),
-            ("off", (false, None)),
+            ("on", DEFAULT_MAX_DETACHES),
+            ("", DEFAULT_MAX_DETACHES),
+            ("off", 0),
         ];
         let expected = format!(
             "on, off, or the most detaches in a run, a whole number from 1 to {MAX_DETACHES}"
@@ -215,14 +213,10 @@ impl CudaConfig {
         match parse_var(&get, vars::DETACH, &expected, "on", |v| {
             parse_choice(v, &onoff).or_else(|| {
                 let n = v.trim().parse::<u32>().ok()?;
-                (1..=MAX_DETACHES).contains(&n).then_some((true, Some(n)))
+                (1..=MAX_DETACHES).contains(&n).then_some(n)
             })
         }) {
-            Ok(v) => {
-                let (on, limit) = v.unwrap_or((true, None));
-                c.detach = on;
-                c.max_detaches = limit.unwrap_or(DEFAULT_MAX_DETACHES);
-            }
+            Ok(v) => c.max_detaches = v.unwrap_or(DEFAULT_MAX_DETACHES),
             Err(p) => problems.push(p),
         }
         (c, problems)
@@ -289,7 +283,7 @@ mod tests {
         assert!(p.is_empty());
         assert_eq!(c.counters_replay, CountersReplay::Auto);
         assert_eq!(c.counters_batch, DEFAULT_COUNTERS_BATCH);
-        assert!(c.detach);
+        assert_eq!(c.max_detaches, DEFAULT_MAX_DETACHES);
         let (c, p) = cfg(&[
             (vars::COUNTERS_REPLAY, "kernel"),
             (vars::COUNTERS_BATCH, "1"),
@@ -316,16 +310,14 @@ mod tests {
 
     #[test]
     fn detach_is_on_off_or_a_limit() {
-        assert!(!cfg(&[(vars::DETACH, "off")]).0.detach);
+        assert_eq!(cfg(&[(vars::DETACH, "off")]).0.max_detaches, 0);
         let (c, _) = cfg(&[(vars::DETACH, "ON")]);
-        assert!(c.detach);
         assert_eq!(c.max_detaches, DEFAULT_MAX_DETACHES);
         let (c, p) = cfg(&[(vars::DETACH, " 25 ")]);
-        assert!(c.detach && p.is_empty());
+        assert!(p.is_empty());
         assert_eq!(c.max_detaches, 25);
         for bad in ["sometimes", "0", "-3", "1000001"] {
             let (c, p) = cfg(&[(vars::DETACH, bad)]);
-            assert!(c.detach);
             assert_eq!(c.max_detaches, DEFAULT_MAX_DETACHES);
             assert_eq!(
                 p[0].to_string(),

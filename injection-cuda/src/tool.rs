@@ -932,7 +932,7 @@ impl Tool {
         }
         let recording = &tracer.config().recording;
         let detach = crate::detach::init(
-            cuda.detach
+            cuda.max_detaches > 0
                 // A clock read through CUPTI would attach it again.
                 && boottime
                 && cuda.capture_range == CaptureRange::Whole
