@@ -47,7 +47,14 @@ GAP_S = 0.25  # before the opening: the switch itself starts a little early
 REF_S = 8.0  # the quiet stretch before a window that sets its reference
 POST_S = 6.0  # after the closing: the drain, the detach (see --profile)
 AFTER_S = 5.0  # the quiet stretch after POST, the reference's second half
+# Two-sided 95% t quantiles by degrees of freedom.
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 12: 2.18, 15: 2.13, 20: 2.09, 30: 2.04}
+
+
+def t95(df):
+    """The 95% t quantile for `df` degrees of freedom: from the table, or
+    the next smaller df in it (a slightly wider interval); 2.0 past 30."""
+    return 2.0 if df > 30 else T95[max(k for k in T95 if k <= df)]
 
 
 def seconds(v):
@@ -134,8 +141,7 @@ def mean_ci(xs):
     """Mean and 95% t half-width (None below 2)."""
     if len(xs) < 2:
         return (xs[0] if xs else None), None
-    t = T95.get(len(xs) - 1) or (2.0 if len(xs) > 30 else T95[max(k for k in T95 if k <= len(xs) - 1)])
-    return statistics.mean(xs), t * statistics.stdev(xs) / math.sqrt(len(xs))
+    return statistics.mean(xs), t95(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
 
 
 def shifted(spans, by):
@@ -153,7 +159,7 @@ def pool(paths, every_s):
         for key, rows in raw.items():
             wl, mode = key.split("/", 1)
             for r in rows:
-                if "excess_s" in r:
+                if r.get("excess_s"):
                     ex.setdefault(wl, {}).setdefault(mode, []).extend(r["excess_s"])
                 if r.get("level_ratio"):
                     level.setdefault((wl, mode), []).append(r["level_ratio"])

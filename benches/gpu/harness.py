@@ -70,7 +70,7 @@ import threading
 import time
 
 import duty_excess
-from duty_excess import seconds
+from duty_excess import seconds, t95
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CUDA = os.environ.get("CUDA_ROOT", "/usr/local/cuda")
@@ -171,17 +171,13 @@ def parse_result(text):
     return None
 
 
-# Two-sided 95% t quantiles by degrees of freedom.
-T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 12: 2.18, 15: 2.13, 20: 2.09}
-
-
 def interval(rs):
     """Geometric mean of ratios `rs` and its 95% t interval (None below 2)."""
     if len(rs) < 2:
         return None
     logs = [math.log(x) for x in rs]
     m, sd = statistics.mean(logs), statistics.stdev(logs)
-    h = T95.get(len(rs) - 1, 2.0) * sd / math.sqrt(len(rs))
+    h = t95(len(rs) - 1) * sd / math.sqrt(len(rs))
     return math.exp(m), math.exp(m - h), math.exp(m + h)
 
 
