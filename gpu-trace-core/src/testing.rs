@@ -274,6 +274,8 @@ pub struct TpAgreement {
     pub hidden_waits: usize,
     /// GPU counter values.
     pub counter_values: usize,
+    /// Log lines (`GpuLog`).
+    pub logs: usize,
 }
 
 /// Loads `path` in the trace processor and checks that it shows exactly
@@ -297,11 +299,13 @@ pub fn tp_agrees_with_reader(path: &Path, t: &Trace) -> Option<TpAgreement> {
            join slice o on f.slice_out = o.id join slice i on f.slice_in = i.id;
          select k.name, k.gpu_id, c.ts, printf('%.17g', c.value) \
            from counter c join gpu_counter_track k on c.track_id = k.id \
-          where k.type = 'gpu_counter';",
+          where k.type = 'gpu_counter';
+         select s.ts, extract_arg(s.arg_set_id, 'message') from gpu_slice s \
+           join track k on s.track_id = k.id where k.name = 'GPU Log';",
     )?;
-    let [gpu, slices, flows, counters]: [Vec<Vec<String>>; 4] = tables
+    let [gpu, slices, flows, counters, logs]: [Vec<Vec<String>>; 5] = tables
         .try_into()
-        .unwrap_or_else(|t: Vec<_>| panic!("expected 4 result tables, got {}", t.len()));
+        .unwrap_or_else(|t: Vec<_>| panic!("expected 5 result tables, got {}", t.len()));
     let int = |s: &str| -> i64 {
         s.parse()
             .unwrap_or_else(|_| panic!("not an integer in the trace processor's output: {s:?}"))
@@ -429,6 +433,16 @@ pub fn tp_agrees_with_reader(path: &Path, t: &Trace) -> Option<TpAgreement> {
         ours_counters,
     );
 
+    // The trace's log lines (what was lost, what was off): the UI shows
+    // them on its "GPU Log" track.
+    let tp_logs: Vec<(i64, String)> = logs.iter().map(|r| (int(&r[0]), r[1].clone())).collect();
+    let ours_logs: Vec<(i64, String)> = t
+        .logs
+        .iter()
+        .map(|l| (l.ts as i64, l.message.clone()))
+        .collect();
+    same_multiset("log lines (ts, message)", tp_logs, ours_logs);
+
     Some(TpAgreement {
         gpu_slices: gpu.len(),
         slices: finished.len(),
@@ -436,6 +450,7 @@ pub fn tp_agrees_with_reader(path: &Path, t: &Trace) -> Option<TpAgreement> {
         flows: n_flows,
         hidden_waits: waits.hidden.len(),
         counter_values: counters.len(),
+        logs: logs.len(),
     })
 }
 
