@@ -12,6 +12,7 @@ cost relative to the bare-CUPTI floor, trace bytes per kernel and peak RSS.
 
 Modes:
   baseline        no injection
+  baseline_b      no injection either: the null control of a pair (--concurrent)
   floor           bare CUPTI: kernel + memcpy activity, records counted and dropped
   nvidia_sample   NVIDIA's cupti_trace_injection sample (stdout discarded)
   cfg_idle        the floor library set up as gt_idle sets CUPTI up (subscriber,
@@ -57,6 +58,7 @@ Modes:
 """
 
 import argparse
+import concurrent.futures
 import json
 import math
 import os
@@ -204,8 +206,13 @@ def main():
     ap.add_argument("--step-logs", action="store_true",
                     help="PyTorch workloads log every step (kept under OUT/steps); gt_duty runs and their paired "
                          "tool-free runs then get each window's excess inside the process (duty_excess.py)")
+    ap.add_argument("--concurrent", metavar="CPUS/CPUS",
+                    help="run the two --modes of each repetition at the same time, under taskset -c with these CPU "
+                         "lists (swapped every repetition): a pair then shares the host's slow stretches")
     ap.add_argument("--modes", default="baseline,floor,cfg_idle,cfg_gpu,nvidia_sample,gt_idle,gt_gpu,gt_full,torch_cuda,torch_cpu_cuda")
     a = ap.parse_args()
+    if a.concurrent and (len(a.concurrent.split("/")) != 2 or len(a.modes.split(",")) != 2):
+        sys.exit(f"--concurrent {a.concurrent!r} --modes {a.modes!r}: expected two CPU lists (e.g. 2-5/6-9) and two modes")
     if a.build_only:
         os.makedirs(a.build_only, exist_ok=True)
         for k, v in build(a.build_only, want_sample=False).items():
@@ -304,6 +311,81 @@ def main():
                 env["NVTX_INJECTION64_PATH"] = env["CUDA_INJECTION64_PATH"]
         return env, out
 
+    def run_one(wl, mode, rep, taskset):
+        """One run of workload wl under mode: (its result row, a line to
+        print), or None for a mode the workload skips."""
+        cmd, key, _ = workloads[wl]
+        if mode == "nvidia_sample" and "nvidia_sample" not in arts:
+            return None
+        if (mode.startswith("torch_") or mode.endswith("_ab")) and not wl.startswith("torch"):
+            return None
+        tag = f"{wl}-{mode}-{rep}"
+        env, trace = mode_env(mode, tracedir, tag)
+        c = (["taskset", "-c", taskset] if taskset else []) + list(cmd)
+        if mode.startswith("torch_"):
+            c += ["--profiler", mode[len("torch_"):], "--profiler-out", f"{tracedir}/{tag}.json"]
+        if mode.endswith("_ab"):
+            c += ["--ab", str(a.ab_window)]
+        steplog = f"{stepdir}/{tag}.steps" if a.step_logs and wl in ("torch", "torch_dense", "gpt2") else None
+        if steplog:
+            c += ["--step-log", steplog]
+        # The NVIDIA sample prints every record to stdout; the
+        # temporary file takes them along with our RESULT line.
+        log = None
+        if a.step_logs and env.get("INJECTION_VERBOSE"):
+            os.makedirs(f"{a.out}/logs", exist_ok=True)
+            log = f"{a.out}/logs/{tag}"
+        rc, so, se, rss, wall = run(c, env, log)
+        res = parse_result(so)
+        row = {"rc": rc, "rss_kib": rss, "wall_s": wall, "rep": rep}
+        if res is None or rc != 0:
+            row["error"] = (se or "")[-500:]
+            print(f"[{tag}] FAILED rc={rc}: {row['error']}", flush=True)
+        else:
+            row["value"] = float(res[key])
+            for k2 in ("ms_per_step", "ms_p50", "ab_on_ms", "ab_off_ms", "ab_ratio"):
+                if k2 in res:
+                    row[k2] = float(res[k2])
+            row["kernels_expected"] = int(res["kernels"]) if "kernels" in res else None
+            if "profiler_bytes" in res:
+                row["trace_bytes"] = int(res["profiler_bytes"])
+                row["trace_kernels"] = int(res["profiler_kernels"])
+        if env.get("INJECTION_VERBOSE"):
+            # CUPTI detached between windows, and attached again.
+            row["detaches"] = se.count("CUPTI detached (time")
+            row["attaches"] = se.count("CUPTI attached again")
+        if mode.startswith("gt_") and os.path.exists(trace):
+            row["trace_bytes"] = os.path.getsize(trace)
+            st = sh(f"{cli} stats --json {trace}")
+            if log:
+                with open(f"{log}.stats.json", "w") as f:
+                    f.write(st.stdout)
+            try:
+                j = json.loads(st.stdout)
+                row["trace_kernels"] = sum(k["count"] for k in j["kernels"])
+                row["trace_api_calls"] = sum(k["count"] for k in j["api"])
+                row["dropped"] = j["dropped"]
+                wins = [f["windows"] for f in j.get("files", []) if f.get("windows")]
+                if wins:
+                    row["windows"] = sum(w["count"] for w in wins)
+                    row["recorded_s"] = sum(w["recorded_ns"] for w in wins) / 1e9
+                    row["window_spans"] = duty_excess.windows_of_stats(j)
+            except Exception as ex:  # noqa: BLE001
+                row["stats_error"] = f"{ex}: {st.stderr[-300:]}"
+            os.unlink(trace)
+        if steplog and os.path.exists(steplog):
+            row["step_log"] = os.path.relpath(steplog, a.out)
+            if row.get("window_spans"):
+                ex = duty_excess.excess(duty_excess.load_steps(steplog), row["window_spans"])
+                row["excess_s"] = [w["excess_s"] for w in ex]
+                row["quiet_s_per_step"] = [w["s_per_step"] for w in ex]
+        if log:
+            row["log"] = os.path.relpath(log, a.out)
+        det = f" detaches={row['detaches']} attaches={row['attaches']}" if "detaches" in row else ""
+        if "excess_s" in row:
+            det += " excess_ms=" + ",".join(f"{x * 1e3:+.0f}" for x in row["excess_s"])
+        return row, f"[{tag}] {row.get('value')} rss={rss // 1024}MB trace={row.get('trace_bytes')} kernels={row.get('trace_kernels')}{det}"
+
     results = {}  # (wl, mode) -> list of dicts
     tracedir = f"{work}/traces"
     os.makedirs(tracedir)
@@ -318,80 +400,24 @@ def main():
     try:
         for rep in range(a.reps):
             for wl in wanted_wl:
-                cmd, key, _ = workloads[wl]
-                shift = 0 if a.no_rotate else rep % len(modes)
-                for mode in modes[shift:] + modes[:shift]:
-                    if mode == "nvidia_sample" and "nvidia_sample" not in arts:
-                        continue
-                    if (mode.startswith("torch_") or mode.endswith("_ab")) and not wl.startswith("torch"):
-                        continue
-                    tag = f"{wl}-{mode}-{rep}"
-                    env, trace = mode_env(mode, tracedir, tag)
-                    c = (["taskset", "-c", a.taskset] if a.taskset else []) + list(cmd)
-                    if mode.startswith("torch_"):
-                        c += ["--profiler", mode[len("torch_"):], "--profiler-out", f"{tracedir}/{tag}.json"]
-                    if mode.endswith("_ab"):
-                        c += ["--ab", str(a.ab_window)]
-                    steplog = f"{stepdir}/{tag}.steps" if a.step_logs and wl in ("torch", "torch_dense", "gpt2") else None
-                    if steplog:
-                        c += ["--step-log", steplog]
-                    # The NVIDIA sample prints every record to stdout; the
-                    # temporary file takes them along with our RESULT line.
-                    log = None
-                    if a.step_logs and env.get("INJECTION_VERBOSE"):
-                        os.makedirs(f"{a.out}/logs", exist_ok=True)
-                        log = f"{a.out}/logs/{tag}"
-                    rc, so, se, rss, wall = run(c, env, log)
-                    res = parse_result(so)
-                    row = {"rc": rc, "rss_kib": rss, "wall_s": wall, "rep": rep}
-                    if res is None or rc != 0:
-                        row["error"] = (se or "")[-500:]
-                        print(f"[{tag}] FAILED rc={rc}: {row['error']}", flush=True)
-                    else:
-                        row["value"] = float(res[key])
-                        for k2 in ("ms_per_step", "ms_p50", "ab_on_ms", "ab_off_ms", "ab_ratio"):
-                            if k2 in res:
-                                row[k2] = float(res[k2])
-                        row["kernels_expected"] = int(res["kernels"]) if "kernels" in res else None
-                        if "profiler_bytes" in res:
-                            row["trace_bytes"] = int(res["profiler_bytes"])
-                            row["trace_kernels"] = int(res["profiler_kernels"])
-                    if env.get("INJECTION_VERBOSE"):
-                        # CUPTI detached between windows, and attached again.
-                        row["detaches"] = se.count("CUPTI detached (time")
-                        row["attaches"] = se.count("CUPTI attached again")
-                    if mode.startswith("gt_") and os.path.exists(trace):
-                        row["trace_bytes"] = os.path.getsize(trace)
-                        st = sh(f"{cli} stats --json {trace}")
-                        if log:
-                            with open(f"{log}.stats.json", "w") as f:
-                                f.write(st.stdout)
-                        try:
-                            j = json.loads(st.stdout)
-                            row["trace_kernels"] = sum(k["count"] for k in j["kernels"])
-                            row["trace_api_calls"] = sum(k["count"] for k in j["api"])
-                            row["dropped"] = j["dropped"]
-                            wins = [f["windows"] for f in j.get("files", []) if f.get("windows")]
-                            if wins:
-                                row["windows"] = sum(w["count"] for w in wins)
-                                row["recorded_s"] = sum(w["recorded_ns"] for w in wins) / 1e9
-                                row["window_spans"] = duty_excess.windows_of_stats(j)
-                        except Exception as ex:  # noqa: BLE001
-                            row["stats_error"] = f"{ex}: {st.stderr[-300:]}"
-                        os.unlink(trace)
-                    if steplog and os.path.exists(steplog):
-                        row["step_log"] = os.path.relpath(steplog, a.out)
-                        if row.get("window_spans"):
-                            ex = duty_excess.excess(duty_excess.load_steps(steplog), row["window_spans"])
-                            row["excess_s"] = [w["excess_s"] for w in ex]
-                            row["quiet_s_per_step"] = [w["s_per_step"] for w in ex]
-                    if log:
-                        row["log"] = os.path.relpath(log, a.out)
-                    results.setdefault((wl, mode), []).append(row)
-                    det = f" detaches={row['detaches']} attaches={row['attaches']}" if "detaches" in row else ""
-                    if "excess_s" in row:
-                        det += " excess_ms=" + ",".join(f"{x * 1e3:+.0f}" for x in row["excess_s"])
-                    print(f"[{tag}] {row.get('value')} rss={rss // 1024}MB trace={row.get('trace_bytes')} kernels={row.get('trace_kernels')}{det}", flush=True)
+                def keep(mode, got):
+                    if got is not None:
+                        results.setdefault((wl, mode), []).append(got[0])
+                        print(got[1], flush=True)
+
+                if a.concurrent:
+                    # The two modes at once, each on its own CPUs (swapped
+                    # every repetition), so that the host's slow stretches
+                    # hit both runs of a pair alike.
+                    order = modes if rep % 2 == 0 else modes[::-1]
+                    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+                        done = [ex.submit(run_one, wl, m, rep, c) for m, c in zip(order, a.concurrent.split("/"))]
+                    for m, f in zip(order, done):
+                        keep(m, f.result())
+                else:
+                    shift = 0 if a.no_rotate else rep % len(modes)
+                    for m in modes[shift:] + modes[:shift]:
+                        keep(m, run_one(wl, m, rep, a.taskset))
     except KeyboardInterrupt:
         print("interrupted: summarising the runs that finished", flush=True)
 
@@ -474,12 +500,12 @@ def main():
         # the tool-free runs; a duty cycle at most 1% plus its traced share
         # of the full-tracing cost.
         bv = vals.get("baseline", [])
-        if "gt_duty" in modes or "gt_paused_ctl" in modes:
+        if {"gt_duty", "gt_paused_ctl", "baseline_b"} & set(modes):
             lines.append(f"\n#### {wl}: windows targets (paired ratios: geometric mean and 95% interval)\n")
             if len(bv) > 1:
                 lines.append(f"- tool-free runs: {len(bv)}, spread {min(bv):.4g}–{max(bv):.4g} ({unit}), coefficient of variation {statistics.stdev(bv) / statistics.mean(bv):.1%}")
             ci = {}
-            for m in ("gt_paused_ctl", "gt_duty", "gt_full"):
+            for m in ("baseline_b", "gt_paused_ctl", "gt_duty", "gt_full"):
                 rows = results.get((wl, m), [])
                 rs = [r["value"] / base_by_rep[r["rep"]] for r in rows if "value" in r and r["rep"] in base_by_rep]
                 ci[m] = interval(rs)

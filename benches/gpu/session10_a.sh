@@ -32,6 +32,6 @@ grep -E "^RSS after" "$o/limit.txt" | tr '\n' ' '; echo
 echo "detaches: $(grep -c 'CUPTI detached (time' "$o/limit.txt"), attaches: $(grep -c 'CUPTI attached again' "$o/limit.txt")"
 grep -m1 "stays attached from now on" "$o/limit.txt"
 echo "TP kernels: $(sql "$o/limit.pftrace" "select name, count(*) from gpu_slice where name like 'k_%' group by name")"
-echo "TP log: $(sql "$o/limit.pftrace" "select substr(name, 1, 200) from slice where name like 'CUPTI was detached%'")"
+echo "TP log: $(sql "$o/limit.pftrace" "select substr(display_value, 1, 400) from slice join args using(arg_set_id) where key = 'message' and display_value like 'CUPTI was detached%'")"
 rm -f "$o/limit.pftrace"
 say "1 done"

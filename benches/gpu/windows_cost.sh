@@ -15,6 +15,9 @@
 # that each window's excess is read inside its process (duty_excess.py; use
 # STEPS for a loop of several periods); TAG names the tarball
 # (cost-WORKLOAD-TAG.tar.gz) so that several runs fit in one call.
+# CONCURRENT=2-5/6-9 runs the two MODES of each repetition at the same time
+# on those CPUs (swapped every repetition; harness.py --concurrent): the
+# host's slow stretches then hit both runs of a pair.
 set -uo pipefail
 bin="$(cd "$1" && pwd)"; here="$(cd "$(dirname "$0")" && pwd)"; wl="$2"; reps="$3"; limit="$4"
 modes="${5:-baseline,gt_paused_ctl,gt_duty,gt_full}"
@@ -23,6 +26,8 @@ w="$(mktemp -d)"; o="$w/$name"; mkdir -p "$o"
 trap 'tar -czf "${OUT:-.}/$name.tar.gz" -C "$w" "$name"; rm -rf "$w"' EXIT
 extra=()
 [ "${INPROCESS:-0}" = 1 ] && extra=(--step-logs --duty-delay 20s)
+cpus=(--taskset 2-9)
+[ -n "${CONCURRENT:-}" ] && cpus=(--concurrent "$CONCURRENT")
 duty="${DUTY:-1s/20s}"
 case "$wl" in
     torch) steps=(--torch-steps "${STEPS:-7000}") ;;
@@ -30,6 +35,6 @@ case "$wl" in
     *) echo "workload: torch or gpt2, not $wl" >&2; exit 2 ;;
 esac
 timeout -s TERM "$limit" python3 "$here/harness.py" --bin "$bin" --reps "$reps" --workloads "$wl" "${steps[@]}" \
-    --duty "$duty" --modes "$modes" --taskset 2-9 "${extra[@]}" --out "$o/harness" >"$o/harness.log" 2>&1
+    --duty "$duty" --modes "$modes" "${cpus[@]}" "${extra[@]}" --out "$o/harness" >"$o/harness.log" 2>&1
 echo "harness rc=$?"; tail -25 "$o/harness.log"
 python3 "$here/windows_targets.py" --duty "$duty" "$o/harness/results.json"

@@ -55,7 +55,7 @@ def main():
         print(f"{wl}: {len(bv)} tool-free runs, {min(bv):.4g}-{max(bv):.4g}"
               + (f", CV {statistics.stdev(bv) / statistics.mean(bv):.1%}" if len(bv) > 1 else ""))
         ci = {}
-        for mode in ("gt_paused_ctl", "gt_duty", "gt_full"):
+        for mode in ("baseline_b", "gt_paused_ctl", "gt_duty", "gt_full"):
             rs = [v / base[(i, rep)] for i, rep, v, _ in rows.get((wl, mode), []) if (i, rep) in base]
             if mode == "gt_full":
                 old = {(i, rep): v for i, rep, v, _ in full_only.get((wl, "baseline"), [])}

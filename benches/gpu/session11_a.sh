@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Next session, call A (prepared in session 10, not yet run): is GPT-2
+# slower while gpu-trace is paused (CUPTI detached), or was session 10's
+# gap host noise?
+#   Session 10: GPT-2's steps before the first window of a duty run (the
+#   paused state) ran 1.076x the paired tool-free run's over 5 pairs
+#   (0.994-1.139), and its duty runs 1.060 (1.010-1.112) over 8 pairs,
+#   while inside each process the windows cost +1.65% of the period and
+#   left the level where it was before the first window (1.006, tool-free
+#   at the same offsets 1.003). Sequential pairs on this host vary 10-40%.
+#  0. The detach limit's line in the trace, through Perfetto's engine
+#     (session 10 ran the limit, but its query read the slice's name, not
+#     the GpuLog message): 40 socket windows, INJECTION_DETACH=5.
+#  1. GPT-2 (1,500 steps) tool-free and paused AT THE SAME TIME, on CPUs
+#     2-5 and 6-9, swapped every repetition (harness.py --concurrent), so
+#     that the host's slow stretches hit both runs of a pair; then the null
+#     control, two tool-free runs at once (baseline_b).
+# Calls B and C, if A shows a paused cost or its null is wide:
+#   CONCURRENT=2-5/6-9 STEPS=7000 TAG=p bash benches/gpu/windows_cost.sh \
+#       gpu-tests/bin torch 14 560 baseline,gt_paused_ctl
+#   CONCURRENT=2-5/6-9 INPROCESS=1 STEPS=6800 TAG=d bash benches/gpu/windows_cost.sh \
+#       gpu-tests/bin gpt2 4 560 baseline,gt_duty
+#
+#   bash benches/gpu/session11_a.sh BIN   (~9 min; writes $OUT/s11a.tar.gz
+#                                          and $OUT/cost-gpt2-{p,n}.tar.gz)
+set -uo pipefail
+bin="$(cd "$1" && pwd)"; here="$(cd "$(dirname "$0")" && pwd)"
+w="$(mktemp -d)"; o="$w/s11a"; mkdir -p "$o"
+trap 'tar -czf "${OUT:-.}/s11a.tar.gz" -C "$w" s11a; rm -rf "$w"' EXIT
+gt="$bin/gpu-trace"; tp="$bin/trace_processor_shell"
+export XDG_RUNTIME_DIR="$w" GPU_TRACE="$gt"
+cuda=/usr/local/cuda-13.0; [ -d $cuda ] || cuda=/usr/local/cuda
+say() { echo "== $* (at $SECONDS s)"; }
+sql() { echo "$2" >"$w/q.sql"; "$tp" -q "$w/q.sql" "$1" 2>/dev/null | grep -v '^\[' | tail -n +2 | tr '\n' ' '; echo; }
+timeout 120 $cuda/bin/nvcc -arch=sm_90 -O2 -o "$w/toggles" "$here/windows/toggles.cu" -ldl || exit 1
+
+say "0. the detach limit in the trace: 40 socket windows, INJECTION_DETACH=5"
+INJECTION_DETACH=5 timeout -s KILL 90 "$gt" record --paused -v -t gpu,api,nvtx -o "$o/limit.pftrace" -- "$w/toggles" socket 40 20 20 200 >"$o/limit.txt" 2>&1
+echo "rc=$? $(grep -E "^EXPECT" "$o/limit.txt")"
+echo "detaches: $(grep -c 'CUPTI detached (time' "$o/limit.txt"), attaches: $(grep -c 'CUPTI attached again' "$o/limit.txt")"
+echo "TP kernels: $(sql "$o/limit.pftrace" "select name, count(*) from gpu_slice where name like 'k_%' group by name")"
+echo "TP log: $(sql "$o/limit.pftrace" "select substr(display_value, 1, 400) from slice join args using(arg_set_id) where key = 'message' and display_value like 'CUPTI was detached%'")"
+rm -f "$o/limit.pftrace"
+
+say "1. GPT-2 tool-free and paused at once, 8 pairs"
+CONCURRENT=2-5/6-9 STEPS=1500 TAG=p bash "$here/windows_cost.sh" "$bin" gpt2 8 380 baseline,gt_paused_ctl 2>&1 | tail -8
+say "1b. the null control: two tool-free runs at once, 3 pairs"
+CONCURRENT=2-5/6-9 STEPS=1500 TAG=n bash "$here/windows_cost.sh" "$bin" gpt2 3 150 baseline,baseline_b 2>&1 | tail -6
+say "done"
