@@ -103,8 +103,9 @@ pub(crate) struct RecordArgs {
     /// `--window 2s --every 60s` records 2 s of each minute.
     #[arg(long, value_name = "TIME", requires = "window")]
     pub(crate) every: Option<String>,
-    /// With --capture-range: record this many ranges, then stop.
-    #[arg(long, value_name = "N")]
+    /// With --capture-range (cudaProfilerApi or nvtx:NAME): record this
+    /// many ranges, then stop.
+    #[arg(long, value_name = "N", requires = "capture_range")]
     pub(crate) capture_count: Option<String>,
     /// file (default), system (serve a running traced) or both.
     #[arg(long, value_name = "file|system|both")]

@@ -104,7 +104,7 @@ fn every_bad_value_is_refused_with_the_parsers_message() {
             "--window \"1s with --every 1s\": expected a window shorter than --every",
         ),
         (
-            &["--capture-count", "0"],
+            &["--capture-range", "cudaProfilerApi", "--capture-count", "0"],
             "--capture-count \"0\": expected a whole number of ranges from 1",
         ),
         (
@@ -133,6 +133,24 @@ fn a_bad_value_in_the_environment_names_the_variable() {
     assert_eq!(
         stderr,
         "gpu-trace: --mode \"bad\": expected file, system or both"
+    );
+}
+
+#[test]
+fn a_capture_count_without_a_capture_range_is_refused() {
+    // As a flag, clap says what it needs.
+    let (code, stderr) = refused(&["--capture-count", "3"], &[], "count-flag");
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("--capture-range <none|cudaProfilerApi|nvtx:NAME>"),
+        "{stderr}"
+    );
+    // From the environment, the variable is named.
+    let (code, stderr) = refused(&[], &[("INJECTION_CAPTURE_COUNT", "3")], "count-env");
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        "gpu-trace: INJECTION_CAPTURE_COUNT=\"3\" (from the environment): expected a capture range to count (INJECTION_CAPTURE_RANGE=cudaProfilerApi or nvtx:NAME), and none is set"
     );
 }
 

@@ -174,6 +174,19 @@ impl CudaConfig {
             Ok(v) => c.capture_count = v,
             Err(p) => problems.push(p),
         }
+        // A count of nothing would be a setting accepted and not used.
+        if c.capture_count.is_some() && c.capture_range == CaptureRange::Whole {
+            c.capture_count = None;
+            problems.push(Problem {
+                var: vars::CAPTURE_COUNT,
+                value: get(vars::CAPTURE_COUNT).unwrap_or_default(),
+                expected: format!(
+                    "a capture range to count ({}=cudaProfilerApi or nvtx:NAME), and none is set",
+                    vars::CAPTURE_RANGE
+                ),
+                using: "the whole run".to_owned(),
+            });
+        }
         let replays = [
             ("auto", CountersReplay::Auto),
             ("", CountersReplay::Auto),
@@ -270,11 +283,33 @@ mod tests {
             (c.capture_range, c.capture_nvtx.as_deref(), c.capture_count),
             (CaptureRange::Nvtx, Some("step 100"), Some(2))
         );
-        let (_, p) = cfg(&[(vars::CAPTURE_COUNT, "0")]);
+        let (_, p) = cfg(&[
+            (vars::CAPTURE_RANGE, "cudaProfilerApi"),
+            (vars::CAPTURE_COUNT, "0"),
+        ]);
         assert_eq!(
             p[0].to_string(),
             "INJECTION_CAPTURE_COUNT=\"0\": expected a whole number of ranges from 1; using every range"
         );
+        let (c, p) = cfg(&[
+            (vars::CAPTURE_RANGE, "cudaProfilerApi"),
+            (vars::CAPTURE_COUNT, "3"),
+        ]);
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(c.capture_count, Some(3));
+        // A count without a range to count.
+        for range in [None, Some("none")] {
+            let mut set = vec![(vars::CAPTURE_COUNT, "3")];
+            set.extend(range.map(|r| (vars::CAPTURE_RANGE, r)));
+            let (c, p) = cfg(&set);
+            assert_eq!(c.capture_count, None);
+            assert_eq!(
+                p.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                [
+                    "INJECTION_CAPTURE_COUNT=\"3\": expected a capture range to count (INJECTION_CAPTURE_RANGE=cudaProfilerApi or nvtx:NAME), and none is set; using the whole run"
+                ]
+            );
+        }
     }
 
     #[test]

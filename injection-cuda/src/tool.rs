@@ -236,10 +236,16 @@ struct Capture {
     stop: Vec<(ApiDomain, u32)>,
     /// Windows opened so far.
     opened: std::sync::atomic::AtomicU32,
+    /// The most windows to open (`INJECTION_CAPTURE_COUNT`).
+    count: Option<u32>,
 }
 
 impl Capture {
-    fn new(switch: CaptureSwitch, recorder: gpu_trace_core::Recorder) -> Option<Self> {
+    fn new(
+        switch: CaptureSwitch,
+        recorder: gpu_trace_core::Recorder,
+        count: Option<u32>,
+    ) -> Option<Self> {
         let start = crate::api::ids_named(&["cudaProfilerStart", "cuProfilerStart"]);
         let stop = crate::api::ids_named(&["cudaProfilerStop", "cuProfilerStop"]);
         (!start.is_empty() && !stop.is_empty()).then_some(Capture {
@@ -248,6 +254,7 @@ impl Capture {
             start,
             stop,
             opened: std::sync::atomic::AtomicU32::new(0),
+            count,
         })
     }
 
@@ -267,13 +274,22 @@ impl Capture {
             use gpu_trace_core::windows::log_window;
             let now = gpu_trace_core::clock::boottime_ns();
             if open {
-                let n = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
+                let n = self.opened.load(Ordering::Relaxed);
+                if self.count.is_some_and(|c| n >= c) {
+                    return true;
+                }
+                self.opened.store(n + 1, Ordering::Relaxed);
                 self.switch.set(true);
-                log_window(&self.recorder, now, n, true, "cudaProfilerStart");
+                log_window(&self.recorder, now, n + 1, true, "cudaProfilerStart");
             } else {
                 let n = self.opened.load(Ordering::Relaxed);
                 log_window(&self.recorder, now, n, false, "cudaProfilerStop");
                 self.switch.set(false);
+                if self.count.is_some_and(|c| n >= c) {
+                    gpu_trace_core::verbose!(
+                        "{n} cudaProfilerStart range(s) recorded; recording stays off"
+                    );
+                }
             }
         }
         true
@@ -313,7 +329,11 @@ impl Shared {
             capture: match capture_range {
                 CaptureRange::Whole | CaptureRange::Nvtx => None,
                 CaptureRange::CudaProfilerApi => {
-                    let c = Capture::new(tracer.capture_switch(), tracer.recorder().clone());
+                    let c = Capture::new(
+                        tracer.capture_switch(),
+                        tracer.recorder().clone(),
+                        cuda.capture_count,
+                    );
                     if c.is_none() {
                         gpu_trace_core::warn!(
                             "this CUPTI has no callbacks for cudaProfilerStart/Stop; recording the whole run"

@@ -430,6 +430,47 @@ fn profiler_api_windows_toggled_many_times_hold_exactly_their_kernels_and_are_ma
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `INJECTION_CAPTURE_COUNT` with `cudaProfilerApi`: the first N ranges are recorded, the later
+/// ones are not (without the count all 5 would be).
+#[test]
+fn profiler_api_capture_count_records_only_the_first_ranges() {
+    let dir = tmpdir("profiler-api-count");
+    let mut ops = Vec::new();
+    for _ in 0..5 {
+        ops.push(Op::ProfilerStart);
+        ops.push(launches("between", 3));
+        ops.push(Op::ProfilerStop);
+        ops.push(launches("after", 2));
+    }
+    ops.push(Op::StreamSync { stream: 1 });
+    let out = run(
+        &dir,
+        scenario(ops),
+        &[
+            ("INJECTION_CAPTURE_RANGE", "cudaProfilerApi".to_owned()),
+            ("INJECTION_CAPTURE_COUNT", "3".to_owned()),
+            ("INJECTION_VERBOSE", "1".to_owned()),
+        ],
+    )
+    .join()
+    .expect("run");
+    let t = checked_trace(&dir.join("trace.pftrace"));
+    assert_eq!(
+        kernel_counts(&t),
+        BTreeMap::from([("_Z7betweenv".to_owned(), 9)]),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(recording_windows(&t).len(), 3);
+    assert!(
+        out.stderr
+            .contains("gpu-trace: 3 cudaProfilerStart range(s) recorded; recording stays off"),
+        "{}",
+        out.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A duty cycle (`INJECTION_WINDOW`, `INJECTION_EVERY`) opens a window at start and again at
 /// each period: kernels launched inside each window are recorded, those between are not.
 #[test]
