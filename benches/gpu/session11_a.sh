@@ -11,6 +11,8 @@
 #  0. The detach limit's line in the trace, through Perfetto's engine
 #     (session 10 ran the limit, but its query read the slice's name, not
 #     the GpuLog message): 40 socket windows, INJECTION_DETACH=5.
+#  0b. --capture-count with cudaProfilerApi (new in session 10): 10 ranges,
+#     count 3: exactly 60 k_inside, said once in --verbose.
 #  1. GPT-2 (1,500 steps) tool-free and paused AT THE SAME TIME, on CPUs
 #     2-5 and 6-9, swapped every repetition (harness.py --concurrent), so
 #     that the host's slow stretches hit both runs of a pair; then the null
@@ -41,6 +43,12 @@ echo "detaches: $(grep -c 'CUPTI detached (time' "$o/limit.txt"), attaches: $(gr
 echo "TP kernels: $(sql "$o/limit.pftrace" "select name, count(*) from gpu_slice where name like 'k_%' group by name")"
 echo "TP log: $(sql "$o/limit.pftrace" "select substr(display_value, 1, 400) from slice join args using(arg_set_id) where key = 'message' and display_value like 'CUPTI was detached%'")"
 rm -f "$o/limit.pftrace"
+
+say "0b. --capture-count with cudaProfilerApi (cc2ab5c): 10 ranges of 20 kernels, count 3"
+timeout -s KILL 60 "$gt" record -v --capture-range cudaProfilerApi --capture-count 3 -o "$o/count.pftrace" -- "$w/toggles" profiler 10 20 20 >"$o/count.txt" 2>&1
+echo "rc=$? $(grep -E "^EXPECT" "$o/count.txt") $(grep -m1 'recording stays off' "$o/count.txt")"
+echo "TP kernels (expect k_inside 60 only): $(sql "$o/count.pftrace" "select name, count(*) from gpu_slice where name like 'k_%' group by name")"
+rm -f "$o/count.pftrace"
 
 say "1. GPT-2 tool-free and paused at once, 8 pairs"
 CONCURRENT=2-5/6-9 STEPS=1500 TAG=p bash "$here/windows_cost.sh" "$bin" gpt2 8 380 baseline,gt_paused_ctl 2>&1 | tail -8
