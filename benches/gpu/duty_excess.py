@@ -137,6 +137,36 @@ def profile(steps, spans, bin_s=0.5, before=2.0, after=POST_S + 2.0, gap=GAP_S, 
     return [(k, statistics.mean(v), len(v)) for k, v in sorted(rows.items())]
 
 
+def levels(duty, base, spans, gap=GAP_S, ref=REF_S):
+    """A duty run's quiet levels against its paired tool-free run's at the
+    same offsets into the loop (the REF seconds before each window): the
+    level before the first window (the tool paused, CUPTI detached) over
+    the tool-free run's, and each run's level before the later windows
+    over its own before the first (what the windows leave behind). None
+    without a first window's reference and a later one in both runs."""
+    shift = base[0] - duty[0]
+
+    def lvl(steps, o):
+        a = o - int(gap * 1e9)
+        return per_step(steps, a - int(ref * 1e9), a) if a - int(ref * 1e9) >= steps[0] else None
+
+    pairs = [(lvl(duty, o), lvl(base, o + shift)) for o, _ in spans]
+    if not pairs or None in pairs[0]:
+        return None
+    (d0, b0), later = pairs[0], [(d, b) for d, b in pairs[1:] if d is not None and b is not None]
+    if not later:
+        return None
+    return {
+        "paused": d0 / b0,
+        "duty_later": statistics.mean(d for d, _ in later) / d0,
+        "base_later": statistics.mean(b for _, b in later) / b0,
+    }
+
+
+def geomean(xs):
+    return math.exp(statistics.mean(math.log(x) for x in xs))
+
+
 def mean_ci(xs):
     """Mean and 95% t half-width (None below 2)."""
     if len(xs) < 2:
@@ -152,7 +182,7 @@ def pool(paths, every_s):
     """The harness's per-run excesses (duty runs, and tool-free runs at the
     paired duty run's offsets: the null control), pooled over its result
     files, by workload and mode."""
-    ex, level = {}, {}
+    ex, level, lv = {}, {}, {}
     for p in paths:
         with open(p) as f:
             raw = json.load(f)["raw"]
@@ -163,6 +193,19 @@ def pool(paths, every_s):
                     ex.setdefault(wl, {}).setdefault(mode, []).extend(r["excess_s"])
                 if r.get("level_ratio"):
                     level.setdefault((wl, mode), []).append(r["level_ratio"])
+        # Levels before the windows, from the step logs kept beside.
+        for key, rows in raw.items():
+            wl, mode = key.split("/", 1)
+            base = {r["rep"]: r for r in raw.get(f"{wl}/baseline", []) if r.get("step_log")}
+            for r in rows:
+                b = base.get(r["rep"])
+                if mode == "baseline" or not (r.get("window_spans") and r.get("step_log") and b):
+                    continue
+                here = os.path.dirname(p)
+                x = levels(load_steps(os.path.join(here, r["step_log"])),
+                           load_steps(os.path.join(here, b["step_log"])), r["window_spans"])
+                if x:
+                    lv.setdefault((wl, mode), []).append(x)
     lines = []
     for wl, modes in sorted(ex.items()):
         lines.append(f"{wl}: excess over the quiet level, per window, whole period counted ({every_s:g} s):")
@@ -182,6 +225,13 @@ def pool(paths, every_s):
             if level.get((wl, mode)):
                 g = math.exp(statistics.mean(math.log(x) for x in level[(wl, mode)]))
                 lines.append(f"  {mode}: quiet level / paired tool-free run's (cross-process): {g:.3f} over {len(level[(wl, mode)])} pairs")
+            if lv.get((wl, mode)):
+                xs = lv[(wl, mode)]
+                each = ", ".join(f"{x['paused']:.3f}" for x in xs)
+                lines.append(f"  {mode}: before its first window (paused) / tool-free at the same offsets: "
+                             f"{geomean([x['paused'] for x in xs]):.3f} over {len(xs)} pairs ({each})")
+                lines.append(f"  level before the later windows / before the first: {mode} "
+                             f"{geomean([x['duty_later'] for x in xs]):.3f}, tool-free {geomean([x['base_later'] for x in xs]):.3f}")
     return "\n".join(lines)
 
 

@@ -3,11 +3,12 @@
 # slower while gpu-trace is paused (CUPTI detached), or was session 10's
 # gap host noise?
 #   Session 10: GPT-2's steps before the first window of a duty run (the
-#   paused state) ran 1.076x the paired tool-free run's over 5 pairs
-#   (0.994-1.139), and its duty runs 1.060 (1.010-1.112) over 8 pairs,
+#   paused state) ran 1.077x the paired tool-free run's over 5 pairs
+#   (0.991-1.139), and its duty runs 1.060 (1.010-1.112) over 8 pairs,
 #   while inside each process the windows cost +1.65% of the period and
-#   left the level where it was before the first window (1.006, tool-free
-#   at the same offsets 1.003). Sequential pairs on this host vary 10-40%.
+#   left little behind (level before the later windows over before the
+#   first: 1.009, tool-free at the same offsets 0.991; duty_excess.py
+#   --pool). Sequential pairs on this host vary 10-40%.
 #  0. The detach limit's line in the trace, through Perfetto's engine
 #     (session 10 ran the limit, but its query read the slice's name, not
 #     the GpuLog message): 40 socket windows, INJECTION_DETACH=5.
