@@ -18,14 +18,51 @@ thread_local! {
     static OPENED_AT: Cell<u32> = const { Cell::new(0) };
 }
 
+/// The capture ranges that have opened a window, against
+/// `INJECTION_CAPTURE_COUNT`: NVTX ranges here, `cudaProfilerStart` ranges
+/// in the tool.
+pub(crate) struct RangeCount {
+    most: Option<u32>,
+    taken: AtomicU32,
+}
+
+impl RangeCount {
+    pub(crate) fn new(most: Option<u32>) -> Self {
+        Self {
+            most,
+            taken: AtomicU32::new(0),
+        }
+    }
+
+    /// Takes the next range: its number, from 1, or `None` once the count
+    /// is used up.
+    pub(crate) fn take(&self) -> Option<u32> {
+        self.taken
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                self.most.is_none_or(|c| n < c).then_some(n + 1)
+            })
+            .ok()
+            .map(|n| n + 1)
+    }
+
+    /// Ranges taken.
+    pub(crate) fn taken(&self) -> u32 {
+        self.taken.load(Ordering::Relaxed)
+    }
+
+    /// Whether no more ranges will be taken.
+    pub(crate) fn used_up(&self) -> bool {
+        self.most.is_some_and(|c| self.taken() >= c)
+    }
+}
+
 /// The NVTX capture range of a process.
 pub(crate) struct NvtxCapture {
     name: String,
-    count: Option<u32>,
     switch: CaptureSwitch,
     recorder: Recorder,
     /// Windows opened so far.
-    taken: AtomicU32,
+    ranges: RangeCount,
     /// The id of the start/end range holding the window open, if one does.
     range: Mutex<Option<u64>>,
 }
@@ -39,10 +76,9 @@ impl NvtxCapture {
     ) -> Self {
         Self {
             name,
-            count,
             switch,
             recorder,
-            taken: AtomicU32::new(0),
+            ranges: RangeCount::new(count),
             range: Mutex::new(None),
         }
     }
@@ -98,12 +134,9 @@ impl NvtxCapture {
         if self.switch.is_open() {
             return false;
         }
-        let n = self.taken.load(Ordering::Relaxed);
-        if self.count.is_some_and(|c| n >= c) {
+        let Some(n) = self.ranges.take() else {
             return false;
-        }
-        let n = n + 1;
-        self.taken.store(n, Ordering::Relaxed);
+        };
         self.switch.set(true);
         gpu_trace_core::windows::log_window(
             &self.recorder,
@@ -117,7 +150,7 @@ impl NvtxCapture {
 
     /// Closes the open window (its range ended).
     pub(crate) fn close(&self) {
-        let n = self.taken.load(Ordering::Relaxed);
+        let n = self.ranges.taken();
         gpu_trace_core::windows::log_window(
             &self.recorder,
             gpu_trace_core::clock::boottime_ns(),
@@ -126,14 +159,14 @@ impl NvtxCapture {
             &format!("NVTX range {:?} ended", self.name),
         );
         self.switch.set(false);
-        if self.count.is_some_and(|c| n >= c) {
+        if self.ranges.used_up() {
             gpu_trace_core::verbose!("{n} NVTX capture range(s) recorded; recording stays off");
         }
     }
 
     /// Windows opened.
     pub(crate) fn taken(&self) -> u32 {
-        self.taken.load(Ordering::Relaxed)
+        self.ranges.taken()
     }
 
     /// The range name.

@@ -2,6 +2,7 @@
 
 use crate::api::{ApiState, TRACED_KINDS};
 use crate::memory::MemoryState;
+use crate::nvtx_capture::RangeCount;
 use crate::records::{DevicesSink, RecordState};
 use cupti::Cupti;
 use cupti::activity::{self, Activity, ActivityConfig, ActivityKind};
@@ -234,10 +235,8 @@ struct Capture {
     recorder: gpu_trace_core::Recorder,
     start: Vec<(ApiDomain, u32)>,
     stop: Vec<(ApiDomain, u32)>,
-    /// Windows opened so far.
-    opened: std::sync::atomic::AtomicU32,
-    /// The most windows to open (`INJECTION_CAPTURE_COUNT`).
-    count: Option<u32>,
+    /// Windows opened so far, against `INJECTION_CAPTURE_COUNT`.
+    ranges: RangeCount,
 }
 
 impl Capture {
@@ -253,8 +252,7 @@ impl Capture {
             recorder,
             start,
             stop,
-            opened: std::sync::atomic::AtomicU32::new(0),
-            count,
+            ranges: RangeCount::new(count),
         })
     }
 
@@ -274,18 +272,16 @@ impl Capture {
             use gpu_trace_core::windows::log_window;
             let now = gpu_trace_core::clock::boottime_ns();
             if open {
-                let n = self.opened.load(Ordering::Relaxed);
-                if self.count.is_some_and(|c| n >= c) {
+                let Some(n) = self.ranges.take() else {
                     return true;
-                }
-                self.opened.store(n + 1, Ordering::Relaxed);
+                };
                 self.switch.set(true);
-                log_window(&self.recorder, now, n + 1, true, "cudaProfilerStart");
+                log_window(&self.recorder, now, n, true, "cudaProfilerStart");
             } else {
-                let n = self.opened.load(Ordering::Relaxed);
+                let n = self.ranges.taken();
                 log_window(&self.recorder, now, n, false, "cudaProfilerStop");
                 self.switch.set(false);
-                if self.count.is_some_and(|c| n >= c) {
+                if self.ranges.used_up() {
                     gpu_trace_core::verbose!(
                         "{n} cudaProfilerStart range(s) recorded; recording stays off"
                     );

@@ -385,22 +385,27 @@ fn the_applications_signals_reach_its_own_threads_and_handlers() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `INJECTION_CAPTURE_RANGE=cudaProfilerApi` toggled many times: each window holds exactly the
-/// kernels launched between its start and stop, and each has its markers.
-#[test]
-fn profiler_api_windows_toggled_many_times_hold_exactly_their_kernels_and_are_marked() {
-    let dir = tmpdir("profiler-api");
+/// `n` cudaProfilerStart/Stop ranges of 3 `between` kernels, each followed by 2 `after`.
+fn profiler_ranges(n: usize) -> Scenario {
     let mut ops = Vec::new();
-    for _ in 0..20 {
+    for _ in 0..n {
         ops.push(Op::ProfilerStart);
         ops.push(launches("between", 3));
         ops.push(Op::ProfilerStop);
         ops.push(launches("after", 2));
     }
     ops.push(Op::StreamSync { stream: 1 });
+    scenario(ops)
+}
+
+/// `INJECTION_CAPTURE_RANGE=cudaProfilerApi` toggled many times: each window holds exactly the
+/// kernels launched between its start and stop, and each has its markers.
+#[test]
+fn profiler_api_windows_toggled_many_times_hold_exactly_their_kernels_and_are_marked() {
+    let dir = tmpdir("profiler-api");
     let out = run(
         &dir,
-        scenario(ops),
+        profiler_ranges(20),
         &[("INJECTION_CAPTURE_RANGE", "cudaProfilerApi".to_owned())],
     )
     .join()
@@ -435,17 +440,9 @@ fn profiler_api_windows_toggled_many_times_hold_exactly_their_kernels_and_are_ma
 #[test]
 fn profiler_api_capture_count_records_only_the_first_ranges() {
     let dir = tmpdir("profiler-api-count");
-    let mut ops = Vec::new();
-    for _ in 0..5 {
-        ops.push(Op::ProfilerStart);
-        ops.push(launches("between", 3));
-        ops.push(Op::ProfilerStop);
-        ops.push(launches("after", 2));
-    }
-    ops.push(Op::StreamSync { stream: 1 });
     let out = run(
         &dir,
-        scenario(ops),
+        profiler_ranges(5),
         &[
             ("INJECTION_CAPTURE_RANGE", "cudaProfilerApi".to_owned()),
             ("INJECTION_CAPTURE_COUNT", "3".to_owned()),
