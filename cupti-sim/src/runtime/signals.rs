@@ -35,6 +35,29 @@ fn thread_name(tid: u32) -> String {
         .unwrap_or_else(|_| format!("tid {tid} (gone)"))
 }
 
+/// The signals thread `tid` blocks, once it has started. glibc's
+/// `pthread_create` makes a thread with every signal blocked and sets its
+/// creator's mask only as the thread starts; a thread caught in between
+/// (seen under load) is read again, for up to 100 ms.
+fn settled_mask(tid: u32) -> Option<u64> {
+    // SIGKILL and SIGSTOP cannot be blocked: the kernel never shows them.
+    const UNBLOCKABLE: u64 = 1 << (9 - 1) | 1 << (19 - 1);
+    let read = || {
+        let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).ok()?;
+        let blk = status.lines().find_map(|l| l.strip_prefix("SigBlk:"))?;
+        u64::from_str_radix(blk.trim(), 16).ok()
+    };
+    let mut mask = read()?;
+    for _ in 0..100 {
+        if mask | UNBLOCKABLE != u64::MAX {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        mask = read()?;
+    }
+    Some(mask)
+}
+
 /// Every thread of the process and the signals it blocks.
 fn masks() -> Vec<ThreadMask> {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
@@ -44,12 +67,10 @@ fn masks() -> Vec<ThreadMask> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|tid| {
-            let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).ok()?;
-            let blk = status.lines().find_map(|l| l.strip_prefix("SigBlk:"))?;
             Some(ThreadMask {
                 tid: u64::from(tid),
                 name: thread_name(tid),
-                blocked: u64::from_str_radix(blk.trim(), 16).ok()?,
+                blocked: settled_mask(tid)?,
             })
         })
         .collect();
