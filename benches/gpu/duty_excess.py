@@ -97,6 +97,13 @@ def per_step(steps, a, b):
     return (steps[j] - steps[i]) / (j - i) / 1e9
 
 
+def level_before(steps, o, gap=GAP_S, ref=REF_S):
+    """Seconds per step over the REF seconds that end GAP before `o`, or
+    None where the loop had not begun."""
+    a = o - int(gap * 1e9)
+    return per_step(steps, a - int(ref * 1e9), a) if a - int(ref * 1e9) >= steps[0] else None
+
+
 def excess(steps, spans, gap=GAP_S, ref=REF_S, post=POST_S, after=AFTER_S):
     """Each window inside the loop (with its references and POST inside it
     too): dict(open, s_per_step, steps, excess_s). The level is the mean of
@@ -124,8 +131,7 @@ def profile(steps, spans, bin_s=0.5, before=2.0, after=POST_S + 2.0, gap=GAP_S, 
     window's reference; averaged over windows. [(offset s, ratio)]."""
     rows = {}
     for o, c in spans:
-        a = o - int(gap * 1e9)
-        sps = per_step(steps, a - int(ref * 1e9), a) if a - int(ref * 1e9) >= steps[0] else None
+        sps = level_before(steps, o, gap, ref)
         if sps is None or c + int(after * 1e9) > steps[-1]:
             continue
         k = -before
@@ -145,12 +151,7 @@ def levels(duty, base, spans, gap=GAP_S, ref=REF_S):
     over its own before the first (what the windows leave behind). None
     without a first window's reference and a later one in both runs."""
     shift = base[0] - duty[0]
-
-    def lvl(steps, o):
-        a = o - int(gap * 1e9)
-        return per_step(steps, a - int(ref * 1e9), a) if a - int(ref * 1e9) >= steps[0] else None
-
-    pairs = [(lvl(duty, o), lvl(base, o + shift)) for o, _ in spans]
+    pairs = [(level_before(duty, o, gap, ref), level_before(base, o + shift, gap, ref)) for o, _ in spans]
     if not pairs or None in pairs[0]:
         return None
     (d0, b0), later = pairs[0], [(d, b) for d, b in pairs[1:] if d is not None and b is not None]

@@ -27,23 +27,11 @@
 #   bash benches/gpu/session11_a.sh BIN   (~9 min; writes $OUT/s11a.tar.gz
 #                                          and $OUT/cost-gpt2-{p,n}.tar.gz)
 set -uo pipefail
-bin="$(cd "$1" && pwd)"; here="$(cd "$(dirname "$0")" && pwd)"
-w="$(mktemp -d)"; o="$w/s11a"; mkdir -p "$o"
-trap 'tar -czf "${OUT:-.}/s11a.tar.gz" -C "$w" s11a; rm -rf "$w"' EXIT
-gt="$bin/gpu-trace"; tp="$bin/trace_processor_shell"
-export XDG_RUNTIME_DIR="$w" GPU_TRACE="$gt"
-cuda=/usr/local/cuda-13.0; [ -d $cuda ] || cuda=/usr/local/cuda
-say() { echo "== $* (at $SECONDS s)"; }
-sql() { echo "$2" >"$w/q.sql"; "$tp" -q "$w/q.sql" "$1" 2>/dev/null | grep -v '^\[' | tail -n +2 | tr '\n' ' '; echo; }
-timeout 120 $cuda/bin/nvcc -arch=sm_90 -O2 -o "$w/toggles" "$here/windows/toggles.cu" -ldl || exit 1
+. "$(dirname "$0")/device_lib.sh"
+device_setup s11a "$1"
 
 say "0. the detach limit in the trace: 40 socket windows, INJECTION_DETACH=5"
-INJECTION_DETACH=5 timeout -s KILL 90 "$gt" record --paused -v -t gpu,api,nvtx -o "$o/limit.pftrace" -- "$w/toggles" socket 40 20 20 200 >"$o/limit.txt" 2>&1
-echo "rc=$? $(grep -E "^EXPECT" "$o/limit.txt")"
-echo "detaches: $(grep -c 'CUPTI detached (time' "$o/limit.txt"), attaches: $(grep -c 'CUPTI attached again' "$o/limit.txt")"
-echo "TP kernels: $(sql "$o/limit.pftrace" "select name, count(*) from gpu_slice where name like 'k_%' group by name")"
-echo "TP log: $(sql "$o/limit.pftrace" "select substr(display_value, 1, 400) from slice join args using(arg_set_id) where key = 'message' and display_value like 'CUPTI was detached%'")"
-rm -f "$o/limit.pftrace"
+detach_limit 40 5 200 90
 
 say "0b. --capture-count with cudaProfilerApi (cc2ab5c): 10 ranges of 20 kernels, count 3"
 timeout -s KILL 60 "$gt" record -v --capture-range cudaProfilerApi --capture-count 3 -o "$o/count.pftrace" -- "$w/toggles" profiler 10 20 20 >"$o/count.txt" 2>&1
