@@ -277,7 +277,8 @@ fn drawn(s: &Scenario) -> BTreeMap<Drawn, u64> {
                 Op::RangeStop { .. }
                 | Op::SleepUs { .. }
                 | Op::Announce { .. }
-                | Op::WaitFile { .. } => {}
+                | Op::WaitFile { .. }
+                | Op::WaitTraced { .. } => {}
                 Op::Repeat { times, ops } => {
                     for _ in 0..*times {
                         walk(ops, stack, out);
@@ -1398,12 +1399,19 @@ fn system_mode_records_the_scripted_program_into_a_real_traced() {
     traced.wait_until("started session", Duration::from_secs(10), |s| {
         s.sessions_started == 1
     });
-    // The session runs before the program starts; the program cannot wait
-    // for it, so each thread first sleeps while the tool connects and the
-    // service starts its data sources (a few milliseconds).
+    // The session runs before the program starts, and the program cannot
+    // know when the tool has connected and the service started its data
+    // sources (a few milliseconds, or far longer on a loaded machine), so
+    // each thread first waits for that.
     let mut sc = scenario();
     for t in &mut sc.threads {
-        t.ops.insert(0, Op::SleepUs { us: 500_000 });
+        t.ops.insert(
+            0,
+            Op::WaitTraced {
+                counting: false,
+                timeout_ms: 30_000,
+            },
+        );
     }
     let expected = sc.expected();
     let dir = tmpdir("system-traced");
@@ -1481,9 +1489,10 @@ fn system_mode_records_the_scripted_program_into_a_real_traced() {
 /// tag as that value, so the trace's values say which dispatches were
 /// counted. Thread 0 launches inside roctx ranges; thread 1 launches `gemm`
 /// while thread 0 is inside `train step` (after 50 ms), outside any range of
-/// its own. `lead_us`: a sleep before anything (system mode: the session
-/// attaches meanwhile).
-fn filter_scenario(lead_us: u64) -> Scenario {
+/// its own. `system`: both threads first wait until the running session's
+/// counters have started (a fixed sleep was not always long enough on a
+/// loaded 2-core machine: CI once saw no dispatch counted).
+fn filter_scenario(system: bool) -> Scenario {
     let launch = |kernel: &str, tag: u32| {
         serde_json::json!({ "launch": { "kernel": kernel, "grid": [4, 1, 1], "block": [64, 1, 1],
                                         "counters": { "SQ_WAVES": [tag] } } })
@@ -1491,8 +1500,13 @@ fn filter_scenario(lead_us: u64) -> Scenario {
     let push = |m: &str| serde_json::json!({ "range_push": { "message": m } });
     let pop = serde_json::json!({ "range_pop": null });
     let sleep = |us: u64| serde_json::json!({ "sleep_us": { "us": us } });
+    let lead = if system {
+        serde_json::json!({ "wait_traced": { "counting": true, "timeout_ms": 30_000 } })
+    } else {
+        sleep(0)
+    };
     let t0 = vec![
-        sleep(lead_us),
+        lead.clone(),
         launch("vadd", 1),
         push("train step"),
         sleep(200_000),
@@ -1512,7 +1526,8 @@ fn filter_scenario(lead_us: u64) -> Scenario {
         serde_json::json!({ "device_sync": {} }),
     ];
     let t1 = vec![
-        sleep(lead_us + 50_000),
+        lead,
+        sleep(50_000),
         launch("gemm", 101),
         launch("reduce", 102),
         launch("gemm", 103),
@@ -1554,7 +1569,7 @@ fn counted(t: &Trace) -> Vec<u32> {
 #[test]
 fn the_environment_filter_picks_dispatches_by_name_ranges_and_window() {
     let dir = tmpdir("kernel-filter");
-    let spec = RunSpec::new(tool(), filter_scenario(0))
+    let spec = RunSpec::new(tool(), filter_scenario(false))
         .env(
             "INJECTION_OUTPUT",
             dir.join("trace.pftrace").display().to_string(),
@@ -1626,7 +1641,7 @@ fn a_system_sessions_sampling_config_picks_the_dispatches() {
         s.sessions_started == 1
     });
     let dir = tmpdir("system-filter");
-    let spec = RunSpec::new(tool(), filter_scenario(500_000))
+    let spec = RunSpec::new(tool(), filter_scenario(true))
         .env("INJECTION_MODE", "system")
         .env("INJECTION_KERNEL_FILTER", "vadd")
         .env(

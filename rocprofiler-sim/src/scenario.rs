@@ -243,6 +243,17 @@ pub enum Op {
         /// Longest wait, ms.
         timeout_ms: u64,
     },
+    /// Waits (at most `timeout_ms`) until the tool records kernel dispatches
+    /// and, with `counting`, also counts them: a program that a running
+    /// `traced` session traces cannot know when the session's data sources
+    /// start, but a test can wait for it here instead of guessing a delay.
+    WaitTraced {
+        /// Also wait for a dispatch-counting service.
+        #[serde(default)]
+        counting: bool,
+        /// Longest wait, ms.
+        timeout_ms: u64,
+    },
     /// The ops, `times` times.
     Repeat {
         /// Count.
@@ -469,7 +480,10 @@ impl Scenario {
                         e.marker_messages.insert(message.clone());
                     }
                     Op::RangeStop { .. } => bump(&mut e.marker_calls, "roctxRangeStop", times),
-                    Op::SleepUs { .. } | Op::Announce { .. } | Op::WaitFile { .. } => {}
+                    Op::SleepUs { .. }
+                    | Op::Announce { .. }
+                    | Op::WaitFile { .. }
+                    | Op::WaitTraced { .. } => {}
                     Op::Repeat { times: n, ops } => walk(s, gpus, ops, times * u64::from(*n), e),
                 }
             }

@@ -731,6 +731,21 @@ fn run_ops(sim: &Sim, ops: &[Op], th: &mut ThreadState) {
                     std::thread::sleep(std::time::Duration::from_millis(2));
                 }
             }
+            Op::WaitTraced {
+                counting,
+                timeout_ms,
+            } => {
+                let until =
+                    std::time::Instant::now() + std::time::Duration::from_millis(*timeout_ms);
+                let dispatch = sys::rocprofiler_kernel_dispatch_operation_t::COMPLETE.0 as i32;
+                let ready = || {
+                    !buffer_subs(sim, BufKind::KERNEL_DISPATCH, dispatch).is_empty()
+                        && (!counting || !counting_subs(sim).is_empty())
+                };
+                while !ready() && std::time::Instant::now() < until {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            }
             Op::Repeat { times, ops } => {
                 for _ in 0..*times {
                     run_ops(sim, ops, th);
