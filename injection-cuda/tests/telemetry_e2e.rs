@@ -35,6 +35,12 @@ fn tmpdir(tag: &str) -> PathBuf {
 /// A kernel, then 600 ms of host work (the records are flushed every 100
 /// ms, describing the GPU, whose telemetry then runs), then another.
 fn scenario() -> Scenario {
+    launches_between(&[600_000])
+}
+
+/// A kernel, then for each of `sleeps_us` that long of host work and another
+/// kernel.
+fn launches_between(sleeps_us: &[u64]) -> Scenario {
     let launch = Op::Launch {
         kernel: "vadd".into(),
         grid: [64, 1, 1],
@@ -42,6 +48,14 @@ fn scenario() -> Scenario {
         stream: 1,
         layer: Layer::Runtime,
     };
+    let mut ops = vec![launch.clone(), Op::StreamSync { stream: 1 }];
+    for &us in sleeps_us {
+        ops.extend([
+            Op::SleepUs { us },
+            launch.clone(),
+            Op::StreamSync { stream: 1 },
+        ]);
+    }
     let s = Scenario {
         kernels: vec![KernelSpec {
             name: "vadd".into(),
@@ -50,15 +64,7 @@ fn scenario() -> Scenario {
             static_smem: 0,
             duration_us: 20,
         }],
-        threads: vec![ThreadSpec {
-            ops: vec![
-                launch.clone(),
-                Op::StreamSync { stream: 1 },
-                Op::SleepUs { us: 600_000 },
-                launch,
-                Op::StreamSync { stream: 1 },
-            ],
-        }],
+        threads: vec![ThreadSpec { ops }],
         profiler: Default::default(),
     };
     s.validate().expect("valid scenario");
@@ -66,8 +72,19 @@ fn scenario() -> Scenario {
 }
 
 fn run(dir: &Path, nvml: Option<&Spec>, env: &[(&str, &str)]) -> (Outcome, Trace, PathBuf) {
+    let (out, t, path) = run_program(dir, scenario(), nvml, env);
+    assert_eq!(t.kernels().count(), 2, "GPU work is traced as usual");
+    (out, t, path)
+}
+
+fn run_program(
+    dir: &Path,
+    program: Scenario,
+    nvml: Option<&Spec>,
+    env: &[(&str, &str)],
+) -> (Outcome, Trace, PathBuf) {
     let path = dir.join("trace.pftrace");
-    let mut spec = RunSpec::new(tool(), scenario())
+    let mut spec = RunSpec::new(tool(), program)
         .env("INJECTION_OUTPUT", path.display().to_string())
         .env("INJECTION_TRACE", "gpu,api,telemetry")
         .env("INJECTION_FLUSH_PERIOD_MS", "100")
@@ -89,7 +106,6 @@ fn run(dir: &Path, nvml: Option<&Spec>, env: &[(&str, &str)]) -> (Outcome, Trace
     let out = cupti_sim::host::run_checked(spec, Duration::from_secs(120));
     let t = Trace::open(&path).unwrap_or_else(|e| panic!("trace file: {e:?}\n{}", out.stderr));
     assert!(t.problems.is_empty(), "{:?}", t.problems);
-    assert_eq!(t.kernels().count(), 2, "GPU work is traced as usual");
     (out, t, path)
 }
 
@@ -284,5 +300,49 @@ fn a_gpu_nvml_does_not_know_is_said_and_not_sampled() {
         )]
     );
     assert_eq!(telemetry(&t).count(), 0, "no telemetry");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A window (opened 300 ms in, closed 1 s later) is the only time NVML is
+/// read: a paused process, before and after it, samples nothing, so the
+/// telemetry costs nothing there either. Kernels at 0, 0.6 s (inside) and
+/// 1.9 s.
+#[test]
+fn telemetry_is_sampled_only_inside_recording_windows() {
+    let dir = tmpdir("windows");
+    let (out, t, path) = run_program(
+        &dir,
+        launches_between(&[600_000, 1_300_000]),
+        Some(&Spec::default()),
+        &[
+            ("INJECTION_DELAY", "300ms"),
+            ("INJECTION_DURATION", "1s"),
+            ("XDG_RUNTIME_DIR", &dir.display().to_string()),
+        ],
+    );
+    assert!(our_lines(&out.stderr).is_empty(), "{}", out.stderr);
+    assert_eq!(t.kernels().count(), 1, "the window's kernel only");
+    let w = gpu_trace_core::testing::recording_windows(&t);
+    assert_eq!(w.len(), 1, "{w:?}");
+    let (open, close) = (w[0].1, w[0].1 + w[0].2);
+    assert!(close > open, "{w:?}");
+    let clocks: Vec<u64> = t
+        .counters
+        .iter()
+        .filter(|c| &*c.name == "clocks.sm")
+        .map(|c| c.ts)
+        .collect();
+    // The GPU is known once the window's kernel is in (~0.6 s); sampled
+    // every 5 ms until the window closes at ~1.3 s.
+    assert!(clocks.len() >= 40, "{} clock samples", clocks.len());
+    let outside: Vec<u64> = telemetry(&t)
+        .map(|c| c.ts)
+        .filter(|&ts| ts < open || ts > close + 20_000_000)
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "samples outside the window [{open}, {close}]: {outside:?}"
+    );
+    validate(&path);
     let _ = std::fs::remove_dir_all(&dir);
 }
