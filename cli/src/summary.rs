@@ -181,9 +181,19 @@ pub(crate) fn render(paths: &[PathBuf]) -> String {
         if c.ranges > 0 {
             what.push(plural(c.ranges, "range", "ranges"));
         }
+        // A switched run says how much of it was recorded: its events'
+        // span alone would read as the whole run.
+        let windows = match crate::stats::read::windows_of(&t.logs, c.last) {
+            Some((n, recorded)) => format!(
+                ", in {} ({} recorded)",
+                plural(u64::from(n), "recording window", "recording windows"),
+                duration(recorded)
+            ),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "gpu-trace: wrote {} ({}): {} over {}; lost: {}",
+            "gpu-trace: wrote {} ({}): {} over {}{windows}; lost: {}",
             p.display(),
             size(bytes),
             what.join(", "),

@@ -112,7 +112,12 @@ fn record() -> Command {
 /// The command line of the CUDA program, and the environment it needs
 /// (which `record` passes through): the fake as CUPTI, its spec.
 fn cuda_program(dir: &Path, c: &mut Command) -> Vec<String> {
-    let spec = cupti_sim::RunSpec::new(lib_dir().join("libgpu_trace_cuda.so"), scenario());
+    cuda_program_of(dir, c, scenario())
+}
+
+/// [`cuda_program`] running `program`.
+fn cuda_program_of(dir: &Path, c: &mut Command, program: cupti_sim::Scenario) -> Vec<String> {
+    let spec = cupti_sim::RunSpec::new(lib_dir().join("libgpu_trace_cuda.so"), program);
     let spec_path = dir.join("cuda-spec.json");
     std::fs::write(&spec_path, serde_json::to_vec(&spec).unwrap()).unwrap();
     c.env(cupti_sim::host::CHILD_ENV, &spec_path).env(
@@ -688,5 +693,155 @@ fn rank_variables_name_the_file() {
         })
         .count();
     assert_eq!(written, 1, "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `gpu-trace record --paused`, switched with the real `gpu-trace status`,
+/// `start` and `stop` from outside, as a user does: the program launches
+/// 3 kernels paused, 4 after `start all`, 2 after `stop PID`; the trace holds
+/// exactly the 4, in one window, and `gpu-trace stats` says so.
+#[test]
+fn record_paused_then_start_and_stop_from_the_command_line() {
+    let dir = tmpdir("switch");
+    let (a, a_go, b, b_go) = (
+        dir.join("a"),
+        dir.join("a.go"),
+        dir.join("b"),
+        dir.join("b.go"),
+    );
+    let p = |p: &Path| p.display().to_string();
+    let wait = |f: &Path| Op::WaitFile {
+        path: p(f),
+        timeout_ms: 60_000,
+    };
+    let launch = |kernel: &str| Op::Launch {
+        kernel: kernel.into(),
+        grid: [4, 1, 1],
+        block: [64, 1, 1],
+        stream: 0,
+        layer: Layer::Runtime,
+    };
+    let mut program = scenario();
+    program.threads = vec![ThreadSpec {
+        ops: [
+            vec![launch("vadd"); 3],
+            vec![Op::DeviceSync, Op::Announce { path: p(&a) }, wait(&a_go)],
+            vec![launch("fill"); 4],
+            vec![Op::DeviceSync, Op::Announce { path: p(&b) }, wait(&b_go)],
+            vec![launch("vadd"); 2],
+            vec![Op::DeviceSync],
+        ]
+        .concat(),
+    }];
+    program.validate().unwrap();
+    let runtime = dir.join("run-dir");
+    std::fs::create_dir_all(&runtime).unwrap();
+    let mut c = record();
+    c.env("XDG_RUNTIME_DIR", &runtime)
+        .arg("--paused")
+        .arg("-o")
+        .arg(dir.join("run"));
+    let prog = cuda_program_of(&dir, &mut c, program);
+    c.args(&prog).stderr(Stdio::piped());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(c.output());
+    });
+    let control = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_gpu-trace"))
+            .args(args)
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr(&out),
+        )
+    };
+    let announced = |f: &Path| -> u32 {
+        for _ in 0..6000 {
+            if let Some(pid) = std::fs::read_to_string(f)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+            {
+                return pid;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("the program never reached {}", f.display());
+    };
+    let pid = announced(&a);
+    let (code, out, err) = control(&["status"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with(&format!("{pid}: paused (no window yet), ")),
+        "{out}"
+    );
+    let (code, out, err) = control(&["start", "all"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with(&format!("{pid}: recording (window 1), ")),
+        "{out}"
+    );
+    std::fs::write(&a_go, "").unwrap();
+    assert_eq!(announced(&b), pid);
+    let (code, out, err) = control(&["stop", &pid.to_string()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with(&format!("{pid}: paused after window 1, ")),
+        "{out}"
+    );
+    std::fs::write(&b_go, "").unwrap();
+    let rec = rx
+        .recv_timeout(LIMIT)
+        .expect("gpu-trace record did not finish")
+        .expect("gpu-trace record runs");
+    let err = stderr(&rec);
+    // Shown with --nocapture: what a user sees.
+    eprintln!("{err}");
+    assert_eq!(rec.status.code(), Some(0), "{err}");
+    assert!(foreign_lines(&err).is_empty(), "{err}");
+    let wrote = err
+        .lines()
+        .find(|l| l.starts_with("gpu-trace: wrote "))
+        .expect(&err);
+    assert!(
+        wrote.contains("4 kernels, ")
+            && wrote.contains(", in 1 recording window (")
+            && wrote.ends_with(" recorded); lost: nothing"),
+        "{wrote}"
+    );
+    // Gone with the program: nothing left to switch.
+    let (code, _, none) = control(&["status"]);
+    assert_eq!(code, Some(1), "{none}");
+    assert!(
+        none.starts_with("gpu-trace: no traced process of this user is running"),
+        "{none}"
+    );
+
+    let path = dir.join("run.pftrace");
+    let t = Trace::open(&path).unwrap_or_else(|e| panic!("{e}\n{err}"));
+    let names: Vec<&str> = t.kernels().map(|e| &*e.name).collect();
+    assert_eq!(names.len(), 4, "{names:?}\n{err}");
+    assert!(
+        names
+            .iter()
+            .all(|n| *n == "at::native::vectorized_elementwise_kernel"),
+        "{names:?}"
+    );
+    assert_eq!(t.drop_counts(), Some(vec![]));
+    let stats = Command::new(env!("CARGO_BIN_EXE_gpu-trace"))
+        .arg("stats")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&stats.stdout);
+    assert_eq!(stats.status.code(), Some(0), "{}", stderr(&stats));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("Recording windows: 1, ")),
+        "{text}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -13,7 +13,7 @@ mod csv_out;
 mod dist;
 mod json;
 mod ranks;
-mod read;
+pub(crate) mod read;
 mod report;
 mod telemetry;
 mod text;
