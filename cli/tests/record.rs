@@ -7,6 +7,7 @@
 //! fork, trap signals or exit with a code.
 
 use cupti_sim::scenario::{CopyKind, KernelSpec, Layer, Op, ThreadSpec};
+use gpu_trace_core::testing::wait_announce;
 use gpu_trace_reader::{Stage, Trace};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -43,6 +44,16 @@ fn long_kernel() -> String {
     )
 }
 
+fn launch(kernel: &str) -> Op {
+    Op::Launch {
+        kernel: kernel.into(),
+        grid: [4, 1, 1],
+        block: [64, 1, 1],
+        stream: 0,
+        layer: Layer::Runtime,
+    }
+}
+
 fn scenario() -> cupti_sim::Scenario {
     let k = |name: &str, symbol: String, us| KernelSpec {
         name: name.into(),
@@ -50,13 +61,6 @@ fn scenario() -> cupti_sim::Scenario {
         registers: 32,
         static_smem: 0,
         duration_us: us,
-    };
-    let launch = |kernel: &str| Op::Launch {
-        kernel: kernel.into(),
-        grid: [4, 1, 1],
-        block: [64, 1, 1],
-        stream: 0,
-        layer: Layer::Runtime,
     };
     let s = cupti_sim::Scenario {
         kernels: vec![
@@ -709,25 +713,13 @@ fn record_paused_then_start_and_stop_from_the_command_line() {
         dir.join("b"),
         dir.join("b.go"),
     );
-    let p = |p: &Path| p.display().to_string();
-    let wait = |f: &Path| Op::WaitFile {
-        path: p(f),
-        timeout_ms: 60_000,
-    };
-    let launch = |kernel: &str| Op::Launch {
-        kernel: kernel.into(),
-        grid: [4, 1, 1],
-        block: [64, 1, 1],
-        stream: 0,
-        layer: Layer::Runtime,
-    };
     let mut program = scenario();
     program.threads = vec![ThreadSpec {
         ops: [
             vec![launch("vadd"); 3],
-            vec![Op::DeviceSync, Op::Announce { path: p(&a) }, wait(&a_go)],
+            vec![Op::DeviceSync, Op::announce(&a), Op::wait_for(&a_go)],
             vec![launch("fill"); 4],
-            vec![Op::DeviceSync, Op::Announce { path: p(&b) }, wait(&b_go)],
+            vec![Op::DeviceSync, Op::announce(&b), Op::wait_for(&b_go)],
             vec![launch("vadd"); 2],
             vec![Op::DeviceSync],
         ]
@@ -759,19 +751,7 @@ fn record_paused_then_start_and_stop_from_the_command_line() {
             stderr(&out),
         )
     };
-    let announced = |f: &Path| -> u32 {
-        for _ in 0..6000 {
-            if let Some(pid) = std::fs::read_to_string(f)
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-            {
-                return pid;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        panic!("the program never reached {}", f.display());
-    };
-    let pid = announced(&a);
+    let pid = wait_announce(&a);
     let (code, out, err) = control(&["status"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(
@@ -785,7 +765,7 @@ fn record_paused_then_start_and_stop_from_the_command_line() {
         "{out}"
     );
     std::fs::write(&a_go, "").unwrap();
-    assert_eq!(announced(&b), pid);
+    assert_eq!(wait_announce(&b), pid);
     let (code, out, err) = control(&["stop", &pid.to_string()]);
     assert_eq!(code, Some(0), "{err}");
     assert!(

@@ -261,6 +261,23 @@ pub enum Op {
     },
 }
 
+impl Op {
+    /// [`Op::Announce`] into `path`.
+    pub fn announce(path: &std::path::Path) -> Op {
+        Op::Announce {
+            path: path.display().to_string(),
+        }
+    }
+
+    /// [`Op::WaitFile`] for `path`, at most a minute.
+    pub fn wait_for(path: &std::path::Path) -> Op {
+        Op::WaitFile {
+            path: path.display().to_string(),
+            timeout_ms: 60_000,
+        }
+    }
+}
+
 /// How an [`Op::Alloc`] allocates.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -60,14 +60,6 @@ fn launches(kernel: &str, n: u32) -> Op {
     }
 }
 
-/// Waits (up to a minute) for the test to create `path`.
-fn wait_file(path: &Path) -> Op {
-    Op::WaitFile {
-        path: path.display().to_string(),
-        timeout_ms: 60_000,
-    }
-}
-
 /// `cmd` to process `pid`'s control socket in `sockets`; its reply.
 fn send(sockets: &Path, pid: u32, cmd: &str) -> String {
     gpu_trace_core::windows::send_in(sockets, pid, cmd, Duration::from_secs(10)).expect(cmd)
@@ -101,16 +93,15 @@ fn another_process_stops_and_restarts_recording_and_each_window_holds_exactly_it
         dir.join("b"),
         dir.join("b.go"),
     );
-    let p = |p: &Path| p.display().to_string();
     let s = scenario(vec![
         launches("before", 3),
         Op::StreamSync { stream: 1 },
-        Op::Announce { path: p(&a) },
-        wait_file(&a_go),
+        Op::announce(&a),
+        Op::wait_for(&a_go),
         launches("between", 4),
         Op::StreamSync { stream: 1 },
-        Op::Announce { path: p(&b) },
-        wait_file(&b_go),
+        Op::announce(&b),
+        Op::wait_for(&b_go),
         launches("after", 2),
         Op::StreamSync { stream: 1 },
     ]);
@@ -531,9 +522,8 @@ fn hundreds_of_windows_switched_while_the_program_launches_keep_every_arrow_and_
     // they answer, while the program launches, from its first moments.
     let dir = tmpdir("toggle");
     let ready = dir.join("ready");
-    let p = |p: &Path| p.display().to_string();
     let s = scenario(vec![
-        Op::Announce { path: p(&ready) },
+        Op::announce(&ready),
         Op::Repeat {
             times: 6000,
             ops: vec![launches("between", 1), Op::SleepUs { us: 1000 }],
@@ -618,7 +608,6 @@ fn a_paused_program_detaches_cupti_between_windows_and_each_window_still_holds_i
     // start; attached again for window 1, then attached for good.
     for detach in ["on", "off", "1"] {
         let dir = tmpdir(&format!("detach-{detach}"));
-        let p = |p: &Path| p.display().to_string();
         let (a, a_go, b, b_go, c, c_go) = (
             dir.join("a"),
             dir.join("a.go"),
@@ -636,15 +625,15 @@ fn a_paused_program_detaches_cupti_between_windows_and_each_window_still_holds_i
         };
         let s = scenario(vec![
             paused(),
-            Op::Announce { path: p(&a) },
-            wait_file(&a_go),
+            Op::announce(&a),
+            Op::wait_for(&a_go),
             launches("between", 4),
             Op::StreamSync { stream: 1 },
-            Op::Announce { path: p(&b) },
-            wait_file(&b_go),
+            Op::announce(&b),
+            Op::wait_for(&b_go),
             paused(),
-            Op::Announce { path: p(&c) },
-            wait_file(&c_go),
+            Op::announce(&c),
+            Op::wait_for(&c_go),
             launches("after", 2),
             Op::StreamSync { stream: 1 },
         ]);
@@ -766,7 +755,6 @@ fn a_paused_program_detaches_cupti_between_windows_and_each_window_still_holds_i
 #[test]
 fn a_window_closed_while_its_kernel_runs_detaches_only_after_the_kernel_is_in() {
     let dir = tmpdir("detach-drain");
-    let p = |p: &Path| p.display().to_string();
     let (a, a_go, b, b_go) = (
         dir.join("a"),
         dir.join("a.go"),
@@ -774,13 +762,13 @@ fn a_window_closed_while_its_kernel_runs_detaches_only_after_the_kernel_is_in() 
         dir.join("b.go"),
     );
     let s = scenario(vec![
-        Op::Announce { path: p(&a) },
-        wait_file(&a_go),
+        Op::announce(&a),
+        Op::wait_for(&a_go),
         launches("between", 2),
         // Runs 600 ms, past the window's close.
         launches("long", 1),
-        Op::Announce { path: p(&b) },
-        wait_file(&b_go),
+        Op::announce(&b),
+        Op::wait_for(&b_go),
         // API calls all along, where a detach could happen too early.
         Op::Repeat {
             times: 250,
@@ -816,11 +804,10 @@ fn a_window_opened_before_the_detach_could_happen_turns_its_callbacks_off_again(
     // window must not keep those callbacks: a call gpu-trace does not record
     // (cuProfilerStart) gets none.
     let dir = tmpdir("detach-undone");
-    let p = |p: &Path| p.display().to_string();
     let (a, a_go) = (dir.join("a"), dir.join("a.go"));
     let s = scenario(vec![
-        Op::Announce { path: p(&a) },
-        wait_file(&a_go),
+        Op::announce(&a),
+        Op::wait_for(&a_go),
         Op::ProfilerStart,
         launches("between", 2),
         Op::StreamSync { stream: 1 },
@@ -865,7 +852,6 @@ fn detaches_that_held_the_program_for_long_stop_until_the_run_has_room_for_them(
     // Detaches may hold the program's threads 0.5% of the run: after this
     // one (~0.7 s, 3-4 s in) CUPTI stays attached after the next window.
     let dir = tmpdir("detach-stall");
-    let p = |p: &Path| p.display().to_string();
     let files: Vec<PathBuf> = ["a", "a.go", "b", "b.go", "c", "c.go", "d", "d.go"]
         .iter()
         .map(|f| dir.join(f))
@@ -877,22 +863,22 @@ fn detaches_that_held_the_program_for_long_stop_until_the_run_has_room_for_them(
     let s = scenario(vec![
         // Detached at the start (nothing runs then: a short detach).
         calls(),
-        Op::Announce { path: p(&files[0]) },
-        wait_file(&files[1]),
+        Op::announce(&files[0]),
+        Op::wait_for(&files[1]),
         launches("between", 4),
         Op::StreamSync { stream: 1 },
-        Op::Announce { path: p(&files[2]) },
-        wait_file(&files[3]),
+        Op::announce(&files[2]),
+        Op::wait_for(&files[3]),
         // Outside any window: 1.2 s of kernels still running when the
         // window's drain ends, half a second after its close.
         launches("long", 2),
         calls(),
-        Op::Announce { path: p(&files[4]) },
-        wait_file(&files[5]),
+        Op::announce(&files[4]),
+        Op::wait_for(&files[5]),
         launches("after", 2),
         Op::StreamSync { stream: 1 },
-        Op::Announce { path: p(&files[6]) },
-        wait_file(&files[7]),
+        Op::announce(&files[6]),
+        Op::wait_for(&files[7]),
         calls(),
     ]);
     let child = run(
