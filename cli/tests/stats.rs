@@ -52,6 +52,7 @@ fn child() {
         "second" => second(&tracer),
         "telemetry" => telemetry(&tracer, false),
         "telemetry-windowed" => telemetry(&tracer, true),
+        "windowed-busy" => windowed_busy(&tracer),
         other => panic!("unknown scenario {other}"),
     }
     tracer.shutdown(Duration::from_secs(20));
@@ -280,6 +281,18 @@ fn telemetry(tracer: &Tracer, windowed: bool) {
         rec.log(app.t0 + 500, false, "recording window 1 opened (test)");
         rec.log(app.t0 + 3500, false, "recording window 1 closed (test)");
     }
+}
+
+/// One recording window, [0, 10000), in which the GPU ran a kernel at
+/// [1000, 2000) and one at [9500, 12000), still running when it closed.
+fn windowed_busy(tracer: &Tracer) {
+    let app = App::new(tracer);
+    let k = app.kernel_class("_Z4busyii");
+    let rec = tracer.recorder();
+    rec.log(app.t0, false, "recording window 1 opened (test)");
+    app.kernel(1, 0, 7, (1000, 2000), k);
+    app.kernel(2, 0, 7, (9500, 12_000), k);
+    rec.log(app.t0 + 10_000, false, "recording window 1 closed (test)");
 }
 
 // --------------------------------------------------------------- parent side
@@ -1290,5 +1303,31 @@ fn telemetry_counts_only_the_time_inside_recording_windows() {
         telemetry_rows(&tel[1]),
         [(s("temperature.gpu"), s("°C"), 1, 500, 70.0, 70.0, 70.0)]
     );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Busy shares of a switched run are of the time recorded: its window, idle
+/// stretches included, and the drain of the work still running when it
+/// closed (here [0, 12000): 3,500 ns busy, 29.2%), not of the span of its
+/// events ([1000, 12000)) cut to the window's length (35%).
+#[test]
+fn busy_shares_are_of_the_windows_and_their_drain() {
+    let dir = scratch("windowed-busy");
+    let r = record("windowed-busy", &dir);
+    let v = json(&[], &[&r.path]);
+    assert_eq!(v["files"][0]["windows"]["recorded_ns"], 10_000, "{v}");
+    let busy = |table: &str| {
+        let row = &v[table][0];
+        (
+            row["busy_ns"].as_u64().unwrap(),
+            row["busy_pct"].as_f64().unwrap(),
+        )
+    };
+    let want = 3500.0 / 12_000.0 * 100.0;
+    for table in ["devices", "streams"] {
+        let (ns, pct) = busy(table);
+        assert_eq!(ns, 3500, "{table}: {v}");
+        assert!(close(pct, want), "{table}: {pct}% (want {want}%)");
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -292,6 +292,41 @@ fn counter_rows(samples: &[CounterData]) -> (Vec<CounterRow>, Vec<CounterRow>) {
     (metrics, kernels)
 }
 
+/// What a process's busy shares are of.
+struct Recorded<'a> {
+    /// The file's recording windows, when the run was switched on and off.
+    windows: Option<&'a [(u64, u64)]>,
+    /// Whether the process is the file's only one (the window lines do
+    /// not say whose they are).
+    alone: bool,
+}
+
+impl Recorded<'_> {
+    /// The time `p` was recorded, ns. Switched on and off, a process alone
+    /// in its file was recorded in its windows, idle stretches included,
+    /// and while the work they submitted drained after them: the union
+    /// of the windows and its engines' busy time. Several processes share
+    /// the window lines, so each one's recorded time is taken as at most
+    /// its own span. Not switched: its span.
+    fn time(&self, p: &ProcData) -> u64 {
+        let Some(windows) = self.windows else {
+            return p.span.dur();
+        };
+        let mut seen = Intervals::default();
+        for &(start, end) in windows {
+            seen.add(start, end);
+        }
+        if self.alone {
+            for e in &p.engines {
+                seen.union(e.busy.clone());
+            }
+            seen.total()
+        } else {
+            seen.total().min(p.span.dur())
+        }
+    }
+}
+
 /// The tables of one process; its durations and intervals go on to `all`
 /// (when there are several processes).
 fn process(
@@ -300,15 +335,10 @@ fn process(
     devices: &[DeviceInfo],
     pid: Pid,
     mut p: ProcData,
-    traced: Option<u64>,
+    recorded: Recorded<'_>,
     all: Option<&mut All>,
 ) -> Tables {
-    // Busy shares are of the time recorded: the windows', when the run was
-    // switched on and off.
-    let span = match traced {
-        Some(t) if t > 0 => t.min(p.span.dur()),
-        _ => p.span.dur(),
-    };
+    let span = recorded.time(&p);
     let mut t = Tables {
         span: (!p.span.is_empty()).then_some(p.span),
         kernels: durations_rows(&mut p.kernels),
@@ -518,9 +548,13 @@ pub(crate) fn build(files: Vec<FileData>) -> Summary {
             windows: f.windows,
             window_spans: f.window_spans.clone().unwrap_or_default(),
         });
+        let alone = f.procs.len() == 1;
         for (pid, p) in f.procs {
-            let traced = f.windows.map(|w| w.1);
-            let tables = process(&f.path, i, &f.devices, pid, p, traced, all.as_mut());
+            let recorded = Recorded {
+                windows: f.window_spans.as_deref().filter(|w| !w.is_empty()),
+                alone,
+            };
+            let tables = process(&f.path, i, &f.devices, pid, p, recorded, all.as_mut());
             let rank = f.processes.iter().find(|d| d.pid == pid).and_then(|d| {
                 gpu_trace_core::rank::Rank::from_labels(d.labels.iter().map(String::as_str))
             });

@@ -353,10 +353,10 @@ Verdict: {}",
     );
 }
 
-const DEVICES: &str = "GPU busy time (union of each engine's work over the traced span)";
+const DEVICES: &str = "GPU busy time (union of each engine's work over the recorded time: the span, or the windows and their drain)";
 const TELEMETRY: &str =
     "GPU telemetry (each value holds until the next sample; means weighted by that time)";
-const STREAMS: &str = "Streams (busy: union of their work over their process's span)";
+const STREAMS: &str = "Streams (busy: union of their work over their process's recorded time)";
 const THREADS: &str = "Threads: time in API calls that wait for the GPU (over each thread's span)";
 
 fn devices(out: &mut String, t: &Tables, o: &Options) {
