@@ -1309,7 +1309,8 @@ fn telemetry_counts_only_the_time_inside_recording_windows() {
 /// Busy shares of a switched run are of the time recorded: its window, idle
 /// stretches included, and the drain of the work still running when it
 /// closed (here [0, 12000): 3,500 ns busy, 29.2%), not of the span of its
-/// events ([1000, 12000)) cut to the window's length (35%).
+/// events ([1000, 12000)) cut to the window's length (35%); over several
+/// files, of the time each was recorded.
 #[test]
 fn busy_shares_are_of_the_windows_and_their_drain() {
     let dir = scratch("windowed-busy");
@@ -1329,5 +1330,16 @@ fn busy_shares_are_of_the_windows_and_their_drain() {
         assert_eq!(ns, 3500, "{table}: {v}");
         assert!(close(pct, want), "{table}: {pct}% (want {want}%)");
     }
+    // Two such runs, one after the other, together: the same GPU busy for
+    // 7,000 ns of their 24,000 recorded, not of the span from the first
+    // one's window to the second one's end (milliseconds).
+    let again = record("windowed-busy", &scratch("windowed-busy-2"));
+    let v = json(&[], &[&r.path, &again.path]);
+    assert!(v["span"]["dur_ns"].as_u64().unwrap() > 1_000_000, "{v}");
+    let gpu0 = &v["devices"][0];
+    assert_eq!(gpu0["busy_ns"], 7000, "{v}");
+    let pct = gpu0["busy_pct"].as_f64().unwrap();
+    assert!(close(pct, want), "all: {pct}% (want {want}%)");
     std::fs::remove_dir_all(dir).unwrap();
+    std::fs::remove_dir_all(again.path.parent().unwrap()).unwrap();
 }

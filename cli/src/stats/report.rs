@@ -168,6 +168,11 @@ enum DeviceKey {
 #[derive(Default)]
 struct All {
     span: Span,
+    /// When the processes were recorded (their spans, or their windows).
+    recorded: Intervals,
+    /// Whether any of them was switched on and off: busy shares are then of
+    /// `recorded`, not of the whole span.
+    switched: bool,
     kernels: Named<Durations>,
     memory: Named<(Durations, u64)>,
     api: Named<Durations>,
@@ -302,28 +307,28 @@ struct Recorded<'a> {
 }
 
 impl Recorded<'_> {
-    /// The time `p` was recorded, ns. Switched on and off, a process alone
-    /// in its file was recorded in its windows, idle stretches included,
-    /// and while the work they submitted drained after them: the union
-    /// of the windows and its engines' busy time. Several processes share
-    /// the window lines, so each one's recorded time is taken as at most
-    /// its own span. Not switched: its span.
-    fn time(&self, p: &ProcData) -> u64 {
-        let Some(windows) = self.windows else {
-            return p.span.dur();
-        };
+    /// When `p` was recorded, for a run switched on and off (`None`: not
+    /// switched, its whole span). A process alone in its file was recorded
+    /// in its windows, idle stretches included, and while the work they
+    /// submitted drained after them: the windows and its engines' busy
+    /// time. Several processes share the window lines, so each one's are
+    /// the windows within its own span.
+    fn seen(&self, p: &ProcData) -> Option<Intervals> {
+        let windows = self.windows?;
         let mut seen = Intervals::default();
         for &(start, end) in windows {
-            seen.add(start, end);
+            if self.alone {
+                seen.add(start, end);
+            } else {
+                seen.add(start.max(p.span.start), end.min(p.span.end));
+            }
         }
         if self.alone {
             for e in &p.engines {
                 seen.union(e.busy.clone());
             }
-            seen.total()
-        } else {
-            seen.total().min(p.span.dur())
         }
+        Some(seen)
     }
 }
 
@@ -338,7 +343,9 @@ fn process(
     recorded: Recorded<'_>,
     all: Option<&mut All>,
 ) -> Tables {
-    let span = recorded.time(&p);
+    // Busy shares are of the time recorded.
+    let mut seen = recorded.seen(&p);
+    let span = seen.as_mut().map_or(p.span.dur(), Intervals::total);
     let mut t = Tables {
         span: (!p.span.is_empty()).then_some(p.span),
         kernels: durations_rows(&mut p.kernels),
@@ -418,6 +425,14 @@ fn process(
         .sort_by(|a, b| b.waiting.cmp(&a.waiting).then_with(|| a.tid.cmp(&b.tid)));
     let Some(all) = all else { return t };
     all.span.join(p.span);
+    match seen {
+        Some(seen) => {
+            all.switched = true;
+            all.recorded.union(seen);
+        }
+        None if !p.span.is_empty() => all.recorded.add(p.span.start, p.span.end),
+        None => {}
+    }
     for (n, d) in p.kernels {
         all.kernels.add(n, d, Durations::append);
     }
@@ -453,8 +468,12 @@ fn process(
 }
 
 impl All {
-    fn tables(self) -> Tables {
-        let span = self.span.dur();
+    fn tables(mut self) -> Tables {
+        let span = if self.switched {
+            self.recorded.total()
+        } else {
+            self.span.dur()
+        };
         let mut t = Tables {
             span: (!self.span.is_empty()).then_some(self.span),
             kernels: durations_rows(&mut { self.kernels.items }),
