@@ -283,16 +283,22 @@ fn telemetry(tracer: &Tracer, windowed: bool) {
     }
 }
 
-/// One recording window, [0, 10000), in which the GPU ran a kernel at
-/// [1000, 2000) and one at [9500, 12000), still running when it closed.
+/// Two recording windows, [0, 10000) and [100000, 110000). In the first
+/// the GPU ran a kernel at [1000, 2000) and one at [9500, 12000), still
+/// running when it closed; in the second the thread that launched them
+/// waited in `cudaDeviceSynchronize` for [100500, 102500).
 fn windowed_busy(tracer: &Tracer) {
     let app = App::new(tracer);
     let k = app.kernel_class("_Z4busyii");
     let rec = tracer.recorder();
     rec.log(app.t0, false, "recording window 1 opened (test)");
+    app.api("cudaLaunchKernel", (500, 600), 1, true, &[]);
     app.kernel(1, 0, 7, (1000, 2000), k);
     app.kernel(2, 0, 7, (9500, 12_000), k);
     rec.log(app.t0 + 10_000, false, "recording window 1 closed (test)");
+    rec.log(app.t0 + 100_000, false, "recording window 2 opened (test)");
+    app.api("cudaDeviceSynchronize", (100_500, 102_500), 3, false, &[]);
+    rec.log(app.t0 + 110_000, false, "recording window 2 closed (test)");
 }
 
 // --------------------------------------------------------------- parent side
@@ -1306,17 +1312,19 @@ fn telemetry_counts_only_the_time_inside_recording_windows() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// Busy shares of a switched run are of the time recorded: its window, idle
-/// stretches included, and the drain of the work still running when it
-/// closed (here [0, 12000): 3,500 ns busy, 29.2%), not of the span of its
-/// events ([1000, 12000)) cut to the window's length (35%); over several
+/// Busy shares of a switched run are of the time recorded: its windows,
+/// idle stretches included, and the drain of the work still running when
+/// one closed (here [0, 12000) and [100000, 110000): 3,500 ns busy of
+/// 22,000, 15.9%), not of the span of its events ([500, 102500)) cut to
+/// the windows' length (3.4%); a thread's waiting share is of the recorded
+/// part of its span (2,000 of 14,000 ns, not of 102,000); over several
 /// files, of the time each was recorded.
 #[test]
 fn busy_shares_are_of_the_windows_and_their_drain() {
     let dir = scratch("windowed-busy");
     let r = record("windowed-busy", &dir);
     let v = json(&[], &[&r.path]);
-    assert_eq!(v["files"][0]["windows"]["recorded_ns"], 10_000, "{v}");
+    assert_eq!(v["files"][0]["windows"]["recorded_ns"], 20_000, "{v}");
     let busy = |table: &str| {
         let row = &v[table][0];
         (
@@ -1324,14 +1332,22 @@ fn busy_shares_are_of_the_windows_and_their_drain() {
             row["busy_pct"].as_f64().unwrap(),
         )
     };
-    let want = 3500.0 / 12_000.0 * 100.0;
+    let want = 3500.0 / 22_000.0 * 100.0;
     for table in ["devices", "streams"] {
         let (ns, pct) = busy(table);
         assert_eq!(ns, 3500, "{table}: {v}");
         assert!(close(pct, want), "{table}: {pct}% (want {want}%)");
     }
+    let th = &v["threads"][0];
+    assert_eq!(
+        (&th["waiting_ns"], &th["span_ns"]),
+        (&Value::from(2000), &Value::from(14_000)),
+        "{v}"
+    );
+    let waiting = th["waiting_pct"].as_f64().unwrap();
+    assert!(close(waiting, 2000.0 / 14_000.0 * 100.0), "{waiting}%");
     // Two such runs, one after the other, together: the same GPU busy for
-    // 7,000 ns of their 24,000 recorded, not of the span from the first
+    // 7,000 ns of their 44,000 recorded, not of the span from the first
     // one's window to the second one's end (milliseconds).
     let again = record("windowed-busy", &scratch("windowed-busy-2"));
     let v = json(&[], &[&r.path, &again.path]);

@@ -133,6 +133,15 @@ impl Intervals {
         self.settle();
         self.merged.iter().map(|(s, e)| e - s).sum()
     }
+
+    /// The time covered within `[start, end)`, ns.
+    pub(crate) fn within(&mut self, start: u64, end: u64) -> u64 {
+        self.settle();
+        self.merged
+            .iter()
+            .map(|&(s, e)| e.min(end).saturating_sub(s.max(start)))
+            .sum()
+    }
 }
 
 /// Whether a call waits for the GPU: the synchronising calls and blocking
@@ -146,6 +155,18 @@ pub(crate) use gpu_trace_core::waits::waits_for_gpu;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_time_within_a_span_counts_only_its_overlap() {
+        let mut i = Intervals::default();
+        i.add(0, 10);
+        i.add(20, 30);
+        i.add(40, 50);
+        assert_eq!(i.within(5, 45), 5 + 10 + 5);
+        assert_eq!(i.within(10, 20), 0);
+        assert_eq!(i.within(0, 100), i.total());
+        assert_eq!(i.within(60, 50), 0);
+    }
 
     #[test]
     fn overlapping_and_touching_intervals_count_once() {

@@ -60,7 +60,8 @@ pub(crate) struct ThreadRow {
     pub(crate) tid: Option<i64>,
     pub(crate) name: String,
     pub(crate) calls: u64,
-    /// Its traced span: first slice's start to last slice's end, ns.
+    /// Its traced span: first slice's start to last slice's end, ns; of
+    /// it, the time recorded when the run was switched on and off.
     pub(crate) span: u64,
     pub(crate) waiting_calls: u64,
     /// The union of its waiting calls, ns.
@@ -408,16 +409,21 @@ fn process(
         .iter_mut()
         .map(|th| {
             let waiting = th.waiting.total();
+            // Of the thread's span, the time recorded.
+            let recorded = match &mut seen {
+                Some(seen) if !th.span.is_empty() => seen.within(th.span.start, th.span.end),
+                _ => th.span.dur(),
+            };
             ThreadRow {
                 file: file.to_owned(),
                 pid,
                 tid: th.tid,
                 name: th.name.clone(),
                 calls: th.calls,
-                span: th.span.dur(),
+                span: recorded,
                 waiting_calls: th.waiting_calls,
                 waiting,
-                pct: pct(waiting, th.span.dur()),
+                pct: pct(waiting, recorded),
             }
         })
         .collect();

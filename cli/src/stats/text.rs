@@ -357,7 +357,7 @@ const DEVICES: &str = "GPU busy time (union of each engine's work over the recor
 const TELEMETRY: &str =
     "GPU telemetry (each value holds until the next sample; means weighted by that time)";
 const STREAMS: &str = "Streams (busy: union of their work over their process's recorded time)";
-const THREADS: &str = "Threads: time in API calls that wait for the GPU (over each thread's span)";
+const THREADS: &str = "Threads: time in API calls that wait for the GPU (over each thread's span, the recorded part of it)";
 
 fn devices(out: &mut String, t: &Tables, o: &Options) {
     if t.devices.is_empty() {
