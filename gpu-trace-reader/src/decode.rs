@@ -1,6 +1,8 @@
 //! Packet decoding: per-sequence interning and incremental state, resolved
 //! the way trace_processor resolves them.
 
+use crate::DANGLING_SUBMISSIONS;
+use crate::checks::{ClockMonotony, Problems, SortWindow};
 use crate::model::{
     ArgVal, Args, Context, CounterUnits, CounterValue, DeviceInfo, GpuEvent, Instant, KernelInfo,
     LogLine, ProcessInfo, Slice, Stage, Str, Thread, TrackInfo,
@@ -74,6 +76,9 @@ struct Seq {
     default_track: Option<u64>,
     /// By clock id: a sequence has one or two, looked up every packet.
     incremental: Vec<(u32, IncrementalClock)>,
+    /// Whether its incremental state is set: as for the trace processor,
+    /// only from a packet that clears it, until a packet loss.
+    valid: bool,
 }
 
 /// A packet's timestamp, in BOOTTIME or still on a global custom clock
@@ -166,6 +171,15 @@ struct Out<'v> {
     counter_pending: Vec<Pending>,
     snapshots: FxHashMap<u32, Vec<ClockPoint>>,
     empty: Str,
+    problems: Problems,
+    clocks: ClockMonotony,
+    window: SortWindow,
+    /// The byte offset of the packet being decoded.
+    at: u64,
+    /// By sequence: packets skipped for want of incremental state, and
+    /// packet losses the service marked (count, first byte offset).
+    skipped: FxHashMap<u32, (u64, u64)>,
+    lost: FxHashMap<u32, (u64, u64)>,
 }
 
 /// Decodes packets one at a time.
@@ -263,6 +277,12 @@ impl<'v> Decoder<'v> {
                 counter_pending: Vec::new(),
                 snapshots: FxHashMap::default(),
                 empty,
+                problems: Problems::default(),
+                clocks: ClockMonotony::default(),
+                window: SortWindow::default(),
+                at: 0,
+                skipped: FxHashMap::default(),
+                lost: FxHashMap::default(),
             },
         }
     }
@@ -281,7 +301,12 @@ impl<'v> Decoder<'v> {
     }
 
     pub(crate) fn problem(&mut self, p: String) {
-        self.out.t.problems.push(p);
+        self.out.problems.push(p);
+    }
+
+    /// The next packet starts at byte `at` of the file.
+    pub(crate) fn at(&mut self, at: u64) {
+        self.out.at = at;
     }
 
     /// The input ends at byte `at` with part of a packet.
@@ -297,6 +322,8 @@ impl<'v> Decoder<'v> {
         let mut ts = None;
         let mut clock = None;
         let mut state = false;
+        let (mut cleared, mut dropped) = (false, false);
+        let mut service_event = None;
         // Most packets carry one payload; more than two are decoded in a
         // second pass.
         let mut payloads: [(u32, &[u8]); 2] = [(0, &[]); 2];
@@ -309,6 +336,9 @@ impl<'v> Decoder<'v> {
                 wire::packet::TIMESTAMP => ts = v.as_u64(),
                 wire::packet::TIMESTAMP_CLOCK_ID => clock = v.as_u64().map(|c| c as u32),
                 wire::packet::DEFAULTS | wire::packet::INTERNED_DATA => state = true,
+                wire::packet::INCREMENTAL_STATE_CLEARED => cleared = v.as_u64() == Some(1),
+                wire::packet::PREVIOUS_PACKET_DROPPED => dropped = v.as_u64() == Some(1),
+                wire::packet::SERVICE_EVENT => service_event = v.as_bytes(),
                 n if is_payload(n) => {
                     if let Value::Len(b) = v {
                         if n_payloads < payloads.len() {
@@ -320,14 +350,42 @@ impl<'v> Decoder<'v> {
                 _ => {}
             }
         }
-        if flags & wire::packet::SEQ_INCREMENTAL_STATE_CLEARED != 0 {
-            match self.seqs.get(&seq_id) {
-                Some(&i) => self.seq_state[i] = Seq::default(),
-                None => {
-                    self.seqs.insert(seq_id, self.seq_state.len());
-                    self.seq_state.push(Seq::default());
+        if let Some(b) = service_event {
+            for (n, v) in Fields::new(b).map_while(Result::ok) {
+                match n {
+                    wire::service_event::ALL_DATA_SOURCES_FLUSHED if v.as_u64() == Some(1) => {
+                        self.out.window.flush()
+                    }
+                    wire::service_event::READ_TRACING_BUFFERS_COMPLETED
+                        if v.as_u64() == Some(1) =>
+                    {
+                        self.out.window.read()
+                    }
+                    _ => {}
                 }
             }
+        }
+        let known = self.seqs.contains_key(&seq_id);
+        if cleared || flags & wire::packet::SEQ_INCREMENTAL_STATE_CLEARED != 0 {
+            let fresh = Seq {
+                valid: true,
+                ..Seq::default()
+            };
+            match self.seqs.get(&seq_id) {
+                Some(&i) => self.seq_state[i] = fresh,
+                None => {
+                    self.seqs.insert(seq_id, self.seq_state.len());
+                    self.seq_state.push(fresh);
+                }
+            }
+        } else if dropped && known {
+            // The service lost packets of this sequence before this one
+            // (on a sequence's first packet the flag only says that it
+            // cannot know). Its state is stale until the next clear.
+            let e = self.out.lost.entry(seq_id).or_insert((0, self.out.at));
+            e.0 += 1;
+            let i = self.seqs[&seq_id];
+            self.seq_state[i].valid = false;
         }
         let i = match self.last_seq {
             Some((id, i)) if id == seq_id => i,
@@ -343,14 +401,22 @@ impl<'v> Decoder<'v> {
         };
         let seq = &mut self.seq_state[i];
         // Defaults and interned data first: they apply to this packet too.
+        // Interned data on a sequence whose state is not set is ignored, as
+        // the trace processor ignores it.
         if state {
             for f in Fields::new(p) {
                 match f? {
                     (wire::packet::DEFAULTS, Value::Len(b)) => defaults(seq, b),
-                    (wire::packet::INTERNED_DATA, Value::Len(b)) => intern(seq, b)?,
+                    (wire::packet::INTERNED_DATA, Value::Len(b)) if seq.valid => intern(seq, b)?,
                     _ => {}
                 }
             }
+        }
+        if flags & wire::packet::SEQ_NEEDS_INCREMENTAL_STATE != 0 && !seq.valid {
+            // The trace processor skips the packet; so does this reader.
+            let e = self.out.skipped.entry(seq_id).or_insert((0, self.out.at));
+            e.0 += 1;
+            return Ok(());
         }
         let out = &mut self.out;
         let clock_id = clock.or(seq.default_clock).unwrap_or(wire::clock::BOOTTIME);
@@ -372,6 +438,25 @@ impl<'v> Decoder<'v> {
             // Other builtin clocks are not converted by this reader.
             Ts::Boot(raw_ts)
         };
+        // What the trace processor's sorter sees: every timestamped packet
+        // but clock snapshots and service events, which it reads at once.
+        let snapshot = payloads[..n_payloads.min(payloads.len())]
+            .iter()
+            .any(|&(n, _)| n == wire::packet::CLOCK_SNAPSHOT);
+        if ts.is_some() && service_event.is_none() && !snapshot {
+            let boot = match stamp {
+                Ts::Boot(v) => Some(v),
+                Ts::Custom { clock, value } => resolve(&out.snapshots, clock, value),
+            };
+            match boot {
+                Some(v) => {
+                    if !out.window.event(v, out.at) {
+                        return Ok(());
+                    }
+                }
+                None => out.window.unconvertible(),
+            }
+        }
         if n_payloads <= payloads.len() {
             for &(n, b) in &payloads[..n_payloads] {
                 out.payload(seq, seq_id, n, b, stamp, ts.is_some())?;
@@ -409,8 +494,15 @@ impl<'v> Decoder<'v> {
             out.t.counters[p.index].ts = resolve(p);
         }
         problems.dedup();
-        out.t.problems.extend(problems);
-        out.t.pair_slices(out.te, out.te_keys);
+        problems.into_iter().for_each(|p| out.problems.push(p));
+        let (te, keys) = (
+            std::mem::take(&mut out.te),
+            std::mem::take(&mut out.te_keys),
+        );
+        out.t.pair_slices(te, keys, &mut out.problems);
+        dangling_submissions(&out.t, &mut out.problems);
+        out.sequence_problems();
+        out.t.problems = out.problems.into_lines();
         out.t
     }
 }
@@ -427,10 +519,10 @@ fn finish_stream(mut out: Out<'_>, st: Stream<'_>) -> Trace {
         .map(|c| format!("clock {c} used without a ClockSnapshot"))
         .collect();
     problems.dedup();
-    out.t.problems.extend(problems);
+    problems.into_iter().for_each(|p| out.problems.push(p));
     let mut pair = st.pair_problems;
     pair.sort_by_key(|(ts, order, _)| (*ts, *order));
-    out.t.problems.extend(pair.into_iter().map(|(_, _, p)| p));
+    pair.into_iter().for_each(|(_, _, p)| out.problems.push(p));
     let mut open: Vec<(u64, usize)> = st
         .tracks
         .iter()
@@ -439,11 +531,54 @@ fn finish_stream(mut out: Out<'_>, st: Stream<'_>) -> Trace {
         .collect();
     open.sort_unstable();
     for (track, n) in open {
-        out.t
-            .problems
+        out.problems
             .push(format!("{n} unterminated slices on track {track:#x}"));
     }
+    out.sequence_problems();
+    out.t.problems = out.problems.into_lines();
     out.t
+}
+
+/// Submission arrows (API call → GPU work) to GPU events the trace does not
+/// have: the trace processor draws no arrow for them. Only [`Trace::open`]
+/// and friends check them (a visitor keeps no events).
+fn dangling_submissions(t: &Trace, problems: &mut Problems) {
+    let ids: rustc_hash::FxHashSet<u64> = t.gpu_events.iter().map(|e| e.event_id).collect();
+    let mut n = 0u64;
+    let mut first = None;
+    for s in &t.slices {
+        for id in s.submissions.iter().filter(|id| !ids.contains(id)) {
+            n += 1;
+            first.get_or_insert((s.name.clone(), s.ts, *id));
+        }
+    }
+    if let Some((name, ts, id)) = first {
+        problems.push(format!(
+            "{DANGLING_SUBMISSIONS}: {n} (the first: {name} at {ts} ns, to event {id})"
+        ));
+    }
+}
+
+impl Out<'_> {
+    /// The problems of sequences and of the sort window, once the whole
+    /// trace is read.
+    fn sequence_problems(&mut self) {
+        let mut skipped: Vec<_> = self.skipped.iter().collect();
+        skipped.sort_unstable();
+        for (seq, (n, at)) in skipped {
+            self.problems.push(format!(
+                "{n} packets of sequence {seq} need incremental state it did not have (none was set by a packet clearing it, or a packet loss made it stale; the first at byte {at}): the trace processor skips them, and so does this reader"
+            ));
+        }
+        let mut lost: Vec<_> = self.lost.iter().collect();
+        lost.sort_unstable();
+        for (seq, (n, at)) in lost {
+            self.problems.push(format!(
+                "the service lost packets of sequence {seq} before {n} of its packets (previous_packet_dropped; the first at byte {at})"
+            ));
+        }
+        std::mem::take(&mut self.window).finish(&mut self.problems);
+    }
 }
 
 impl Stream<'_> {
@@ -523,6 +658,15 @@ impl Stream<'_> {
 }
 
 impl Out<'_> {
+    /// A track event named `n` interned ids its sequence does not define.
+    fn unresolved_names(problems: &mut Problems, n: u64, seq_id: u32) {
+        if n > 0 {
+            problems.push(format!(
+                "track events of sequence {seq_id} use interned names it has not defined (before their definition, or after the sequence's state was cleared)"
+            ));
+        }
+    }
+
     fn payload(
         &mut self,
         seq: &mut Seq,
@@ -535,6 +679,14 @@ impl Out<'_> {
         match n {
             wire::packet::CLOCK_SNAPSHOT => {
                 let clocks = parse_snapshot(b)?;
+                let values: Vec<(u32, u64)> = clocks.iter().map(|c| (c.id, c.value)).collect();
+                self.clocks.snapshot(
+                    &values,
+                    seq_id,
+                    wire::clock::BOOTTIME,
+                    self.at,
+                    &mut self.problems,
+                );
                 let boot = clocks
                     .iter()
                     .find(|c| c.id == wire::clock::BOOTTIME)
@@ -568,15 +720,7 @@ impl Out<'_> {
             wire::packet::GPU_RENDER_STAGE_EVENT => {
                 if let Some(st) = &mut self.stream {
                     let e = &mut st.gpu;
-                    render_stage(
-                        seq,
-                        b,
-                        seq_id,
-                        &self.empty,
-                        &mut self.t.problems,
-                        e,
-                        st.parts,
-                    )?;
+                    render_stage(seq, b, seq_id, &self.empty, &mut self.problems, e, st.parts)?;
                     e.ts = match stamp {
                         Ts::Boot(v) => v,
                         Ts::Custom { clock, value } => resolve(&self.snapshots, clock, value)
@@ -594,7 +738,7 @@ impl Out<'_> {
                     b,
                     seq_id,
                     &self.empty,
-                    &mut self.t.problems,
+                    &mut self.problems,
                     &mut e,
                     Parts::ALL,
                 )?;
@@ -610,7 +754,7 @@ impl Out<'_> {
             }
             wire::packet::TRACK_EVENT => {
                 let Ts::Boot(v) = stamp else {
-                    self.t.problems.push(
+                    self.problems.push(
                         "track event on a custom clock (not supported by this reader)".into(),
                     );
                     return Ok(());
@@ -624,14 +768,19 @@ impl Out<'_> {
                     )
                 };
                 if let Some(st) = &mut self.stream {
-                    let (ty, track) = track_event(seq, b, &self.empty, &mut st.raw)?;
+                    let mut unresolved = 0;
+                    let (ty, track) =
+                        track_event(seq, b, &self.empty, &mut st.raw, &mut unresolved)?;
+                    Self::unresolved_names(&mut self.problems, unresolved, seq_id);
                     if is_pairable(ty) {
                         st.track_event(ty, track, v);
                     }
                     return Ok(());
                 }
                 let mut e = RawTe::blank(&self.empty);
-                let (ty, track) = track_event(seq, b, &self.empty, &mut e)?;
+                let mut unresolved = 0;
+                let (ty, track) = track_event(seq, b, &self.empty, &mut e, &mut unresolved)?;
+                Self::unresolved_names(&mut self.problems, unresolved, seq_id);
                 if !is_pairable(ty) {
                     return Ok(());
                 }
@@ -659,13 +808,11 @@ impl Out<'_> {
             }
             wire::packet::GPU_COUNTER_EVENT => {
                 if !has_ts {
-                    self.t
-                        .problems
-                        .push("counter event without timestamp".into());
+                    self.problems.push("counter event without timestamp".into());
                 }
                 if let Some(st) = &mut self.stream {
                     st.counters.clear();
-                    counter_event(seq, b, &mut st.counters, &mut self.t.problems)?;
+                    counter_event(seq, b, &mut st.counters, &mut self.problems)?;
                     for c in &mut st.counters {
                         c.ts = match stamp {
                             Ts::Boot(v) => v,
@@ -680,7 +827,7 @@ impl Out<'_> {
                     return Ok(());
                 }
                 let first = self.t.counters.len();
-                counter_event(seq, b, &mut self.t.counters, &mut self.t.problems)?;
+                counter_event(seq, b, &mut self.t.counters, &mut self.problems)?;
                 match stamp {
                     Ts::Boot(v) => self.t.counters[first..].iter_mut().for_each(|c| c.ts = v),
                     Ts::Custom { clock, value } => {
@@ -1025,7 +1172,7 @@ fn render_stage(
     b: &[u8],
     seq_id: u32,
     empty: &Str,
-    problems: &mut Vec<String>,
+    problems: &mut Problems,
     e: &mut GpuEvent,
     parts: Parts,
 ) -> Result<(), DecodeError> {
@@ -1163,8 +1310,12 @@ fn render_stage(
     Ok(())
 }
 
-fn annotation(seq: &Seq, m: &[u8]) -> Result<Option<(Str, ArgVal)>, DecodeError> {
+/// A debug annotation: its name and value, `None` for a kind this reader
+/// does not decode, `Err(())` when its interned name is not defined.
+#[allow(clippy::type_complexity)]
+fn annotation(seq: &Seq, m: &[u8]) -> Result<Result<Option<(Str, ArgVal)>, ()>, DecodeError> {
     let (mut name, mut val) = (None, None);
+    let mut unresolved = false;
     for f in Fields::new(m) {
         let (n, v) = f?;
         match n {
@@ -1172,7 +1323,8 @@ fn annotation(seq: &Seq, m: &[u8]) -> Result<Option<(Str, ArgVal)>, DecodeError>
             1 => {
                 name = v
                     .as_u64()
-                    .and_then(|i| seq.annotation_names.get(&i).cloned())
+                    .and_then(|i| seq.annotation_names.get(&i).cloned());
+                unresolved = name.is_none();
             }
             wire::debug_annotation::NAME => name = Some(text(&v)),
             wire::debug_annotation::UINT => val = v.as_u64().map(ArgVal::Uint),
@@ -1184,7 +1336,10 @@ fn annotation(seq: &Seq, m: &[u8]) -> Result<Option<(Str, ArgVal)>, DecodeError>
             _ => {}
         }
     }
-    Ok(name.zip(val))
+    if unresolved {
+        return Ok(Err(()));
+    }
+    Ok(Ok(name.zip(val)))
 }
 
 impl RawTe {
@@ -1202,7 +1357,15 @@ impl RawTe {
 /// A track event's type and track; its content goes into `e`, which is
 /// overwritten (a reused one keeps its allocations; an end's name is left
 /// as it is, ends have none).
-fn track_event(seq: &Seq, b: &[u8], empty: &Str, e: &mut RawTe) -> Result<(u64, u64), DecodeError> {
+/// Interned ids it names that its sequence does not define are counted in
+/// `unresolved`.
+fn track_event(
+    seq: &Seq,
+    b: &[u8],
+    empty: &Str,
+    e: &mut RawTe,
+    unresolved: &mut u64,
+) -> Result<(u64, u64), DecodeError> {
     let mut ty = 0;
     let mut track = seq.default_track.unwrap_or(0);
     let mut named = false;
@@ -1220,7 +1383,10 @@ fn track_event(seq: &Seq, b: &[u8], empty: &Str, e: &mut RawTe) -> Result<(u64, 
                 let iid = v.as_u64().unwrap_or(0);
                 match seq.event_names.get(&iid) {
                     Some(n) => set_str(&mut e.name, n),
-                    None => e.name = format!("<unresolved name {iid}>").into(),
+                    None => {
+                        e.name = format!("<unresolved name {iid}>").into();
+                        *unresolved += 1;
+                    }
                 }
             }
             wire::track_event::NAME => {
@@ -1245,8 +1411,10 @@ fn track_event(seq: &Seq, b: &[u8], empty: &Str, e: &mut RawTe) -> Result<(u64, 
                 }
             }
             wire::track_event::DEBUG_ANNOTATIONS => {
-                if let Some(a) = annotation(seq, v.as_bytes().unwrap_or_default())? {
-                    e.args.push(a);
+                match annotation(seq, v.as_bytes().unwrap_or_default())? {
+                    Ok(Some(a)) => e.args.push(a),
+                    Ok(None) => {}
+                    Err(()) => *unresolved += 1,
                 }
             }
             _ => {}
@@ -1351,7 +1519,7 @@ fn counter_event(
     seq: &Seq,
     b: &[u8],
     out: &mut Vec<CounterValue>,
-    problems: &mut Vec<String>,
+    problems: &mut Problems,
 ) -> Result<(), DecodeError> {
     let mut iid = None;
     let mut gpu = None;

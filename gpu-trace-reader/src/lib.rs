@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod checks;
 mod decode;
 mod frame;
 mod model;
@@ -34,6 +35,11 @@ pub use model::*;
 pub use stats::{ServiceLosses, trace_stats};
 pub use trace::{ReadError, Trace};
 pub use visit::{Parts, Visitor};
+
+/// How the problem line of submission arrows to GPU events not in the
+/// trace starts (`{DANGLING_SUBMISSIONS}: N (the first: ...)`), for a
+/// checker that counts them itself.
+pub const DANGLING_SUBMISSIONS: &str = "submission arrows to GPU events not in the trace";
 
 /// Set in every GPU event id from gpu-trace-core's second id space (GPU
 /// work after the first of one correlation, such as graph nodes).

@@ -1,5 +1,6 @@
 //! The decoded trace and how it is read.
 
+use crate::checks::Problems;
 use crate::decode::{Decoder, RawTe, TeKey};
 use crate::frame::{Field, Frames};
 use crate::model::{
@@ -50,8 +51,11 @@ pub struct Trace {
     pub truncated_at: Option<u64>,
     /// Every custom (≥ 128) clock id used by a packet.
     pub custom_clocks_used: Vec<u32>,
-    /// References that trace_processor could not resolve, unmatched ends,
-    /// a trace cut short, and other problems.
+    /// What Perfetto's trace processor would reject or drop (references it
+    /// could not resolve, clock snapshots that go back, packets out of its
+    /// sort window or without the incremental state they need, arrows to
+    /// events not in the trace), unmatched ends, a trace cut short, and
+    /// other problems: each once, a repeated one with its count (`(×3)`).
     pub problems: Vec<String>,
 }
 
@@ -208,6 +212,7 @@ impl Trace {
             let Some(f) = frames.next().map_err(io)? else {
                 break;
             };
+            d.at(at);
             match f {
                 Ok(Field::Len(wire::TRACE_PACKET, p)) => d.packet(p)?,
                 // A trace is a sequence of packets: anything else first is
@@ -243,7 +248,12 @@ impl Trace {
     /// Pairs begin and end events per track, in time order (file order
     /// among equal times), into slices and instants. Slices are laid out
     /// in begin order as they open, so the final sort finds them ordered.
-    pub(crate) fn pair_slices(&mut self, mut te: Vec<Option<RawTe>>, mut keys: Vec<TeKey>) {
+    pub(crate) fn pair_slices(
+        &mut self,
+        mut te: Vec<Option<RawTe>>,
+        mut keys: Vec<TeKey>,
+        problems: &mut Problems,
+    ) {
         // The stable sort finds the runs of mostly ordered sequences.
         keys.sort_by_key(|k| (k.ts, k.order));
         let mut stacks: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
@@ -273,8 +283,7 @@ impl Trace {
                             let s = &mut self.slices[i];
                             s.dur = k.ts.saturating_sub(s.ts);
                         }
-                        None => self
-                            .problems
+                        None => problems
                             .push(format!("slice end without begin on track {:#x}", k.track)),
                     }
                 }
@@ -298,7 +307,7 @@ impl Trace {
             open.sort_by_key(|(track, _)| *track);
             let mut unended = vec![false; self.slices.len()];
             for (track, s) in &open {
-                self.problems.push(format!(
+                problems.push(format!(
                     "{} unterminated slices on track {track:#x}",
                     s.len()
                 ));

@@ -29,11 +29,24 @@ pub mod packet {
     pub const TRACE_STATS: u32 = 35;
     /// `TracePacket.trace_config`: the session's config, written by the service.
     pub const TRACE_CONFIG: u32 = 33;
+    /// `TracePacket.incremental_state_cleared` (trace/trace_packet.proto).
+    pub const INCREMENTAL_STATE_CLEARED: u32 = 41;
+    /// `TracePacket.previous_packet_dropped` (trace/trace_packet.proto).
+    pub const PREVIOUS_PACKET_DROPPED: u32 = 42;
+    /// `TracePacket.service_event` (trace/perfetto/tracing_service_event.proto).
+    pub const SERVICE_EVENT: u32 = 69;
 
     pub const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
     pub const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
     pub const DEFAULTS_CLOCK_ID: u32 = 58;
     pub const DEFAULTS_TRACK_EVENT: u32 = 11;
+}
+
+/// `TracingServiceEvent` (trace/perfetto/tracing_service_event.proto): the
+/// service's marks of its flushes and buffer reads.
+pub mod service_event {
+    pub const ALL_DATA_SOURCES_FLUSHED: u32 = 3;
+    pub const READ_TRACING_BUFFERS_COMPLETED: u32 = 4;
 }
 
 /// `BuiltinClock` values.

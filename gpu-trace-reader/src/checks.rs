@@ -1,0 +1,312 @@
+//! What Perfetto's trace processor would reject or drop in a trace, found
+//! while decoding, so that a problem shows in [`crate::Trace::problems`]
+//! whether or not anyone loads the file in the trace processor. Each check
+//! follows the trace processor's own rule (v59: `ClockSynchronizer`,
+//! `TraceSorter`, `ProtoTraceReader`) and says what it would do.
+//!
+//! Memory is bounded: problems are kept once each with a count, up to a
+//! limit, and the per-key state of each check is capped.
+
+use rustc_hash::FxHashMap;
+
+/// At most this many distinct problem lines; later ones are counted.
+const MAX_PROBLEMS: usize = 200;
+
+/// Problem lines in the order first seen, each once, with how often it
+/// came up.
+#[derive(Default)]
+pub(crate) struct Problems {
+    lines: Vec<(String, u64)>,
+    index: FxHashMap<String, usize>,
+    more: u64,
+}
+
+impl Problems {
+    pub(crate) fn push(&mut self, p: String) {
+        if let Some(&i) = self.index.get(&p) {
+            self.lines[i].1 += 1;
+        } else if self.lines.len() < MAX_PROBLEMS {
+            self.index.insert(p.clone(), self.lines.len());
+            self.lines.push((p, 1));
+        } else {
+            self.more += 1;
+        }
+    }
+
+    /// The lines, a repeated one with its count (`... (×3)`).
+    pub(crate) fn into_lines(self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .lines
+            .into_iter()
+            .map(|(p, n)| if n > 1 { format!("{p} (×{n})") } else { p })
+            .collect();
+        if self.more > 0 {
+            out.push(format!(
+                "and {} more problems of other kinds, not listed",
+                self.more
+            ));
+        }
+        out
+    }
+}
+
+/// Clock snapshots that go back. The trace processor keeps, for each
+/// clock and each set of clocks snapshotted together, the values in file
+/// order; a value below the one before is "not monotonic". For the trace
+/// clock (BOOTTIME) it rejects the snapshot (`invalid_clock_snapshots`);
+/// any other clock it stops converting from, so events timed on it are
+/// dropped.
+#[derive(Default)]
+pub(crate) struct ClockMonotony {
+    /// (clock, its sequence if sequence-scoped, the snapshot's clock set)
+    /// → the last value.
+    last: FxHashMap<(u32, u32, u64), u64>,
+}
+
+/// The clock-state entries kept at most (a hostile trace cannot grow it).
+const MAX_CLOCK_KEYS: usize = 1 << 16;
+
+/// Sequence-scoped clock ids.
+fn sequence_scoped(id: u32) -> bool {
+    (64..128).contains(&id)
+}
+
+impl ClockMonotony {
+    /// Checks one snapshot of `clocks` (id, value) on sequence `seq`, read
+    /// at byte `at`.
+    pub(crate) fn snapshot(
+        &mut self,
+        clocks: &[(u32, u64)],
+        seq: u32,
+        boottime: u32,
+        at: u64,
+        problems: &mut Problems,
+    ) {
+        let scope = |id: u32| if sequence_scoped(id) { seq } else { 0 };
+        let mut ids: Vec<(u32, u32)> = clocks.iter().map(|&(id, _)| (id, scope(id))).collect();
+        ids.sort_unstable();
+        let set = ids.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &(id, s)| {
+            (h ^ ((id as u64) << 32 | s as u64)).wrapping_mul(0x0100_0000_01b3)
+        });
+        for &(id, value) in clocks {
+            let key = (id, scope(id), set);
+            let room = self.last.len() < MAX_CLOCK_KEYS;
+            match self.last.get_mut(&key) {
+                Some(last) => {
+                    if value < *last {
+                        problems.push(if id == boottime {
+                            format!(
+                                "the ClockSnapshot at byte {at} takes BOOTTIME back ({value} after {}): the trace processor rejects it",
+                                *last
+                            )
+                        } else {
+                            format!(
+                                "the ClockSnapshot at byte {at} takes clock {id}{} back ({value} after {}): the trace processor stops converting from that clock and drops what is timed on it",
+                                if sequence_scoped(id) {
+                                    format!(" of sequence {seq}")
+                                } else {
+                                    String::new()
+                                },
+                                *last
+                            )
+                        });
+                    }
+                    *last = value;
+                }
+                None if room => {
+                    self.last.insert(key, value);
+                }
+                None => {}
+            }
+        }
+    }
+}
+
+/// The trace processor's sort window. It sorts packets by time, but where
+/// the service marked its reads of the buffers (`TracingServiceEvent`
+/// `all_data_sources_flushed` and `read_tracing_buffers_completed`), it
+/// sorts only up to them: at a read marker after two flushes since the
+/// last such extraction, the events before the previous extraction's
+/// marker are extracted in time order (stopping at the first that comes
+/// after that marker in the file), and an event that arrives later with an
+/// earlier time than the last extracted is dropped
+/// (`sorter_push_event_out_of_order`). A timestamp it cannot convert yet
+/// makes it sort the whole trace instead, which drops nothing.
+#[derive(Default)]
+pub(crate) struct SortWindow {
+    /// Events pushed so far (their file order).
+    events: u64,
+    flushes: u32,
+    /// Events before this one are extracted at the next qualifying read.
+    limit: u64,
+    /// The time of the last extracted event.
+    latest: Option<u64>,
+    /// Not yet extracted: (time, file order).
+    pending: Vec<(u64, u64)>,
+    full_sort: bool,
+    /// Dropped events: how many, and the first one's byte and time.
+    dropped: u64,
+    first: Option<(u64, u64, u64)>,
+}
+
+/// Pending events kept at most; past that (a huge trace with no read
+/// markers, which the trace processor sorts whole) the check stops.
+const MAX_PENDING: usize = 1 << 24;
+
+impl SortWindow {
+    /// An event at time `ts`, read at byte `at`: false if the trace
+    /// processor drops it.
+    pub(crate) fn event(&mut self, ts: u64, at: u64) -> bool {
+        if self.full_sort {
+            return true;
+        }
+        if let Some(latest) = self.latest
+            && ts < latest
+        {
+            self.dropped += 1;
+            self.first.get_or_insert((at, ts, latest));
+            return false;
+        }
+        if self.pending.len() >= MAX_PENDING {
+            self.full_sort = true;
+            self.pending = Vec::new();
+            return true;
+        }
+        self.pending.push((ts, self.events));
+        self.events += 1;
+        true
+    }
+
+    /// A timestamp that cannot be converted yet: the trace processor
+    /// defers the packet and sorts the whole trace.
+    pub(crate) fn unconvertible(&mut self) {
+        self.full_sort = true;
+        self.pending = Vec::new();
+    }
+
+    /// `all_data_sources_flushed`.
+    pub(crate) fn flush(&mut self) {
+        self.flushes += 1;
+    }
+
+    /// `read_tracing_buffers_completed`.
+    pub(crate) fn read(&mut self) {
+        if self.full_sort || self.flushes < 2 {
+            return;
+        }
+        self.pending.sort_unstable();
+        let n = self
+            .pending
+            .iter()
+            .take_while(|&&(_, order)| order < self.limit)
+            .count();
+        if n > 0 {
+            self.latest = Some(self.pending[n - 1].0);
+            self.pending.drain(..n);
+        }
+        self.limit = self.events;
+        self.flushes = 0;
+    }
+
+    /// The problem, if events were dropped.
+    pub(crate) fn finish(self, problems: &mut Problems) {
+        if let Some((at, ts, latest)) = self.first {
+            problems.push(format!(
+                "{} events come after the trace processor's sort window has passed them (the first at byte {at}, at {ts} ns, after it had sorted up to {latest} ns): it drops them, and so does this reader",
+                self.dropped
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problems_are_kept_once_with_a_count_and_bounded() {
+        let mut p = Problems::default();
+        for _ in 0..3 {
+            p.push("a".into());
+        }
+        p.push("b".into());
+        for i in 0..MAX_PROBLEMS + 5 {
+            p.push(format!("x{i}"));
+        }
+        let lines = p.into_lines();
+        assert_eq!(lines[0], "a (×3)");
+        assert_eq!(lines[1], "b");
+        assert_eq!(lines.len(), MAX_PROBLEMS + 1);
+        assert_eq!(
+            lines.last().unwrap(),
+            "and 7 more problems of other kinds, not listed"
+        );
+    }
+
+    #[test]
+    fn a_clock_going_back_within_one_set_is_a_problem() {
+        let mut c = ClockMonotony::default();
+        let mut p = Problems::default();
+        c.snapshot(&[(6, 100), (64, 5)], 3, 6, 0, &mut p);
+        c.snapshot(&[(6, 200), (64, 9)], 3, 6, 10, &mut p);
+        // Another sequence's clock 64 is another clock.
+        c.snapshot(&[(6, 300), (64, 1)], 4, 6, 20, &mut p);
+        assert!(p.lines.is_empty());
+        c.snapshot(&[(6, 400), (64, 2)], 3, 6, 30, &mut p);
+        c.snapshot(&[(6, 350)], 3, 6, 40, &mut p);
+        // BOOTTIME alone is another set: no problem yet.
+        assert_eq!(p.lines.len(), 1, "{:?}", p.lines);
+        assert!(
+            p.lines[0]
+                .0
+                .contains("clock 64 of sequence 3 back (2 after 9)")
+        );
+        c.snapshot(&[(6, 390), (64, 20)], 3, 6, 50, &mut p);
+        assert!(p.lines[1].0.contains("takes BOOTTIME back (390 after 400)"));
+    }
+
+    #[test]
+    fn the_sort_window_drops_what_comes_after_an_extraction() {
+        let mut w = SortWindow::default();
+        w.event(10, 0);
+        w.event(30, 1);
+        w.flush();
+        w.flush();
+        w.read(); // Extracts nothing (limit 0), marks 2 events.
+        w.event(20, 2); // Not yet extracted past: kept.
+        w.flush();
+        w.flush();
+        w.read(); // Extracts 10, 20? No: 20 came after the mark; 10 only.
+        assert_eq!(w.latest, Some(10));
+        w.event(5, 3); // Earlier than 10: dropped.
+        w.event(15, 4);
+        w.flush();
+        w.flush();
+        w.read(); // Extracts 20 and 30 (both before the mark), not 15.
+        // Sorted: 15 (after the mark) stops the extraction at once.
+        assert_eq!(w.latest, Some(10));
+        w.flush();
+        w.flush();
+        w.read(); // Now 15, 20, 30 are all before the mark.
+        assert_eq!(w.latest, Some(30));
+        w.event(25, 5);
+        let mut p = Problems::default();
+        w.finish(&mut p);
+        assert_eq!(
+            p.lines[0].0,
+            "2 events come after the trace processor's sort window has passed them (the first at byte 3, at 5 ns, after it had sorted up to 10 ns): it drops them, and so does this reader"
+        );
+    }
+
+    #[test]
+    fn without_two_flushes_nothing_is_extracted() {
+        let mut w = SortWindow::default();
+        w.event(10, 0);
+        w.flush();
+        w.read();
+        w.flush();
+        w.read();
+        w.event(5, 1);
+        assert_eq!(w.dropped, 0);
+    }
+}
