@@ -1014,10 +1014,8 @@ data_sources {
 
 #[test]
 fn processes_in_one_system_mode_trace_are_split_by_pid() {
-    use gpu_trace_core::testing::{PRODUCER_SOCK_VAR, Traced};
-    let Some(traced) = Traced::start("stats") else {
-        return;
-    };
+    use perfetto_testd::{PRODUCER_SOCK_VAR, Traced};
+    let traced = Traced::start("stats");
     let session = traced.record("two", SYSTEM_CONFIG);
     let start = |scenario: &str| {
         child_cmd(scenario)

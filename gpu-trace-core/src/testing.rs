@@ -3,7 +3,7 @@
 use crate::reader::{GpuEvent, Slice, Trace};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -11,14 +11,14 @@ use std::time::{Duration, Instant};
 /// `path` with a Python that has `perfetto==0.59.1` (see
 /// [`validator_python`]), and panics with its output if it rejects the
 /// trace. Without such a Python it says "skipped" on stderr, with what to
-/// set, or panics where [`REQUIRE_PERFETTO_VAR`] is set.
+/// set, or panics where [`REQUIRE_SCHEMA_VAR`] is set.
 pub fn validate(path: &Path) {
     let Some(py) = validator_python() else {
         let msg = "schema validation skipped: no python with perfetto==0.59.1 \
                    (set GPU_TRACE_PYTHON to one, or make .venv at the workspace root \
                    and `pip install perfetto==0.59.1` into it)";
-        if std::env::var_os(REQUIRE_PERFETTO_VAR).is_some() {
-            panic!("{msg}, and {REQUIRE_PERFETTO_VAR} is set");
+        if std::env::var_os(REQUIRE_SCHEMA_VAR).is_some() {
+            panic!("{msg}, and {REQUIRE_SCHEMA_VAR} is set");
         }
         say(msg);
         return;
@@ -65,58 +65,52 @@ pub fn validator_python() -> Option<&'static Path> {
         .as_deref()
 }
 
-/// Set (to anything) where the Perfetto tools must be present: the helpers
-/// below then panic instead of skipping (CI sets it).
-pub const REQUIRE_PERFETTO_VAR: &str = "GPU_TRACE_REQUIRE_PERFETTO";
-
-/// A binary of `../shared/tools/perfetto/`, or the one `var` names; `None`,
-/// after saying "`what` skipped" on stderr, where there is none.
-fn perfetto_tool(var: &str, name: &str, what: &str) -> Option<PathBuf> {
-    let p = match std::env::var_os(var) {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/tools/perfetto")
-            .join(name),
-    };
-    if p.is_file() {
-        return Some(p);
-    }
-    let msg = format!("{what} skipped: no {} (set {var})", p.display());
-    if std::env::var_os(REQUIRE_PERFETTO_VAR).is_some() {
-        panic!("{msg}, and {REQUIRE_PERFETTO_VAR} is set");
-    }
-    say(&msg);
-    None
-}
+/// Set (to anything) where the schema check must run: [`validate`] then
+/// panics instead of skipping (CI sets it).
+pub const REQUIRE_SCHEMA_VAR: &str = "GPU_TRACE_REQUIRE_SCHEMA";
 
 /// Writes `msg` to stderr past the test harness's capture (which only
 /// takes `print!`/`eprint!`), so that a skip shows in a plain `cargo test`,
-/// naming the test (the harness names each test's thread after it).
+/// naming the test (the harness names each test's thread after it). Each
+/// test says a given line once.
 fn say(msg: &str) {
     use std::io::Write;
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let test = std::thread::current()
         .name()
         .map(|n| format!(" [{n}]"))
         .unwrap_or_default();
-    let _ = writeln!(std::io::stderr(), "{msg}{test}");
+    let line = format!("{msg}{test}");
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if !said.contains(&line) {
+        let _ = writeln!(std::io::stderr(), "{line}");
+        said.push(line);
+    }
 }
 
-/// Perfetto's own trace processor (`../shared/tools/perfetto/`, or the
-/// binary `GPU_TRACE_TP` names), the engine of the UI. `None`, after saying
-/// "skipped" on stderr, where there is none.
+/// Perfetto's own trace processor, the engine of the UI, where a developer
+/// has one: the binary `GPU_TRACE_TP` names (which must exist), else
+/// `trace_processor_shell` on `PATH`. No package registry carries it, so
+/// the checks that use it are optional: `None`, after saying "skipped" on
+/// stderr, where there is none. Our reader's own checks ([`reader_check`])
+/// run either way.
 pub fn trace_processor() -> Option<PathBuf> {
-    perfetto_tool(
-        "GPU_TRACE_TP",
-        "trace_processor_shell",
-        "trace processor checks",
-    )
-}
-
-/// Perfetto's `tracebox` (`traced` and the `perfetto` command;
-/// `../shared/tools/perfetto/`, or the binary `GPU_TRACE_TRACEBOX` names).
-/// `None`, after saying "skipped" on stderr, where there is none.
-pub fn tracebox() -> Option<PathBuf> {
-    perfetto_tool("GPU_TRACE_TRACEBOX", "tracebox", "system-mode tests")
+    static TP: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let found = TP.get_or_init(|| {
+        if let Some(p) = std::env::var_os("GPU_TRACE_TP") {
+            let p = PathBuf::from(p);
+            assert!(p.is_file(), "GPU_TRACE_TP={} is not a file", p.display());
+            return Some(p);
+        }
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|d| d.join("trace_processor_shell"))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        say("trace processor checks skipped: no trace_processor_shell \
+             (set GPU_TRACE_TP, or put it on PATH)");
+    }
+    found.clone()
 }
 
 /// A name no other call of this process uses, for scratch files.
@@ -240,11 +234,14 @@ pub fn tp_problems(trace: &Path) -> Option<Vec<String>> {
 /// that exit while a traced session runs allow it ([`tp_check`]).
 pub const EXIT_FLUSH_FAILURES: &str = "traced_flushes_failed";
 
-/// Asserts that the trace processor reports no error or data loss for
-/// `path`, but stats whose name starts with one of `allowed`, and that it
-/// shows what our reader decoded (`t`, see [`tp_agrees_with_reader`]).
-/// `None` when skipped.
+/// Checks a trace whole: first what our reader found in it
+/// ([`reader_check`]), which always runs, then, where there is a trace
+/// processor, that it reports no error or data loss for `path`, but stats
+/// whose name starts with one of `allowed`, and that it shows what our
+/// reader decoded (`t`, see [`tp_agrees_with_reader`]). `None` when the
+/// trace processor's part is skipped.
 pub fn tp_check(path: &Path, t: &Trace, allowed: &[&str]) -> Option<TpAgreement> {
+    reader_check(path, t, allowed);
     let problems: Vec<String> = tp_problems(path)?
         .into_iter()
         .filter(|p| !allowed.iter().any(|a| p.starts_with(a)))
@@ -255,6 +252,34 @@ pub fn tp_check(path: &Path, t: &Trace, allowed: &[&str]) -> Option<TpAgreement>
         path.display()
     );
     tp_agrees_with_reader(path, t)
+}
+
+/// The half of [`tp_check`] that needs no trace processor: our reader
+/// found no problem in `t` (its checks follow the trace processor's rules:
+/// references it could not resolve, clock snapshots that go back, packets
+/// out of its sort window or without their incremental state, arrows to
+/// events not in the trace, slices that do not close), and the service
+/// lost nothing. A failed flush is allowed where `allowed` has
+/// [`EXIT_FLUSH_FAILURES`].
+pub fn reader_check(path: &Path, t: &Trace, allowed: &[&str]) {
+    assert!(
+        t.problems.is_empty(),
+        "{}: our reader: {:?}",
+        path.display(),
+        t.problems
+    );
+    if let Some(l) = &t.losses {
+        let mut l = *l;
+        if allowed.contains(&EXIT_FLUSH_FAILURES) {
+            l.flushes_failed = 0;
+        }
+        assert!(
+            l.counts().is_empty(),
+            "{}: the service lost data: {:?}",
+            path.display(),
+            l.describe()
+        );
+    }
 }
 
 /// What [`tp_agrees_with_reader`] compared.
@@ -533,318 +558,6 @@ fn same_multiset<T: Ord + std::fmt::Debug>(what: &str, mut tp: Vec<T>, mut ours:
     );
 }
 
-/// The variable naming the socket producers connect to.
-pub const PRODUCER_SOCK_VAR: &str = "PERFETTO_PRODUCER_SOCK_NAME";
-/// The variable naming the socket consumers (the `perfetto` command) use.
-pub const CONSUMER_SOCK_VAR: &str = "PERFETTO_CONSUMER_SOCK_NAME";
-
-/// A private tracing service: `tracebox traced` on sockets in a temporary
-/// directory of its own. Killed, and its directory removed (unless
-/// `GPU_TRACE_KEEP` is set), on drop.
-#[derive(Debug)]
-pub struct Traced {
-    tracebox: PathBuf,
-    child: Child,
-    dir: PathBuf,
-}
-
-/// What `traced` says of itself (`perfetto --query-raw`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServiceState {
-    /// Connected producers: (id, pid, name).
-    pub producers: Vec<(u64, u64, String)>,
-    /// Registered data sources: (name, producer id).
-    pub data_sources: Vec<(String, u64)>,
-    /// Sessions.
-    pub sessions: u64,
-    /// Started sessions.
-    pub sessions_started: u64,
-}
-
-impl ServiceState {
-    /// The pids of the producers that registered data source `name`.
-    pub fn pids_with(&self, name: &str) -> Vec<u64> {
-        let mut pids: Vec<u64> = self
-            .data_sources
-            .iter()
-            .filter(|(n, _)| n == name)
-            .filter_map(|(_, id)| self.producers.iter().find(|p| p.0 == *id).map(|p| p.1))
-            .collect();
-        pids.sort_unstable();
-        pids
-    }
-}
-
-impl Traced {
-    /// Starts `traced` and waits until both its sockets accept connections.
-    /// `None`, after saying "skipped", without `tracebox`.
-    pub fn start(tag: &str) -> Option<Traced> {
-        let tracebox = tracebox()?;
-        let dir = std::env::temp_dir().join(unique(&format!("gpu-trace-traced-{tag}")));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("traced's directory");
-        let log = std::fs::File::create(dir.join("traced.log")).expect("traced's log");
-        let child = Command::new(&tracebox)
-            .arg("traced")
-            .env(PRODUCER_SOCK_VAR, dir.join("producer.sock"))
-            .env(CONSUMER_SOCK_VAR, dir.join("consumer.sock"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("traced's log"))
-            .stderr(log)
-            .spawn()
-            .expect("tracebox traced starts");
-        let mut t = Traced {
-            tracebox,
-            child,
-            dir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let up = [t.producer_sock(), t.consumer_sock()]
-                .iter()
-                .all(|s| std::os::unix::net::UnixStream::connect(s).is_ok());
-            if up {
-                return Some(t);
-            }
-            if let Ok(Some(status)) = t.child.try_wait() {
-                panic!("traced exited ({status}):\n{}", t.log());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "traced's sockets did not accept connections within 10 s:\n{}",
-                t.log()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    /// Where producers connect (set it as [`PRODUCER_SOCK_VAR`]).
-    pub fn producer_sock(&self) -> PathBuf {
-        self.dir.join("producer.sock")
-    }
-
-    /// Where consumers connect.
-    pub fn consumer_sock(&self) -> PathBuf {
-        self.dir.join("consumer.sock")
-    }
-
-    /// The service's own directory (sockets, configs, traces, logs).
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// What `traced` printed.
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("traced.log")).unwrap_or_default()
-    }
-
-    /// `tracebox perfetto`, talking to this service.
-    pub fn perfetto(&self) -> Command {
-        let mut c = Command::new(&self.tracebox);
-        c.arg("perfetto")
-            .env(CONSUMER_SOCK_VAR, self.consumer_sock())
-            .env(PRODUCER_SOCK_VAR, self.producer_sock())
-            .stdin(Stdio::null());
-        c
-    }
-
-    /// Starts recording with the text config `config` into
-    /// `<dir>/<name>.pftrace` (`perfetto --txt -c <name>.pbtx -o ...`), in
-    /// the background.
-    pub fn record(&self, name: &str, config: &str) -> Recording {
-        let cfg = self.dir.join(format!("{name}.pbtx"));
-        let out = self.dir.join(format!("{name}.pftrace"));
-        let log = self.dir.join(format!("{name}.perfetto.log"));
-        std::fs::write(&cfg, config).expect("config file");
-        let log_file = std::fs::File::create(&log).expect("perfetto's log");
-        let child = self
-            .perfetto()
-            .arg("--txt")
-            .arg("-c")
-            .arg(&cfg)
-            .arg("-o")
-            .arg(&out)
-            .stdout(log_file.try_clone().expect("perfetto's log"))
-            .stderr(log_file)
-            .spawn()
-            .expect("tracebox perfetto starts");
-        Recording {
-            child: Some(child),
-            out,
-            log,
-        }
-    }
-
-    /// The service's state (`perfetto --query-raw`, decoded).
-    pub fn state(&self) -> ServiceState {
-        let out = self
-            .perfetto()
-            .arg("--query-raw")
-            .output()
-            .expect("perfetto --query-raw runs");
-        assert!(
-            out.status.success(),
-            "perfetto --query-raw failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        decode_service_state(&out.stdout)
-    }
-
-    /// Polls the service's state (every 20 ms, at most `limit`) until
-    /// `done` holds; panics, with the last state, at the deadline.
-    pub fn wait_until(
-        &self,
-        what: &str,
-        limit: Duration,
-        done: impl Fn(&ServiceState) -> bool,
-    ) -> ServiceState {
-        let deadline = Instant::now() + limit;
-        loop {
-            let s = self.state();
-            if done(&s) {
-                return s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "traced: no {what} within {limit:?}; last state {s:?}\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Traced {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::env::var_os("GPU_TRACE_KEEP").is_none() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        } else {
-            eprintln!("kept {}", self.dir.display());
-        }
-    }
-}
-
-/// `TracingServiceState`: producers (1: id 1, name 2, pid 5), data sources
-/// (2: descriptor 1 with name 1, producer id 2), sessions (3), started
-/// sessions (4).
-fn decode_service_state(data: &[u8]) -> ServiceState {
-    use gpu_trace_reader::pb::Fields;
-    let mut s = ServiceState::default();
-    for (n, v) in Fields::new(data).flatten() {
-        match n {
-            1 => {
-                let (mut id, mut pid, mut name) = (0, 0, String::new());
-                for (f, x) in Fields::new(v.as_bytes().unwrap_or_default()).flatten() {
-                    match f {
-                        1 => id = x.as_u64().unwrap_or(0),
-                        2 => name = x.as_str().unwrap_or_default().to_owned(),
-                        5 => pid = x.as_u64().unwrap_or(0),
-                        _ => {}
-                    }
-                }
-                s.producers.push((id, pid, name));
-            }
-            2 => {
-                let (mut name, mut producer) = (String::new(), 0);
-                for (f, x) in Fields::new(v.as_bytes().unwrap_or_default()).flatten() {
-                    match f {
-                        1 => {
-                            for (g, y) in Fields::new(x.as_bytes().unwrap_or_default()).flatten() {
-                                if g == 1 {
-                                    name = y.as_str().unwrap_or_default().to_owned();
-                                }
-                            }
-                        }
-                        2 => producer = x.as_u64().unwrap_or(0),
-                        _ => {}
-                    }
-                }
-                s.data_sources.push((name, producer));
-            }
-            3 => s.sessions = v.as_u64().unwrap_or(0),
-            4 => s.sessions_started = v.as_u64().unwrap_or(0),
-            _ => {}
-        }
-    }
-    s
-}
-
-/// A `perfetto` command recording in the background. Killed on drop if
-/// still running.
-#[derive(Debug)]
-pub struct Recording {
-    child: Option<Child>,
-    out: PathBuf,
-    log: PathBuf,
-}
-
-impl Recording {
-    /// The trace file it writes.
-    pub fn output(&self) -> &Path {
-        &self.out
-    }
-
-    /// What the command printed.
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Stops the session (SIGTERM, as Ctrl-C would), waits at most 30 s for
-    /// the command to write the trace and exit, and returns the trace's path.
-    pub fn stop(mut self) -> PathBuf {
-        if let Some(c) = &self.child {
-            let pid = rustix::process::Pid::from_child(c);
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        }
-        self.finish(Duration::from_secs(30))
-    }
-
-    /// Waits at most `limit` for the session to end by itself
-    /// (`duration_ms`) and returns the trace's path.
-    pub fn wait(mut self, limit: Duration) -> PathBuf {
-        self.finish(limit)
-    }
-
-    fn finish(&mut self, limit: Duration) -> PathBuf {
-        let mut child = self.child.take().expect("a running command");
-        let deadline = Instant::now() + limit;
-        let status = loop {
-            if let Some(s) = child.try_wait().expect("perfetto's status") {
-                break s;
-            }
-            if Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("perfetto did not finish within {limit:?}:\n{}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        assert!(
-            status.success(),
-            "perfetto failed ({status}):\n{}",
-            self.log()
-        );
-        assert!(
-            self.out.is_file(),
-            "perfetto wrote no {}:\n{}",
-            self.out.display(),
-            self.log()
-        );
-        self.out.clone()
-    }
-}
-
-impl Drop for Recording {
-    fn drop(&mut self) {
-        if let Some(c) = &mut self.child {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -865,27 +578,6 @@ mod tests {
             ]
         );
         assert!(csv_tables("").is_empty());
-    }
-
-    #[test]
-    fn service_state_is_decoded() {
-        use gpu_trace_reader::pb::Writer;
-        let mut w = Writer::new();
-        w.nested(1, |p| {
-            p.varint(1, 3).string(2, "app").varint(5, 4242);
-        });
-        w.nested(2, |d| {
-            d.nested(1, |x| {
-                x.string(1, "gpu.renderstages.nv");
-            })
-            .varint(2, 3);
-        });
-        w.varint(3, 2).varint(4, 1);
-        let s = decode_service_state(w.as_bytes());
-        assert_eq!(s.producers, [(3, 4242, "app".to_owned())]);
-        assert_eq!(s.pids_with("gpu.renderstages.nv"), [4242]);
-        assert!(s.pids_with("gpu.counters.nv").is_empty());
-        assert_eq!((s.sessions, s.sessions_started), (2, 1));
     }
 }
 

@@ -12,10 +12,9 @@
 
 use gpu_trace_core::model::*;
 use gpu_trace_core::reader::{Stage, Trace};
-use gpu_trace_core::testing::{
-    EXIT_FLUSH_FAILURES, PRODUCER_SOCK_VAR, Traced, tp_check, tp_tables, validate,
-};
+use gpu_trace_core::testing::{EXIT_FLUSH_FAILURES, tp_check, tp_tables, validate};
 use gpu_trace_core::{Backend, Config, GpuClock, Limits, Recorder, Sources, Tracer, TracerOptions};
+use perfetto_testd::{PRODUCER_SOCK_VAR, Traced};
 use smallvec::smallvec;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -571,9 +570,7 @@ fn check_bursts_in_tp(path: &Path, pids: &[u32]) {
 
 #[test]
 fn a_session_started_first_records_the_whole_run_once() {
-    let Some(traced) = Traced::start("full") else {
-        return;
-    };
+    let traced = Traced::start("full");
     let rec = traced.record("full", FULL);
     traced.wait_until("started session", Duration::from_secs(10), |s| {
         s.sessions_started == 1
@@ -665,9 +662,7 @@ fn a_session_started_first_records_the_whole_run_once() {
 
 #[test]
 fn only_the_data_sources_a_session_enables_record() {
-    let Some(traced) = Traced::start("only") else {
-        return;
-    };
+    let traced = Traced::start("only");
     // Render stages alone: no track events, no counters.
     let rec = traced.record(
         "renderstages",
@@ -764,9 +759,7 @@ data_sources {
 
 #[test]
 fn the_suffix_override_names_the_data_sources() {
-    let Some(traced) = Traced::start("suffix") else {
-        return;
-    };
+    let traced = Traced::start("suffix");
     let mut app = App::start(
         "burst",
         &traced,
@@ -816,9 +809,7 @@ data_sources { config { name: "gpu.counters.nv" } }
 
 #[test]
 fn sessions_that_start_late_and_stop_early_give_valid_traces() {
-    let Some(traced) = Traced::start("late") else {
-        return;
-    };
+    let traced = Traced::start("late");
     let mut app = App::start("loop", &traced, &[]);
     app.wait_line("READY");
     let pid = u64::from(app.pid());
@@ -864,9 +855,7 @@ fn sessions_that_start_late_and_stop_early_give_valid_traces() {
 
 #[test]
 fn two_traced_processes_land_in_one_file() {
-    let Some(traced) = Traced::start("two") else {
-        return;
-    };
+    let traced = Traced::start("two");
     let rec = traced.record("two", FULL);
     traced.wait_until("started session", Duration::from_secs(10), |s| {
         s.sessions_started == 1
@@ -907,9 +896,7 @@ fn two_traced_processes_land_in_one_file() {
 
 #[test]
 fn the_emitter_goes_on_writing_while_the_backend_switches() {
-    let Some(traced) = Traced::start("switch") else {
-        return;
-    };
+    let traced = Traced::start("switch");
     let mut app = App::start("loop", &traced, &[(BACKEND_VAR, "switching")]);
     app.wait_line("READY");
     // A session's start and stop are noticed by the emitter: it must hand

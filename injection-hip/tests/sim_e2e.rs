@@ -1391,24 +1391,25 @@ data_sources {
 
 #[test]
 fn system_mode_records_the_scripted_program_into_a_real_traced() {
-    use gpu_trace_core::testing::{PRODUCER_SOCK_VAR, Traced};
-    let Some(traced) = Traced::start("hip") else {
-        return;
-    };
+    use perfetto_testd::{PRODUCER_SOCK_VAR, Traced};
+    let traced = Traced::start("hip");
     let rec = traced.record("hip", AMD_SYSTEM_CONFIG);
     traced.wait_until("started session", Duration::from_secs(10), |s| {
         s.sessions_started == 1
     });
     // The session runs before the program starts, and the program cannot
     // know when the tool has connected and the service started its data
-    // sources (a few milliseconds, or far longer on a loaded machine), so
-    // each thread first waits for that.
+    // sources (a few milliseconds, or far longer on a loaded machine; the
+    // render stages, which start the dispatch tracing, come before
+    // track_event, which starts the roctx tracing), so each thread first
+    // waits for both.
     let mut sc = scenario();
     for t in &mut sc.threads {
         t.ops.insert(
             0,
             Op::WaitTraced {
                 counting: false,
+                markers: true,
                 timeout_ms: 30_000,
             },
         );
@@ -1632,10 +1633,8 @@ data_sources {
 /// apply.
 #[test]
 fn a_system_sessions_sampling_config_picks_the_dispatches() {
-    use gpu_trace_core::testing::{PRODUCER_SOCK_VAR, Traced};
-    let Some(traced) = Traced::start("hip-filter") else {
-        return;
-    };
+    use perfetto_testd::{PRODUCER_SOCK_VAR, Traced};
+    let traced = Traced::start("hip-filter");
     let rec = traced.record("hip-filter", AMD_FILTER_CONFIG);
     traced.wait_until("started session", Duration::from_secs(10), |s| {
         s.sessions_started == 1

@@ -244,13 +244,18 @@ pub enum Op {
         timeout_ms: u64,
     },
     /// Waits (at most `timeout_ms`) until the tool records kernel dispatches
-    /// and, with `counting`, also counts them: a program that a running
-    /// `traced` session traces cannot know when the session's data sources
-    /// start, but a test can wait for it here instead of guessing a delay.
+    /// and, with `counting`, also counts them, and with `markers` also
+    /// traces roctx calls: a program that a running `traced` session traces
+    /// cannot know when the session's data sources start (the service
+    /// starts them one after another), but a test can wait for it here
+    /// instead of guessing a delay.
     WaitTraced {
         /// Also wait for a dispatch-counting service.
         #[serde(default)]
         counting: bool,
+        /// Also wait for a roctx (marker API) callback service.
+        #[serde(default)]
+        markers: bool,
         /// Longest wait, ms.
         timeout_ms: u64,
     },

@@ -733,14 +733,18 @@ fn run_ops(sim: &Sim, ops: &[Op], th: &mut ThreadState) {
             }
             Op::WaitTraced {
                 counting,
+                markers,
                 timeout_ms,
             } => {
                 let until =
                     std::time::Instant::now() + std::time::Duration::from_millis(*timeout_ms);
                 let dispatch = sys::rocprofiler_kernel_dispatch_operation_t::COMPLETE.0 as i32;
+                let push = sys::rocprofiler_marker_core_api_id_t::roctxRangePushA.0;
                 let ready = || {
                     !buffer_subs(sim, BufKind::KERNEL_DISPATCH, dispatch).is_empty()
                         && (!counting || !counting_subs(sim).is_empty())
+                        && (!markers
+                            || !callback_subs(sim, CbKind::MARKER_CORE_API, push).is_empty())
                 };
                 while !ready() && std::time::Instant::now() < until {
                     std::thread::sleep(std::time::Duration::from_millis(2));
