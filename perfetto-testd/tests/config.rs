@@ -70,7 +70,11 @@ fn a_config_is_encoded_field_by_field() {
     assert_eq!(one(&pb, &[21, 1]).as_u64(), Some(100), "clear_period_ms");
     let sources = all(&pb, 2);
     assert_eq!(sources.len(), 3);
-    let config = |i: usize| one(sources[i].as_bytes().unwrap(), &[1]).as_bytes().unwrap();
+    let config = |i: usize| {
+        one(sources[i].as_bytes().unwrap(), &[1])
+            .as_bytes()
+            .unwrap()
+    };
     assert_eq!(one(config(0), &[1]).as_str(), Some("gpu.renderstages.nv"));
     assert_eq!(one(config(0), &[2]).as_u64(), Some(1), "target_buffer");
     // gpu_counter_config (108): names, packed ids, the sampling filters.
@@ -78,14 +82,25 @@ fn a_config_is_encoded_field_by_field() {
     let names: Vec<&str> = all(gpu, 6).iter().map(|v| v.as_str().unwrap()).collect();
     assert_eq!(names, ["SQ_WAVES", "GRBM_GUI_ACTIVE"]);
     let ids: Vec<u64> = all(gpu, 2).iter().map(|v| v.as_u64().unwrap()).collect();
-    assert_eq!(ids, [1, 2, 3], "counter_ids, a repeated field given as a list");
+    assert_eq!(
+        ids,
+        [1, 2, 3],
+        "counter_ids, a repeated field given as a list"
+    );
     let sampling = one(gpu, &[5]).as_bytes().unwrap();
     let filter = one(sampling, &[3]).as_bytes().unwrap();
     assert_eq!(one(filter, &[1]).as_str(), Some("*ns::gemm<*"));
     assert_eq!(one(filter, &[2]).as_u64(), Some(1), "DEMANGLED_KERNEL_NAME");
-    assert_eq!(one(sampling, &[6]).as_str(), Some("train*"), "strings joined");
+    assert_eq!(
+        one(sampling, &[6]).as_str(),
+        Some("train*"),
+        "strings joined"
+    );
     let range = one(sampling, &[5]).as_bytes().unwrap();
-    assert_eq!((one(range, &[1]).as_u64(), one(range, &[2]).as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (one(range, &[1]).as_u64(), one(range, &[2]).as_u64()),
+        (Some(1), Some(1))
+    );
     // track_event_config (113): a list of categories.
     let te = one(config(2), &[113]).as_bytes().unwrap();
     let cats: Vec<&str> = all(te, 2).iter().map(|v| v.as_str().unwrap()).collect();
@@ -94,11 +109,13 @@ fn a_config_is_encoded_field_by_field() {
 
 /// The Python the schema check uses, if any: one with `perfetto`.
 fn python() -> Option<String> {
-    let py = std::env::var("GPU_TRACE_PYTHON").unwrap_or_else(|_| {
-        format!("{}/../.venv/bin/python", env!("CARGO_MANIFEST_DIR"))
-    });
+    let py = std::env::var("GPU_TRACE_PYTHON")
+        .unwrap_or_else(|_| format!("{}/../.venv/bin/python", env!("CARGO_MANIFEST_DIR")));
     let ok = Command::new(&py)
-        .args(["-c", "import perfetto.protos.perfetto.trace.perfetto_trace_pb2"])
+        .args([
+            "-c",
+            "import perfetto.protos.perfetto.trace.perfetto_trace_pb2",
+        ])
         .output()
         .is_ok_and(|o| o.status.success());
     ok.then_some(py)
