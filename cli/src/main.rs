@@ -11,6 +11,8 @@ mod libs;
 mod metrics;
 mod options;
 mod record;
+#[cfg(test)]
+mod reference;
 mod signals;
 mod stats;
 mod summary;
@@ -33,7 +35,7 @@ Examples:
   gpu-trace record --help                  # options, the output patterns, signals
 
 Open a .pftrace in https://ui.perfetto.dev. Every option of `record` has an
-INJECTION_* environment variable (README, \"Environment variables\").";
+INJECTION_* environment variable (the docs' reference, \"Environment variables\").";
 
 #[derive(Parser, Debug)]
 #[command(name = "gpu-trace", version, about = ABOUT, after_help = EXAMPLES)]

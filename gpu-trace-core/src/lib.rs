@@ -21,6 +21,7 @@ pub mod correlate;
 pub mod cuda_config;
 #[cfg(feature = "perfetto")]
 mod emit;
+pub mod environment;
 pub mod filter;
 pub mod guard;
 pub mod log;
