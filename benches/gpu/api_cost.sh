@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# Where does the API-tracing cost go? One device call: the host's clock
-# source and clock_gettime cost, which domain's correlation ids CUPTI puts
-# on kernels launched through the runtime, and the harness's attribution
-# modes on the launch loops and the PyTorch loop.
-#   bash benches/gpu/probe.sh BIN_DIR   (results under $OUT/probe)
+# Where the cost of tracing API calls goes: the host's clock source and what
+# clock_gettime costs there; which callback domain's correlation ids CUPTI
+# puts on kernels launched through the runtime (runtime, driver or both:
+# why gpu-trace records the driver layer); and CUPTI's features priced one
+# by one with the bare floor injection (harness.py's cfg_* modes: a
+# subscriber, the timestamp callback, launch callbacks per domain, API
+# activity records) beside gpu-trace's GPU-only, full and runtime-layer
+# modes, on the launch loops (100,000 launches) and torch_mlp.
+#
+#   bash benches/gpu/api_cost.sh BIN     (~10 min; results under $OUT/api-cost)
+#
+# BIN holds gpu-trace and libgpu_trace_cuda.so. Needs gcc, nvcc and CUPTI
+# (CUDA 13.0, sm_90) and a python3 with CUDA PyTorch.
+# PROBE_LAUNCH_REPS and PROBE_TORCH_REPS set the repetitions (5 each).
+# Recorded results: docs/src/measurements/overhead.md.
 set -u
 BIN=${1:-gpu-tests/bin}
-OUT=${OUT:-probe-results}
-R=$OUT/probe
+OUT=${OUT:-api-cost-results}
+R=$OUT/api-cost
 mkdir -p "$R"
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d -t gt-probe-XXXX)
