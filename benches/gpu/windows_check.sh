@@ -135,6 +135,7 @@ for step in "${steps[@]}"; do
         say "paused: train.py, two windows from outside, then Ctrl-C"
         timeout -s KILL 90 "$gt" record --paused -v -o "$o/paused.pftrace" -- python3 "$train" --steps 100000 >"$o/paused.txt" 2>&1 &
         job=$!; pid=$(program_pid "examples/train.py --steps 100000")
+        if [ -z "$pid" ]; then echo "train.py did not start:"; kill "$job" 2>/dev/null; wait "$job"; tail -5 "$o/paused.txt"; continue; fi
         ctl() { echo "  [$SECONDS s] gpu-trace $*: $(timeout 15 "$gt" "$@" 2>&1)"; }
         sleep 4; ctl status "$pid"; ctl start "$pid"; sleep 2; ctl stop "$pid"; sleep 4
         ctl start "$pid"; sleep 2; ctl stop "$pid"; sleep 2
@@ -151,6 +152,7 @@ for step in "${steps[@]}"; do
                 -- python3 "$train" --steps 1000000 --tag "$label" >"$o/$label.txt" 2>&1 &
             local job=$! pid t0=$SECONDS n=0 rss="" last="" e
             pid=$(program_pid "train.py --steps 1000000 --tag $label")
+            if [ -z "$pid" ]; then echo "$label: train.py did not start"; kill "$job" 2>/dev/null; wait "$job"; tail -5 "$o/$label.txt"; return; fi
             while [ $((SECONDS - t0)) -lt 30 ] && kill -0 "$pid" 2>/dev/null; do
                 "$gt" start "$pid" >/dev/null 2>&1 && n=$((n + 1)); sleep 0.03; "$gt" stop "$pid" >/dev/null 2>&1; sleep 0.03
                 e=$(((SECONDS - t0) / 5))
