@@ -7,7 +7,8 @@
 //! NVML is `nvml-sim`, resolved in-process: this measures our side of each
 //! call (the safe layer, the probe, the recorder), not the driver's. On an
 //! H200 the driver adds about 1–2 µs per reading and 48 µs per GPM sample
-//! (issue 16); the sampler's own CPU time in a real run is in the trace's
+//! (`benches/examples/nvml_cost.rs`, see docs/src/measurements/telemetry.md);
+//! the sampler's own CPU time in a real run is in the trace's
 //! `gpu-trace telemetry:` log line and in `--verbose`.
 
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -114,7 +114,7 @@ static bool attach(bool kernels) {
 static bool detach(bool kernels) {
     if (kernels) cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     // No CUPTI call of this thread may overlap the finalize: the domain is
-    // on before the flag is set (session 7's first probe crashed so).
+    // on before the flag is set (an earlier version of this probe crashed so).
     cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API);
     g_detach = 1;
     for (int i = 0; i < 5000 && g_detach.load() != 2; i++) usleep(1000);

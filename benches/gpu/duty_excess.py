@@ -12,7 +12,7 @@ loop's own progress: for a window [open, close),
              - (steps started in that time) x (time per step in the quiet
                stretches just before and after)
 
-This is not the in-process A/B that the windows issue warns about, where a
+This is not an in-process A/B of traced and untraced stretches, where a
 window's records, processed after it closes, slow the untraced steps that
 serve as its reference: here everything from the window's opening to POST
 seconds after its close (the drain, the detach) counts as the window's, and
@@ -66,8 +66,8 @@ def seconds(v):
 
 
 def load_steps(path):
-    """Step starts and the loop's end, ns (the log as written, or gzipped
-    as kept in benches/gpu/results: PATH.gz)."""
+    """Step starts and the loop's end, ns (the log as written, or gzipped:
+    PATH.gz)."""
     if not os.path.exists(path) and os.path.exists(path + ".gz"):
         with gzip.open(path + ".gz", "rt") as f:
             return [int(x) for x in f.read().split()]

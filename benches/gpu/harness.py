@@ -8,7 +8,7 @@ repetition it runs every workload under every mode in turn, so that drift
 mode the median and minimum, the ratio to the untraced baseline, the added
 cost relative to the bare-CUPTI floor, trace bytes per kernel and peak RSS.
 
-    python3 benches/gpu/harness.py --bin target/release --reps 5 --out results/
+    python3 benches/gpu/harness.py --bin target/release --reps 5 --out harness-results/
 
 Modes:
   baseline        no injection
@@ -48,6 +48,8 @@ Modes:
                   launches/1000): the other 999 against gt_gpu
   gt_paused_ctl   gpu-trace as in gt_full, started paused (INJECTION_PAUSED=1): the tool
                   loaded with its control socket, no window ever opens
+  gt_paused_attached  the same with INJECTION_DETACH=off: CUPTI stays attached while
+                  paused (the idle cost that detaching takes away)
   gt_full_notel   gt_full without GPU telemetry (INJECTION_TELEMETRY_PERIOD=off): the
                   sampler's cost is gt_full against it
   gt_duty         gpu-trace as in gt_full in a duty cycle (--duty WINDOW/EVERY, default
@@ -276,13 +278,16 @@ def main():
                 env["PERFETTO_PRODUCER_SOCK_NAME"] = f"{tracedir}/no-traced.sock"
             elif mode == "gt_gpu":
                 env["INJECTION_TRACE"] = "gpu"
-            elif mode in ("gt_full", "gt_paused", "gt_paused_ctl", "gt_duty", "gt_duty_attached", "gt_full_notel"):
+            elif mode in ("gt_full", "gt_paused", "gt_paused_ctl", "gt_paused_attached", "gt_duty", "gt_duty_attached",
+                          "gt_full_notel"):
                 env["INJECTION_TRACE"] = "gpu,api,nvtx"
                 env["NVTX_INJECTION64_PATH"] = env["CUDA_INJECTION64_PATH"]
                 if mode == "gt_paused":
                     env["INJECTION_CAPTURE_RANGE"] = "cudaProfilerApi"
-                elif mode == "gt_paused_ctl":
+                elif mode in ("gt_paused_ctl", "gt_paused_attached"):
                     env["INJECTION_PAUSED"] = "1"
+                    if mode == "gt_paused_attached":
+                        env["INJECTION_DETACH"] = "off"
                     # Its few lines say each detach and attach (counted below).
                     env["INJECTION_VERBOSE"] = "1"
                 elif mode == "gt_full_notel":
@@ -495,17 +500,17 @@ def main():
                 f"{'' if not tb else f'{statistics.median(tb):.0f}'} | "
                 f"{'' if not tk else f'{min(tk)}–{max(tk)}' + (f' (expected {exp[0]})' if exp else '')} | {rss:.0f} |"
             )
-        # The windows issue's targets, with each mode's paired ratios as a
+        # The recording windows' cost targets, with each mode's paired ratios as a
         # mean of logs and its 95% interval (t): paused within the noise of
         # the tool-free runs; a duty cycle at most 1% plus its traced share
         # of the full-tracing cost.
         bv = vals.get("baseline", [])
-        if {"gt_duty", "gt_paused_ctl", "baseline_b"} & set(modes):
+        if {"gt_duty", "gt_paused_ctl", "gt_paused_attached", "baseline_b"} & set(modes):
             lines.append(f"\n#### {wl}: windows targets (paired ratios: geometric mean and 95% interval)\n")
             if len(bv) > 1:
                 lines.append(f"- tool-free runs: {len(bv)}, spread {min(bv):.4g}–{max(bv):.4g} ({unit}), coefficient of variation {statistics.stdev(bv) / statistics.mean(bv):.1%}")
             ci = {}
-            for m in ("baseline_b", "gt_paused_ctl", "gt_duty", "gt_full"):
+            for m in ("baseline_b", "gt_paused_ctl", "gt_paused_attached", "gt_duty", "gt_full"):
                 rows = results.get((wl, m), [])
                 rs = [r["value"] / base_by_rep[r["rep"]] for r in rows if "value" in r and r["rep"] in base_by_rep]
                 ci[m] = interval(rs)
@@ -549,7 +554,9 @@ def main():
         lines.append(duty_excess.pool([f"{a.out}/partial.json"], seconds(a.duty.split("/")[1])))
         os.unlink(f"{a.out}/partial.json")
     gpu = sh("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader").stdout.strip()
-    header = f"GPU: {gpu}; date: {time.strftime('%Y-%m-%d')}; command: {' '.join(sys.argv)}"
+    # The commit, where the tree is a git checkout (a copy without .git says so).
+    commit = sh(f"git -C {HERE} rev-parse --short HEAD").stdout.strip() or "unknown (no git checkout)"
+    header = f"GPU: {gpu}; date: {time.strftime('%Y-%m-%d')}; commit: {commit}; command: {' '.join(sys.argv)}"
     text = header + "\n" + "\n".join(lines)
     print(text)
     with open(f"{a.out}/results.md", "w") as f:

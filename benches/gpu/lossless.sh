@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
-# Issue 11 on the GPU machine: 10,000,000 empty kernels from 8 threads and
-# from 1 thread under `gpu-trace record` with default settings, peak RSS
-# traced and untraced, the counts as Perfetto's trace processor sees them;
-# a JAX program's trace (kept); the launch workloads of the harness with
-# this build and an earlier one side by side.
+# Is anything lost at any event rate with default settings? 10,000,000 empty
+# kernels from 8 threads and from 1 thread under `gpu-trace record`: what
+# the trace holds (the writer's own summary line, and the kernels, launch
+# slices and arrows as gpu-trace stats reads them, and Perfetto's trace
+# processor where there is one, each with its time and peak memory: the
+# summary's speed against the trace processor's on the same file), peak RSS
+# traced and untraced, wall time; a JAX program's trace (XLA's many streams
+# fill CUPTI's buffers per stream); the launch workloads of the harness
+# with this build and an earlier one side by side.
 #
-#   bash benches/gpu/lossless.sh BIN [OLD_BIN] [TP]
+#   bash benches/gpu/lossless.sh BIN [OLD_BIN] [TP]      (~10 min on the H200)
 #
 # BIN: libgpu_trace_cuda.so, gpu-trace, gpu-check of this build; OLD_BIN:
 # an earlier build's libgpu_trace_cuda.so (omit to skip the comparison);
-# TP: trace_processor_shell (default BIN/trace_processor_shell). Everything
-# goes into $OUT/lossless.tar.gz ($OUT defaults to .). Steps are skipped
-# with LOSSLESS_SKIP="big,jax,harness" (comma list).
+# TP: trace_processor_shell (default BIN/trace_processor_shell; absent: its
+# lines say "skipped (no trace processor)"). Needs nvcc and CUPTI (CUDA
+# 13.0, sm_90), ~2 GB of disk for a trace, and for the jax step a python3
+# with CUDA JAX. Everything goes into $OUT/lossless.tar.gz ($OUT defaults
+# to .). Environment: LOSSLESS_SKIP="big,jax,harness" skips steps (comma
+# list); LOSSLESS_KERNELS (10000000); LOSSLESS_TP_THREADS (8: the thread
+# count whose trace is read by stats and the trace processor; none: no
+# reading); LOSSLESS_REPS (the harness's, 4).
+#
+# Recorded results and the machine they ran on:
+# docs/src/measurements/lossless.md and stats.md.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="$(cd "$1" && pwd)"
@@ -42,6 +54,23 @@ if [[ "$skip" != *,big,* ]]; then
         grep -a -o "gpu-trace summary: [a-z_=0-9 ]*" "$tr" | tail -1
         grep -a -o "gpu-trace dropped: [a-z_=0-9 ]*" "$tr" | tail -1
         if [ "$t" != "${LOSSLESS_TP_THREADS:-8}" ]; then rm -f "$tr"; continue; fi
+        say "gpu-trace stats --json on it"
+        python3 "$here/maxrss.py" "$bin/gpu-trace" stats --json "$tr" 2>"$out/stats_${t}t.err" >"$work/stats.json"
+        echo "stats rc=$?"; tail -1 "$out/stats_${t}t.err"
+        python3 - "$work/stats.json" <<'PY' | tee "$out/stats_${t}t.txt"
+import fnmatch, json, sys
+try:
+    j = json.load(open(sys.argv[1]))
+except ValueError:
+    sys.exit("no stats (gpu-trace stats failed)")
+kernels = sum(r["count"] for r in j.get("kernels") or [] if fnmatch.fnmatchcase(r["name"], "*empty*"))
+launches = sum(r["count"] for r in j.get("api") or [] if r["name"].startswith("cuLaunchKernel"))
+f = (j.get("files") or [{}])[0]
+print(f"kernels={kernels} launches={launches} dangling_submissions={f.get('dangling_submissions')} "
+      f"dropped={j.get('dropped') or 'none'} complete={j.get('complete')}")
+PY
+        if [ ! -x "$tp" ]; then echo "trace processor: skipped (no trace processor)"; rm -f "$tr"; continue; fi
+        say "the trace processor on it"
         cat >"$work/q.sql" <<'SQL'
 select
   (select count(*) from gpu_slice where name like '%empty%') as kernels,

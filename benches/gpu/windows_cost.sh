@@ -1,23 +1,34 @@
 #!/usr/bin/env bash
-# The windows issue's cost targets on the H200: the harness on one workload,
-# tool-free / paused / 1 s every 20 s / full, interleaved, pinned to CPUs
-# 2-9, stopped by LIMIT seconds (the harness still summarises), then the
-# targets over its pairs. Repetitions of several calls pool:
-# windows_targets.py run*/harness.json.
+# What recording windows cost a training loop: the harness on one workload
+# (torch: torch_mlp.py, gpt2: gpt2_train.py), tool-free / paused / 1 s every
+# 20 s / full tracing, interleaved, pinned to CPUs 2-9, stopped after LIMIT
+# seconds (the harness still summarises what finished), then the cost
+# targets over its pairs (windows_targets.py). Repetitions of several runs
+# pool: windows_targets.py A/harness/results.json B/harness/results.json.
 #
 #   bash benches/gpu/windows_cost.sh BIN torch|gpt2 REPS LIMIT [MODES]
 #                                   (writes $OUT/cost-WORKLOAD.tar.gz)
-# DUTY=250ms/5s and STEPS=N change the cycle and the loop's length: the
-# same traced share over shorter runs, so more pairs an hour (each attach
-# and detach then weighs 4x as much: a conservative stand-in for 1s/20s).
-# A repetition of four modes takes ~2 min (each duty run spans a period).
-# INPROCESS=1 also logs every step and opens the first window 20 s in, so
-# that each window's excess is read inside its process (duty_excess.py; use
-# STEPS for a loop of several periods); TAG names the tarball
-# (cost-WORKLOAD-TAG.tar.gz) so that several runs fit in one call.
-# CONCURRENT=2-5/6-9 runs the two MODES of each repetition at the same time
-# on those CPUs (swapped every repetition; harness.py --concurrent): the
-# host's slow stretches then hit both runs of a pair.
+#
+# Needs nvcc, a python3 with CUDA PyTorch (gpt2: also transformers) and 10
+# CPUs. A repetition of the four default modes takes ~2 min (each duty run
+# spans a period). Environment:
+#   DUTY=250ms/5s, STEPS=N   the cycle and the loop's length: the same
+#                            traced share over shorter runs, so more pairs
+#                            an hour (each attach and detach then weighs 4x
+#                            as much: a conservative stand-in for 1s/20s)
+#   INPROCESS=1              also log every step and open the first window
+#                            20 s in, so that each window's excess is read
+#                            inside its process (duty_excess.py; use STEPS
+#                            for a loop of several periods)
+#   TAG=NAME                 names the tarball cost-WORKLOAD-TAG.tar.gz, so
+#                            that several runs fit in one call
+#   CONCURRENT=2-5/6-9       run the two MODES of each repetition at the
+#                            same time on those CPUs (swapped every
+#                            repetition; harness.py --concurrent): the
+#                            host's slow stretches then hit both runs of a
+#                            pair (paused_cost.sh does this)
+#
+# Recorded results: docs/src/measurements/windows.md.
 set -uo pipefail
 bin="$(cd "$1" && pwd)"; here="$(cd "$(dirname "$0")" && pwd)"; wl="$2"; reps="$3"; limit="$4"
 modes="${5:-baseline,gt_paused_ctl,gt_duty,gt_full}"

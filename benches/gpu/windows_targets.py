@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The windows issue's targets over the pairs of several harness runs.
+"""The recording windows' cost targets over the pairs of several harness runs.
 
 Each harness repetition runs every mode next to its own tool-free run, so
-repetitions from different runs (calls, sessions) pool: this reads their
+repetitions from different harness runs pool: this reads their
 results.json, pairs each mode's run with the tool-free run of the same
 repetition and run, and prints per workload the tool-free spread, each
 mode's paired ratio (geometric mean and 95% t interval) and the duty
@@ -55,7 +55,7 @@ def main():
         print(f"{wl}: {len(bv)} tool-free runs, {min(bv):.4g}-{max(bv):.4g}"
               + (f", CV {statistics.stdev(bv) / statistics.mean(bv):.1%}" if len(bv) > 1 else ""))
         ci = {}
-        for mode in ("baseline_b", "gt_paused_ctl", "gt_duty", "gt_full"):
+        for mode in ("baseline_b", "gt_paused_ctl", "gt_paused_attached", "gt_duty", "gt_full"):
             rs = [v / base[(i, rep)] for i, rep, v, _ in rows.get((wl, mode), []) if (i, rep) in base]
             if mode == "gt_full":
                 old = {(i, rep): v for i, rep, v, _ in full_only.get((wl, "baseline"), [])}

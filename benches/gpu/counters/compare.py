@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Side by side: per-kernel counters in our trace (trace processor CSV) and
-ncu's CSV, kernel by kernel in launch order.
+"""Side by side: per-kernel counters in our trace and ncu's CSV, kernel by
+kernel in launch order, or with --by-name each kernel name's mean over its
+launches (for a trace read without Perfetto's trace processor, where
+`gpu-trace stats --json` gives the counters per kernel name: run.sh writes
+its counters_by_kernel means in the same CSV form).
 
-    compare.py OURS.csv NCU.csv [KERNEL_REGEX]
+    compare.py [--by-name] OURS.csv NCU.csv [KERNEL_REGEX]
 
 OURS.csv: columns kernel, ts, metric, value (one row per kernel and metric).
 Prints a markdown table: kernel, metric, ours, ncu, ours/ncu; and a last
@@ -43,12 +46,28 @@ def short(name):
     return re.split(r"[(<]", name.strip())[0].split("::")[-1].strip() or name
 
 
+def by_name(kernels):
+    """Each kernel name's launches as one: the mean of each metric."""
+    groups = OrderedDict()
+    for name, values in kernels:
+        for m, v in values.items():
+            if v is not None:
+                groups.setdefault(short(name), {}).setdefault(m, []).append(v)
+    return [(n, {m: sum(vs) / len(vs) for m, vs in ms.items()}) for n, ms in groups.items()]
+
+
 def main():
-    a, b = ours(sys.argv[1]), ncu(sys.argv[2])
-    pat = re.compile(sys.argv[3]) if len(sys.argv) > 3 else None
+    args = [x for x in sys.argv[1:] if x != "--by-name"]
+    a, b = ours(args[0]), ncu(args[1])
+    pat = re.compile(args[2]) if len(args) > 2 else None
     if pat:
         a = [k for k in a if pat.search(k[0])]
         b = [k for k in b if pat.search(k[0])]
+    if "--by-name" in sys.argv:
+        # Paired by name: the two lists need not be in the same order.
+        a, b = by_name(a), dict(by_name(b))
+        a = [k for k in a if k[0] in b]
+        b = [(n, b[n]) for n, _ in a]
     print(f"kernels: ours {len(a)}, ncu {len(b)}")
     print("| # | kernel | metric | gpu-trace | ncu | ratio |")
     print("|---|---|---|---|---|---|")

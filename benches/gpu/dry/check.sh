@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The GPU harness without a GPU, so that it does not rot between device
-# sessions (CI runs this): fake nvcc, nvidia-smi, gpu-trace and torch
+# The GPU harness without a GPU, so that it does not rot between runs on
+# a GPU machine (CI runs this): fake nvcc, nvidia-smi, gpu-trace and torch
 # (fake/) under the real harness.py, duty_excess.py and windows_targets.py.
 #  1. torch_mlp tool-free and in a duty cycle of 1 s every 20 s
 #     (--step-logs): on the fake's virtual clock a step takes 2 ms instead
@@ -8,7 +8,11 @@
 #     +0.5 s (half the window's steps' time), and the tool-free run's null
 #     at 0;
 #  2. --concurrent: two modes at once, two repetitions, paired;
-#  3. the pooling scripts over both results.
+#  3. the pooling scripts over both results;
+#  4. every script in benches/gpu parses (bash -n, py_compile), and the
+#     counts the device scripts read without Perfetto's trace processor
+#     (device_lib.sh, counters/common.sh, compare.py --by-name) come out of
+#     a `gpu-trace stats --json` document.
 #
 #   bash benches/gpu/dry/check.sh     (seconds)
 set -euo pipefail
@@ -47,3 +51,35 @@ assert "gt_duty: +" in pool and "before its first window (paused)" in pool, pool
 assert "gt_paused_ctl:" in open(f"{w}/targets.txt").read()
 print(f"dry harness: ok (excess {statistics.mean(ex) * 1e3:+.0f} ms a window, null {statistics.mean(nx) * 1e3:+.0f} ms)")
 PY
+
+echo "== 4. scripts parse; counts without the trace processor"
+for f in "$gpu"/*.sh "$gpu"/counters/*.sh "$here"/*.sh; do bash -n "$f" || { echo "does not parse: $f"; exit 1; }; done
+python3 -m py_compile "$gpu"/*.py "$gpu"/counters/*.py "$gpu"/examples/*.py
+# What `gpu-trace stats --json` says of a trace (the fake prints its file).
+cat >"$w/stats.json" <<'JSON'
+{"complete": true, "dropped": {},
+ "files": [{"windows": {"count": 3, "recorded_ns": 1500000000, "spans": []}, "dangling_submissions": 0}],
+ "kernels": [{"name": "k_inside", "count": 60, "min_ns": 1000, "max_ns": 2000000},
+             {"name": "spin", "count": 4, "min_ns": 199000000, "max_ns": 201000000}],
+ "counters": [{"name": "smsp__inst_executed.sum", "kernels": 6, "mean": 2.0, "min": 1.0, "max": 3.0}],
+ "counters_by_kernel": [{"name": "smsp__inst_executed.sum", "kernel": "fma_kernel(float*, int)", "kernels": 3, "mean": 3.0, "min": 3.0, "max": 3.0},
+                        {"name": "smsp__inst_executed.sum", "kernel": "copy_kernel(const float*, float*, unsigned long)", "kernels": 3, "mean": 1.0, "min": 1.0, "max": 1.0}]}
+JSON
+got=$(
+    bash -c '. "$1/device_lib.sh"; w="$2"; gt="$2/bin/gpu-trace"; tp=""
+        kernels "$w/stats.json" "k_*"; durations "$w/stats.json" "sp*"; trace_facts "$w/stats.json"
+        sql "$w/stats.json" "select 1"' - "$gpu" "$w"
+    GPU_TRACE_TP=/nonexistent bash -c 'bin="$2/bin"; w="$2"; . "$1/counters/common.sh" >/dev/null
+        q "$w/stats.json" >"$w/ours.csv"; samples "$w/stats.json"; samples "$w/stats.json" inst_exec' - "$gpu" "$w"
+)
+printf '"ID","Kernel Name","Metric Name","Metric Value"\n"0","copy_kernel(const float *, float *, unsigned long)","smsp__inst_executed.sum","1"\n"1","fma_kernel(float *, int)","smsp__inst_executed.sum","3"\n' >"$w/ncu.csv"
+got="$got
+$(python3 "$gpu/counters/compare.py" --by-name "$w/ours.csv" "$w/ncu.csv")"
+for want in "gpu-trace stats: k_inside=60 (trace processor: skipped (no trace processor))" \
+    "spin: 4, 199.0-201.0 ms" "windows=3 recorded_s=1.500 dropped=none dangling_submissions=0 complete=True" \
+    "skipped (no trace processor)" "6 smsp__inst_executed.sum" "| 0 | fma_kernel | smsp__inst_executed.sum | 3 | 3 | 1.0000 |" \
+    "| 1 | copy_kernel | smsp__inst_executed.sum | 1 | 1 | 1.0000 |"; do
+    grep -qxF -- "$want" <<<"$got" || { echo "missing: $want"; echo "$got"; exit 1; }
+done
+grep -qx 6 <<<"$got" || { echo "samples inst_exec: not 6"; echo "$got"; exit 1; }
+echo "dry scripts: ok"
