@@ -328,7 +328,7 @@ run_case graph_copies graph_copies 0 0 -- "$b/graph_copies" $graph_copies_args
 # unified memory (-t uvm): prefetched bytes each way, faults. Both also
 # check the busy counters against the trace's own GPU work (busy_exact).
 run_case alloc alloc 0 0 -- env INJECTION_TRACE=gpu,api,markers,memory "$b/alloc" "$alloc_bytes"
-# Unified memory records on the H200 once CUDA is ready (run 34: the user
+# Unified memory records on the H200 once CUDA is ready (there the user
 # migrations' bytes equal the program's, each way).
 run_case managed managed 0 0 -- env INJECTION_TRACE=gpu,api,markers,uvm "$b/managed" "$managed_bytes"
 # A 64 KiB queue that drops when full (rather than making threads wait)

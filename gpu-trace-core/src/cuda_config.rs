@@ -47,7 +47,7 @@ pub const MAX_COUNTERS_BATCH: usize = 1024;
 pub const DEFAULT_COUNTERS_BATCH: usize = 128;
 /// Most detaches in a run by default. CUPTI keeps memory at each: on the
 /// H200, 300 detach cycles of a bare injection grew the process by 55-85 kB
-/// each, steadily (run 52); 1,000 hold that under ~85 MB, and CUPTI stays
+/// each, steadily; 1,000 hold that under ~85 MB, and CUPTI stays
 /// attached afterwards.
 pub const DEFAULT_MAX_DETACHES: u32 = 1000;
 /// Largest limit `INJECTION_DETACH` takes.

@@ -395,7 +395,7 @@ impl Inner {
     /// tracing (`cuptiActivityEnable`/`Disable`) can wait for the vendor's
     /// delivery thread, which may be waiting for room in our queue, which
     /// only the emitter makes. On the H200 a process toggled ten times a
-    /// second from its start hung so (session 5). What is not delivered
+    /// second from its start hung so. What is not delivered
     /// now is found again at the next cycle.
     fn deliver_aside(inner: &Arc<Inner>) {
         if inner.delivering.swap(true, Ordering::AcqRel) {

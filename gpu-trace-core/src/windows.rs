@@ -521,7 +521,7 @@ fn run(s: &Shared, sock: Option<UnixDatagram>, mut schedule: Schedule) {
         // timeout (SO_RCVTIMEO) is not: the kernel's timer wheel rounds a
         // long one up by up to an eighth, and on the H200 a 19 s wait for
         // the next window of a 1 s / 20 s cycle woke 0.2-1.2 s late,
-        // shortening the windows it opened (session 5).
+        // shortening the windows it opened.
         if !readable(sock, wait) {
             continue;
         }

@@ -1,7 +1,7 @@
 //! Detaching CUPTI while no recording window is open (`INJECTION_DETACH`).
 //!
 //! An attached CUPTI costs every CUDA call even with nothing enabled: on the
-//! H200 (session 7, `benches/gpu/detach_probe.cpp`, 200,000 empty launches,
+//! H200 (`benches/gpu/detach_probe.cpp`, 200,000 empty launches,
 //! 10 interleaved runs) a subscriber with the timestamp callback and no kind
 //! made a launch 1.13x as slow as without CUPTI, gpu-trace paused 1.20x, and
 //! CUPTI detached by `cuptiFinalize` 0.98x. So a paused process detaches:
@@ -25,13 +25,13 @@
 //!    attachment ([`corr`]).
 //!
 //! `cuptiFinalize` waits for the GPU's running work, on the application's
-//! thread: on the H200 (run 48) a detach took 1.5-6 ms beside 2 ms kernels
+//! thread: on the H200 a detach took 1.5-6 ms beside 2 ms kernels
 //! and 194-199 ms beside a 200 ms one. So detaching has a budget: once its
 //! stalls add up to more than [`STALL_SHARE`] of the run so far, CUPTI
 //! stays attached after a window (an idle CUPTI costs less), until the run
 //! has grown enough for them to fit again ([`over_budget`]).
 //!
-//! CUPTI keeps memory at each detach: on the H200 (run 52) 300 cycles of a
+//! CUPTI keeps memory at each detach: on the H200 300 cycles of a
 //! bare injection grew the process 55-85 kB each, steadily. So a run
 //! detaches at most `INJECTION_DETACH=N` times (by default
 //! [`DEFAULT_MAX_DETACHES`], under ~85 MB); then CUPTI stays attached.

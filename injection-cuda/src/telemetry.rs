@@ -165,7 +165,7 @@ struct GpmState {
 }
 
 /// Shortest time between two GPM samples. GPM's counters advance about
-/// every 100 ms: sampled every 10 ms on the H200 (run 32), nine periods
+/// every 100 ms: sampled every 10 ms on the H200, nine periods
 /// in ten read 0 and the tenth the real 96.6% SM activity, and each sample
 /// costs about 0.25 ms of CPU (2.6% of a core at 10 ms). So GPM is sampled
 /// on its own 100 ms cadence, its values holding over the 100 ms between

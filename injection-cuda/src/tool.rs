@@ -690,7 +690,7 @@ impl Backend for CudaBackend {
         // (its exit seen) was made while its kernel's record was on; one
         // opens the other way round. Otherwise a launch straddling the
         // switch leaves an arrow with no kernel (2 in 21,000 launches over
-        // 100 windows switched from outside, H200 run 35).
+        // 100 windows switched from outside on the H200).
         let gpu_off = cur.gpu && !s.gpu;
         if s.gpu != cur.gpu && !gpu_off {
             self.set_gpu(s.gpu);

@@ -518,7 +518,7 @@ fn rss_and_threads(pid: u32) -> Option<(u64, u64)> {
 
 #[test]
 fn hundreds_of_windows_switched_while_the_program_launches_keep_every_arrow_and_leak_nothing() {
-    // As on the H200 (runs 40-41): start and stop from outside as fast as
+    // As on the H200: start and stop from outside as fast as
     // they answer, while the program launches, from its first moments.
     let dir = tmpdir("toggle");
     let ready = dir.join("ready");
@@ -934,7 +934,7 @@ fn detaches_that_held_the_program_for_long_stop_until_the_run_has_room_for_them(
 
 #[test]
 fn many_detaches_and_attaches_leak_nothing_of_ours() {
-    // On the H200 (run 48), 100 socket windows that each detached CUPTI
+    // On the H200, 100 socket windows that each detached CUPTI
     // grew the process by 7.7 MB from window 10 to 100 (85 kB a cycle),
     // against 1 MB when windows opened before a detach could come. This is
     // our side of it: with the fake CUPTI, no allocation is CUPTI's (what

@@ -129,7 +129,7 @@ impl Default for Values {
             pcie_rx_kbps: 5_678,
             energy_mj: 1_000_000,
             energy_step_mj: 250,
-            // The H200 under a bf16 matmul loop (issue 16).
+            // The H200 under a bf16 matmul loop, as NVML read it there.
             gpm: vec![
                 (1, 97.5),
                 (2, 96.7),

@@ -106,10 +106,10 @@ pub(crate) fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// `cuptiFinalize` as CUPTI 13.0 on the H200 behaves (session 7's probes): what it finds
+/// `cuptiFinalize` as CUPTI 13.0 on the H200 behaves (probed with a bare injection): what it finds
 /// still in CUPTI's buffer is discarded, a recorded kernel still running is lost, and
 /// everything the tool set up is forgotten; the next CUPTI call attaches again. It returns
-/// once the GPU's running work has ended (session 8, run 48: 194-199 ms beside a 200 ms
+/// once the GPU's running work has ended (194-199 ms beside a 200 ms
 /// kernel, 1.5-6 ms beside 2 ms ones).
 pub(crate) mod detach {
     use super::{FAKE, activity_ts, exec, lock, violation};
