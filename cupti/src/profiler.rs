@@ -734,7 +734,7 @@ impl<'c> RangeProfiler<'c> {
     }
 
     /// Evaluates every decoded range to metric values, then clears the
-    /// counter data for the next session.
+    /// counter data for the session that follows.
     ///
     /// # Errors
     ///
