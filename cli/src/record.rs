@@ -54,7 +54,7 @@ pub(crate) struct RecordArgs {
     pub(crate) force_overwrite: bool,
     /// What to record: gpu, api, nvtx (or markers, roctx), counters, telemetry,
     /// uvm (CUDA unified memory), memory (CUDA device memory in use), all
-    /// (comma-separated). [default: gpu,api,nvtx]
+    /// (comma-separated). [default: gpu,api,markers,telemetry]
     #[arg(short, long, value_name = "LIST")]
     pub(crate) trace: Option<String>,
     /// Per-kernel metrics to collect (comma-separated); implies counters.

@@ -226,7 +226,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "INJECTION_BUFFER_SIZE",
         scope: Scope::Both,
         default: "`64M`",
-        meaning: "The in-process trace buffer (`65536` KiB, `64M`, `1G`; 1M–4G), a ring read into the file whenever a quarter of it has filled. A larger one only makes the writes rarer.",
+        meaning: "The in-process trace buffer (`65536` KiB, `64M`, `1G`; 1M–4G), a ring read into the file whenever an eighth of it has filled. A larger one only makes the writes rarer.",
         option: Some("--buffer-size"),
     },
     Variable {

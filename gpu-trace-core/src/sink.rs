@@ -526,7 +526,7 @@ impl Out {
 /// the central buffer only on a timer, and its `DISCARD` buffer stops
 /// accepting anything for the rest of the run once it filled between two
 /// writes. Instead the buffer is a ring, read into our own file on a timer
-/// *and* whenever the emitter has committed a quarter of the buffer
+/// *and* whenever the emitter has committed an eighth of the buffer
 /// ([`FileSession::read_now`]), before it writes more. Nothing is
 /// overwritten unread, and a killed process leaves a valid trace up to the
 /// last read.
