@@ -224,6 +224,10 @@ pub struct Windows {
     shared: Arc<Shared>,
     thread: Option<std::thread::JoinHandle<()>>,
     socket: Option<PathBuf>,
+    /// The process that started the controller. A child it forks inherits
+    /// this value (and the exit handler that stops it) but neither the
+    /// thread nor the socket, which stay the parent's.
+    pid: u32,
 }
 
 #[cfg(feature = "perfetto")]
@@ -352,6 +356,7 @@ impl Windows {
             shared,
             thread,
             socket: path,
+            pid: std::process::id(),
         })
     }
 
@@ -371,7 +376,17 @@ impl Windows {
 
     /// Stops the controller (at exit). A window still open stays open, so
     /// that the tracer's shutdown writes its work; its range ends now.
+    ///
+    /// In a forked child this does nothing: the thread is not in the child
+    /// (joining it failed with a panic there), and the socket and the
+    /// trace are the parent's, who goes on using them.
     pub fn stop(&mut self) {
+        if std::process::id() != self.pid {
+            // Not joined nor detached: it is not a thread of this process.
+            std::mem::forget(self.thread.take());
+            self.socket = None;
+            return;
+        }
         if self.shared.stop.swap(true, Ordering::AcqRel) {
             return;
         }

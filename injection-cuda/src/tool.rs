@@ -56,6 +56,10 @@ pub(crate) struct Tool {
     shared: Arc<Shared>,
     /// Recording windows (time plan, control socket), if any.
     windows: Mutex<Option<gpu_trace_core::windows::Windows>>,
+    /// The process that started tracing. A child it forks inherits the
+    /// exit handler but none of the threads, and CUDA is not usable there:
+    /// the parent's trace is no business of the child's exit.
+    pid: u32,
 }
 
 /// How long exit waits for work still running on the GPU.
@@ -800,6 +804,7 @@ impl Tool {
             gpu_trace_core::warn!("{p}");
         }
         gpu_trace_core::log::set_verbose(config.verbose);
+        gpu_trace_core::guard::quiet_panics();
         // Panics the cupti crate catches go to our log, under our name.
         cupti::set_panic_reporter(|what, message| {
             gpu_trace_core::warn!("panic in {what}: {message}; this handler is now disabled");
@@ -990,6 +995,7 @@ impl Tool {
             tracer,
             shared,
             windows: Mutex::new(windows),
+            pid: std::process::id(),
         })
     }
 
@@ -997,6 +1003,14 @@ impl Tool {
     /// application queued but never waited for is waited for first (at most
     /// [`EXIT_DRAIN_LIMIT`]), so that it is in the trace.
     pub(crate) fn shutdown(&self) {
+        if std::process::id() != self.pid {
+            gpu_trace_core::verbose!(
+                "process {} (forked from {}) exits; the trace is its parent's",
+                std::process::id(),
+                self.pid
+            );
+            return;
+        }
         if let Some(d) = crate::detach::global() {
             d.stop();
             if let Some(line) = d.summary() {
