@@ -514,7 +514,10 @@ impl HipTool {
             if let Some(v) = gpu_trace_core::config::env_lookup(var)
                 && !inert.contains(&v.trim().to_ascii_lowercase().as_str())
             {
-                gpu_trace_core::warn!("{var}={v:?} is ignored: it is a CUDA setting ({why})");
+                gpu_trace_core::warn!(
+                    "{var}={} is ignored: it is a CUDA setting ({why})",
+                    gpu_trace_core::log::quoted(&v)
+                );
             }
         }
         let config = self.config.clone();
