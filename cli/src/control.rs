@@ -27,7 +27,10 @@ pub(crate) fn run(cmd: &str, args: &ControlArgs) -> ExitCode {
         Some(p) => match p.parse::<u32>() {
             Ok(pid) if pid > 0 => vec![pid],
             _ => {
-                eprintln!("gpu-trace: {cmd} {p:?}: expected a process id or all");
+                eprintln!(
+                    "gpu-trace: {cmd} {}: expected a process id or all",
+                    gpu_trace_core::log::quoted(p)
+                );
                 return ExitCode::from(2);
             }
         },
@@ -56,15 +59,17 @@ pub(crate) fn run(cmd: &str, args: &ControlArgs) -> ExitCode {
     }
 }
 
-/// `open 2 python` → `recording (window 2), python`.
+/// `open 2 python` → `recording (window 2), python`. The program's name is
+/// the traced process's to choose: escaped and cut as values are.
 fn describe(reply: &str) -> String {
     let mut it = reply.splitn(3, ' ');
-    let (state, n, program) = (it.next(), it.next(), it.next().unwrap_or("?"));
+    let (state, n) = (it.next(), it.next());
+    let program = gpu_trace_core::log::plain(it.next().unwrap_or("?"));
     match (state, n) {
         (Some("open"), Some(n)) => format!("recording (window {n}), {program}"),
         (Some("closed"), Some("0")) => format!("paused (no window yet), {program}"),
         (Some("closed"), Some(n)) => format!("paused after window {n}, {program}"),
-        _ => reply.to_owned(),
+        _ => gpu_trace_core::log::plain(reply).to_string(),
     }
 }
 
@@ -78,5 +83,9 @@ mod tests {
         assert_eq!(describe("closed 0 train"), "paused (no window yet), train");
         assert_eq!(describe("closed 3 a b"), "paused after window 3, a b");
         assert_eq!(describe("what"), "what");
+        assert_eq!(
+            describe("open 1 \u{1b}]0;x\u{7}\nprog"),
+            "recording (window 1), \\u{1b}]0;x\\u{7}\\nprog"
+        );
     }
 }

@@ -15,7 +15,8 @@ pub(crate) fn metrics_cmd(a: MetricsArgs) -> ExitCode {
     let cupti = match cupti::Cupti::load() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("gpu-trace: CUPTI is not usable ({e}); cannot list metrics");
+            // One line, whatever GPU_TRACE_CUPTI_PATH holds.
+            gpu_trace_core::warn!("CUPTI is not usable ({e}); cannot list metrics");
             return ExitCode::FAILURE;
         }
     };
@@ -35,7 +36,10 @@ pub(crate) fn metrics_cmd(a: MetricsArgs) -> ExitCode {
         match cupti::profiler::MetricCatalog::new(&cupti, &chip).and_then(|c| c.base_metrics()) {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("gpu-trace: cannot list the metrics of chip {chip:?}: {e}");
+                eprintln!(
+                    "gpu-trace: cannot list the metrics of chip {}: {e}",
+                    gpu_trace_core::log::quoted(&chip)
+                );
                 return ExitCode::FAILURE;
             }
         };

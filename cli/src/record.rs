@@ -353,7 +353,8 @@ pub(crate) fn record(a: RecordArgs, argv: &[String]) -> ExitCode {
         );
     } else {
         for (pid, reason) in &untraced {
-            eprintln!("gpu-trace: process {pid} ran untraced: {reason}");
+            // The reason is the process's, from the record log: one line.
+            gpu_trace_core::warn!("process {pid} ran untraced: {reason}");
         }
     }
 
@@ -386,7 +387,10 @@ fn point_at(cmd: &mut Command, libs: &Libs) {
         if let Ok(prev) = std::env::var("CUDA_INJECTION64_PATH")
             && Path::new(&prev) != lib
         {
-            eprintln!("gpu-trace: replacing CUDA_INJECTION64_PATH={prev}");
+            eprintln!(
+                "gpu-trace: replacing CUDA_INJECTION64_PATH={}",
+                gpu_trace_core::log::quoted(&prev)
+            );
         }
         cmd.env("CUDA_INJECTION64_PATH", lib);
         // NVTX calls reach CUPTI only through an NVTX injection; ours

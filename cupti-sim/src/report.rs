@@ -63,6 +63,11 @@ pub struct Report {
     /// CUPTI calls made while CUPTI was detached, other than the subscription that attaches
     /// it again: each would have attached CUPTI again.
     pub calls_while_detached: Vec<String>,
+    /// Exit statuses of the children `Op::Fork` made (`None`: ended by a signal), in order.
+    pub children: Vec<Option<i32>>,
+    /// Records still in CUPTI's buffer when the program called `exec` (`Op::Exec`): lost
+    /// with the process image, as they would be with the real CUPTI.
+    pub records_lost_at_exec: u64,
     /// Protocol violations by the tool.
     pub violations: Vec<String>,
 }

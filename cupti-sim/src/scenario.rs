@@ -252,6 +252,25 @@ pub enum Op {
         #[serde(default)]
         address: u64,
     },
+    /// `fork()`: the child (one thread, the forking one) calls `exit(exit_code)` at once,
+    /// which runs the exit handlers it inherited (the tool's among them); the parent waits
+    /// for it and notes its exit status in `Report::children`. The child makes no CUDA
+    /// call: CUDA is not usable in a child forked after its initialisation.
+    Fork {
+        /// The child's exit code.
+        #[serde(default)]
+        exit_code: i32,
+    },
+    /// `execv(program, [program, args...])`: the process becomes another program, as a
+    /// launcher that re-executes itself does. No exit handler runs; the fake writes its
+    /// report first (records still in CUPTI's buffer count as lost at exec).
+    Exec {
+        /// Path of the program.
+        program: String,
+        /// Its arguments after `argv[0]`.
+        #[serde(default)]
+        args: Vec<String>,
+    },
     /// The ops, `times` times.
     Repeat {
         /// Count.
@@ -581,7 +600,9 @@ impl Scenario {
                         | Op::SleepUs { .. }
                         | Op::Signals { .. }
                         | Op::Announce { .. }
-                        | Op::WaitFile { .. } => {}
+                        | Op::WaitFile { .. }
+                        | Op::Fork { .. }
+                        | Op::Exec { .. } => {}
                         Op::Alloc { kind, .. } => {
                             let name = match kind {
                                 AllocKind::Device => Some(("cudaMalloc_v3020", "cuMemAlloc_v2")),

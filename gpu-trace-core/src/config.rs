@@ -267,11 +267,16 @@ pub struct Problem {
 }
 
 impl fmt::Display for Problem {
+    /// `VAR="value": expected ...; using ...`, the value quoted once,
+    /// escaped and cut as [`crate::log::quoted`] does.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}={:?}: expected {}; using {}",
-            self.var, self.value, self.expected, self.using
+            "{}={}: expected {}; using {}",
+            self.var,
+            crate::log::quoted(&self.value),
+            self.expected,
+            self.using
         )
     }
 }
@@ -296,18 +301,16 @@ impl Config {
         };
 
         if let Some(v) = get(vars::VERBOSE) {
+            // Anything else leaves verbose logging off: a value that is
+            // not understood does not turn on output nobody asked for.
             match parse_bool(&v) {
                 Some(b) => c.verbose = b,
                 None => bad(
                     vars::VERBOSE,
                     &v,
-                    "1/0, true/false, yes/no or on/off",
-                    "verbose logging on".into(),
+                    VERBOSE_VALUES,
+                    "off (no verbose logging)".into(),
                 ),
-            }
-            // A set but unparsable verbose flag most likely means "on".
-            if parse_bool(&v).is_none() {
-                c.verbose = true;
             }
         }
 
@@ -395,14 +398,23 @@ impl Config {
         if let Some(v) = get(vars::TRACE) {
             match parse_recording(&v) {
                 Ok(r) => c.recording = r,
-                Err(word) => bad(
-                    vars::TRACE,
-                    &v,
-                    &format!(
-                        "a list of gpu, api, markers (also spelt nvtx or roctx), counters, telemetry, uvm, memory, all; {word:?} is none of these"
-                    ),
-                    "gpu,api,markers,telemetry".into(),
-                ),
+                Err(word) => {
+                    // The value is quoted once; the word that is wrong is
+                    // named apart only when the list has others.
+                    let which = if word == v.trim() {
+                        String::new()
+                    } else {
+                        format!("; {} is none of these", crate::log::quoted(&word))
+                    };
+                    bad(
+                        vars::TRACE,
+                        &v,
+                        &format!(
+                            "a list of gpu, api, markers (also spelt nvtx or roctx), counters, telemetry, uvm, memory, all{which}"
+                        ),
+                        "gpu,api,markers,telemetry".into(),
+                    )
+                }
             }
             c.telemetry.asked = c.recording.telemetry;
         }
@@ -582,10 +594,13 @@ pub fn parse_choice<T: Copy>(v: &str, choices: &[(&str, T)]) -> Option<T> {
         .map(|&(_, t)| t)
 }
 
+/// What `INJECTION_VERBOSE` takes (an empty value is off too).
+pub const VERBOSE_VALUES: &str = "1/0, true/false, yes/no or on/off";
+
 fn parse_bool(v: &str) -> Option<bool> {
     match v.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" | "y" => Some(true),
-        "0" | "false" | "no" | "off" | "n" | "" => Some(false),
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" | "" => Some(false),
         _ => None,
     }
 }
@@ -828,6 +843,59 @@ mod tests {
                 _ => {}
             }
         }
+    }
+
+    #[test]
+    fn a_verbose_value_not_understood_leaves_verbose_off() {
+        for v in ["1", "true", "YES", " on "] {
+            let (c, p) = cfg(&[(vars::VERBOSE, v)]);
+            assert!(c.verbose && p.is_empty(), "{v:?}: {p:?}");
+        }
+        for v in ["0", "false", "no", "off", ""] {
+            let (c, p) = cfg(&[(vars::VERBOSE, v)]);
+            assert!(!c.verbose && p.is_empty(), "{v:?}: {p:?}");
+        }
+        for v in ["garbage", "y", "2", "verbose"] {
+            let (c, p) = cfg(&[(vars::VERBOSE, v)]);
+            assert!(!c.verbose, "{v:?} turned verbose logging on");
+            assert_eq!(
+                p.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                [format!(
+                    "INJECTION_VERBOSE={v:?}: expected 1/0, true/false, yes/no or on/off; using off (no verbose logging)"
+                )]
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_value_is_quoted_once_escaped_and_cut() {
+        let (_, p) = cfg(&[(vars::TRACE, "telemetri")]);
+        let msg = p[0].to_string();
+        assert_eq!(msg.matches("telemetri").count(), 1, "{msg}");
+        // In a list, the word that is wrong is named too.
+        let (_, p) = cfg(&[(vars::TRACE, "gpu,telemetri")]);
+        assert!(
+            p[0].to_string()
+                .ends_with("; \"telemetri\" is none of these; using gpu,api,markers,telemetry"),
+            "{p:?}"
+        );
+        let long = "x".repeat(200_000);
+        let (_, p) = cfg(&[(vars::TRACE, &long), (vars::MODE, "a\nb\u{1b}[2J")]);
+        let msgs: Vec<String> = p.iter().map(ToString::to_string).collect();
+        assert_eq!(msgs.len(), 2, "{msgs:?}");
+        assert!(msgs[0].len() < 600, "{}", msgs[0].len());
+        assert!(
+            msgs[0].starts_with(&format!(
+                "INJECTION_TRACE=\"{}\"…(200000 bytes): expected a list of gpu,",
+                "x".repeat(crate::log::VALUE_LIMIT)
+            )),
+            "{}",
+            &msgs[0][..300]
+        );
+        assert_eq!(
+            msgs[1],
+            "INJECTION_MODE=\"a\\nb\\u{1b}[2J\": expected file, system or both; using file"
+        );
     }
 
     #[test]

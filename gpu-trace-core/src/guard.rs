@@ -36,6 +36,24 @@ pub fn catch<R>(what: &'static str, f: impl FnOnce() -> R) -> Option<R> {
     }
 }
 
+/// Keeps the standard library's panic message (several lines, none
+/// starting with `gpu-trace:`) off the application's stderr: [`catch`]
+/// reports each panic in one line. In verbose mode one more line says
+/// where it happened. An injection library carries its own copy of the
+/// standard library, so the hook is the library's alone, not the
+/// application's.
+pub fn quiet_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        if crate::log::verbose() {
+            let at = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            crate::log::line(format_args!("panic at {at}"));
+        }
+    }));
+}
+
 /// Whether a panic has switched tracing off.
 pub(crate) fn broken() -> bool {
     BROKEN.load(Ordering::Relaxed)

@@ -131,15 +131,44 @@ impl Kernels {
     }
 }
 
-/// Demangles an Itanium C++ name; `None` when `name` is not one.
+/// The longest demangled name kept: far above the longest real kernel
+/// names (templated kernels reach a few KB), far below what a hostile name
+/// can ask for.
+pub const DEMANGLED_LIMIT: usize = 64 * 1024;
+
+/// Demangles an Itanium C++ name; `None` when `name` is not one, or when
+/// its demangled form would pass [`DEMANGLED_LIMIT`] (the mangled name is
+/// kept then).
+///
+/// Back-references make the demangled form exponential in the mangled
+/// one: a 185-character name whose template arguments each repeat the
+/// previous one four times demangles into 52 MB (0.56 s in a release
+/// build). The demangler writes into a buffer that refuses to grow past the
+/// limit, which stops it there.
 pub fn demangle(name: &str) -> Option<String> {
     if !name.starts_with("_Z") {
         return None;
     }
     let sym = cpp_demangle::Symbol::new(name).ok()?;
+    let mut out = Bounded(String::new());
     // Deep template nesting in generated kernels can make the demangler give
     // up; keep the mangled name then.
-    sym.demangle().ok()
+    sym.structured_demangle(&mut out, &cpp_demangle::DemangleOptions::default())
+        .ok()?;
+    Some(out.0)
+}
+
+/// A demangler's output that fails once it would pass [`DEMANGLED_LIMIT`].
+struct Bounded(String);
+
+impl std::fmt::Write for Bounded {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.0.len() + s.len() > DEMANGLED_LIMIT {
+            return Err(std::fmt::Error);
+        }
+        self.0.push_str(s);
+        Ok(())
+    }
 }
 
 /// Shortens a demangled signature to the qualified function name:
@@ -255,6 +284,36 @@ mod tests {
         let c = k.names(&names, "plain_c_kernel");
         assert_eq!(c.mangled, c.demangled);
         assert_eq!(&*names.get(c.display), "plain_c_kernel");
+    }
+
+    /// `_Z1f1aIiE` then `S_I<Sn_ x4>E` for each earlier argument: each
+    /// template argument holds the previous one four times.
+    fn exploding_name() -> String {
+        let mut name = String::from("_Z1f1aIiE");
+        let digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        for n in 0..11 {
+            let r = format!("S{}_", &digits[n..n + 1]);
+            name.push_str(&format!("S_I{r}{r}{r}{r}E"));
+        }
+        name
+    }
+
+    #[test]
+    fn a_name_that_demangles_into_megabytes_stays_mangled() {
+        let name = exploding_name();
+        assert_eq!(name.len(), 185);
+        assert_eq!(demangle(&name).map(|d| d.len()), None);
+        let names = Names::default();
+        let k = Kernels::default();
+        let n = k.names(&names, &name);
+        assert_eq!(n.demangled, n.mangled);
+        // Long real names are kept: a kernel of about 10 KB of templates.
+        let long = format!(
+            "_ZN2at6native29vectorized_elementwise_kernelILi4E{}EEvv",
+            "NS0_11FillFunctorIfEE".repeat(300)
+        );
+        let d = demangle(&long).expect("demangled");
+        assert!(d.len() > 9_000 && d.len() < DEMANGLED_LIMIT, "{}", d.len());
     }
 
     #[test]

@@ -317,14 +317,14 @@ pub fn resolve(pattern: &str, pid: u32, program: &str) -> Result<Resolved, NoOut
                 if i > 0 {
                     notes.push(format!(
                         "cannot write the trace to {}: {last_err}; writing {} instead",
-                        candidates[0].display(),
-                        p.display()
+                        shown(&candidates[0]),
+                        shown(&p)
                     ));
                 } else if p != *c {
                     notes.push(format!(
                         "{} exists and is kept; writing {} instead",
-                        c.display(),
-                        p.display()
+                        shown(c),
+                        shown(&p)
                     ));
                 }
                 return Ok(Resolved { path: p, notes });
@@ -336,10 +336,17 @@ pub fn resolve(pattern: &str, pid: u32, program: &str) -> Result<Resolved, NoOut
         "tried {} ({last_err})",
         candidates
             .iter()
-            .map(|c| c.display().to_string())
+            .map(|c| shown(c))
             .collect::<Vec<_>>()
             .join(", ")
     )))
+}
+
+/// A path as the notes show it: it comes from the environment
+/// (`INJECTION_OUTPUT`, `%q{VAR}`) or the program's name, and is escaped and
+/// cut as values are ([`crate::log::plain`]).
+fn shown(p: &Path) -> String {
+    crate::log::plain(&p.to_string_lossy()).to_string()
 }
 
 /// Finds a free name at or next to `path` in a writable directory. The file

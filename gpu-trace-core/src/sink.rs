@@ -539,6 +539,13 @@ pub(crate) struct FileSession {
 /// file ends with current statistics.
 const STATS_PERIOD: Duration = Duration::from_millis(100);
 
+/// When the buffer is read into the file a second time, whatever the
+/// period (the first read is at once). A process that replaces its program
+/// (`exec`) runs no exit handler, so its file holds what the last read
+/// wrote, as a killed process's does; one that did so within the first
+/// period left an empty file.
+const EARLY_READ: Duration = Duration::from_millis(100);
+
 impl FileSession {
     /// Creates `path` (it must not exist) and starts the session.
     pub(crate) fn start(
@@ -675,18 +682,23 @@ fn session_loop(
             let _ = tx.send(Cmd::Flushed);
         });
     };
+    // A read at once (the file is a trace from the start), another soon
+    // after, then one every period.
     let mut last_read = Instant::now();
+    let mut interval = Duration::ZERO;
+    let mut early = [EARLY_READ.min(period)].into_iter();
     let mut pending: Option<AfterFlush> = None;
     let mut queued: Vec<AfterFlush> = Vec::new();
     loop {
         let wait = if pending.is_some() {
             Duration::from_secs(10)
         } else {
-            period.saturating_sub(last_read.elapsed())
+            interval.saturating_sub(last_read.elapsed())
         };
         let cmd = match rx.recv_timeout(wait) {
             Ok(c) => c,
             Err(mpsc::RecvTimeoutError::Timeout) if pending.is_none() => {
+                interval = early.next().unwrap_or(period);
                 pending = Some(AfterFlush::Read);
                 flush(s);
                 continue;

@@ -224,6 +224,10 @@ pub struct Windows {
     shared: Arc<Shared>,
     thread: Option<std::thread::JoinHandle<()>>,
     socket: Option<PathBuf>,
+    /// The process that started the controller. A child it forks inherits
+    /// this value (and the exit handler that stops it) but neither the
+    /// thread nor the socket, which stay the parent's.
+    pid: u32,
 }
 
 #[cfg(feature = "perfetto")]
@@ -352,6 +356,7 @@ impl Windows {
             shared,
             thread,
             socket: path,
+            pid: std::process::id(),
         })
     }
 
@@ -371,7 +376,17 @@ impl Windows {
 
     /// Stops the controller (at exit). A window still open stays open, so
     /// that the tracer's shutdown writes its work; its range ends now.
+    ///
+    /// In a forked child this does nothing: the thread is not in the child
+    /// (joining it failed with a panic there), and the socket and the
+    /// trace are the parent's, who goes on using them.
     pub fn stop(&mut self) {
+        if std::process::id() != self.pid {
+            // Not joined nor detached: it is not a thread of this process.
+            std::mem::forget(self.thread.take());
+            self.socket = None;
+            return;
+        }
         if self.shared.stop.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -611,8 +626,13 @@ pub fn send_in(dir: &Path, pid: u32, cmd: &str, timeout: Duration) -> Result<Str
     let r = (|| {
         c.set_read_timeout(Some(timeout))
             .map_err(|e| e.to_string())?;
-        c.send_to(cmd.as_bytes(), &target)
-            .map_err(|e| format!("process {pid}: {e} (it may have exited)"))?;
+        c.send_to(cmd.as_bytes(), &target).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                stale(pid)
+            } else {
+                format!("process {pid}: {e} (it may have exited)")
+            }
+        })?;
         let mut buf = [0u8; 512];
         let n = c
             .recv(&mut buf)
@@ -621,6 +641,26 @@ pub fn send_in(dir: &Path, pid: u32, cmd: &str, timeout: Duration) -> Result<Str
     })();
     let _ = std::fs::remove_file(&me);
     r
+}
+
+/// Whether a socket file is left over: nothing holds it any more. A traced
+/// process's socket is close-on-exec (as every socket the standard library
+/// makes), so a program that replaces itself with `exec` leaves the file,
+/// and the pid still runs, another program now. No exit handler runs at an
+/// exec, and a library the CUDA driver or rocprofiler-sdk loads cannot
+/// intercept one, so the client tells such a file apart: a datagram
+/// `connect` to it is refused.
+fn is_stale(path: &Path) -> bool {
+    UnixDatagram::unbound()
+        .and_then(|c| c.connect(path))
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused)
+}
+
+/// What a client says of a process whose socket is left over ([`is_stale`]).
+fn stale(pid: u32) -> String {
+    format!(
+        "process {pid} no longer runs gpu-trace (its program was replaced by exec, or tracing ended without removing its control socket)"
+    )
 }
 
 /// Why `pid` has no socket in `dir`, as far as `/proc` says: gone, traced
@@ -651,7 +691,10 @@ fn no_socket(pid: u32, dir: &Path) -> String {
 }
 
 /// The pids with a control socket in this user's directory, removing
-/// sockets of processes that no longer exist.
+/// sockets of processes that no longer exist and passing over those that
+/// a process left when it replaced its program ([`is_stale`]; the file
+/// stays: the pid's next traced program binds the same name, and removing
+/// it could race with that).
 pub fn traced_pids() -> Vec<u32> {
     let dir = control_dir();
     let mut pids: Vec<u32> = std::fs::read_dir(&dir)
@@ -662,7 +705,7 @@ pub fn traced_pids() -> Vec<u32> {
             let name = e.file_name().into_string().ok()?;
             let pid: u32 = name.strip_suffix(".sock")?.parse().ok()?;
             if Path::new(&format!("/proc/{pid}")).exists() {
-                Some(pid)
+                (!is_stale(&e.path())).then_some(pid)
             } else {
                 let _ = std::fs::remove_file(e.path());
                 None
@@ -721,6 +764,30 @@ mod tests {
         assert!(
             untraced.ends_with("(is it running under gpu-trace record?)"),
             "{untraced}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_socket_nothing_holds_is_stale_and_a_held_or_missing_one_is_not() {
+        let dir = std::env::temp_dir().join(format!("gpu-trace-stale-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("1.sock");
+        let _ = std::fs::remove_file(&path);
+        assert!(!is_stale(&path), "no file");
+        let held = UnixDatagram::bind(&path).unwrap();
+        assert!(!is_stale(&path), "bound and held");
+        // As an exec leaves it: the socket closed, its file still there.
+        drop(held);
+        assert!(path.exists());
+        assert!(is_stale(&path));
+        let me = std::process::id();
+        let left = socket_path(&dir, me);
+        let _ = std::fs::remove_file(&left);
+        drop(UnixDatagram::bind(&left).unwrap());
+        assert_eq!(
+            send_in(&dir, me, "status", Duration::from_secs(1)).unwrap_err(),
+            stale(me)
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -976,7 +976,8 @@ impl Counting {
             why.to_owned()
         };
         let line = format!(
-            "metric {name:?} is not available on {chip} ({why}){hint}; the other metrics are collected"
+            "metric {} is not available on {chip} ({why}){hint}; the other metrics are collected",
+            gpu_trace_core::log::quoted(name)
         );
         gpu_trace_core::warn!("{line}");
         self.notes.warn(line);

@@ -31,11 +31,35 @@ fn nvml() -> Result<&'static Nvml, String> {
     static NVML: OnceLock<Result<Nvml, String>> = OnceLock::new();
     NVML.get_or_init(|| {
         Nvml::load().map_err(|e| {
-            format!("NVML is not usable ({e}); no GPU telemetry (clocks, power, utilisation)")
+            format!(
+                "NVML is not usable ({}); no GPU telemetry (clocks, power, utilisation)",
+                load_error(&e)
+            )
         })
     })
     .as_ref()
     .map_err(Clone::clone)
+}
+
+/// Why NVML could not be used, for one line: the paths tried (the first
+/// may be `GPU_TRACE_NVML_PATH`'s value) and the loader's message, each
+/// escaped and cut as values are ([`gpu_trace_core::log::plain`]).
+fn load_error(e: &nvml::LoadError) -> String {
+    use gpu_trace_core::log::plain;
+    match e {
+        nvml::LoadError::NotFound(n) => {
+            let tried: Vec<String> = n.tried.iter().map(|t| plain(t).to_string()).collect();
+            let mut line = format!("libnvidia-ml not found; tried: {}", tried.join(", "));
+            if let Some(l) = &n.last_error {
+                line.push_str(&format!(" (last error: {})", plain(l)));
+            }
+            line
+        }
+        nvml::LoadError::Init { path, error } => {
+            format!("nvmlInit_v2 failed in {}: {error}", plain(path))
+        }
+        e => e.to_string(),
+    }
 }
 
 /// Samples `d` while telemetry is recorded.

@@ -56,6 +56,10 @@ pub(crate) struct Tool {
     shared: Arc<Shared>,
     /// Recording windows (time plan, control socket), if any.
     windows: Mutex<Option<gpu_trace_core::windows::Windows>>,
+    /// The process that started tracing. A child it forks inherits the
+    /// exit handler but none of the threads, and CUDA is not usable there:
+    /// the parent's trace is no business of the child's exit.
+    pid: u32,
 }
 
 /// How long exit waits for work still running on the GPU.
@@ -800,6 +804,7 @@ impl Tool {
             gpu_trace_core::warn!("{p}");
         }
         gpu_trace_core::log::set_verbose(config.verbose);
+        gpu_trace_core::guard::quiet_panics();
         // Panics the cupti crate catches go to our log, under our name.
         cupti::set_panic_reporter(|what, message| {
             gpu_trace_core::warn!("panic in {what}: {message}; this handler is now disabled");
@@ -818,17 +823,22 @@ impl Tool {
         let cupti = match Cupti::load() {
             Ok(c) => c,
             Err(e) => {
-                gpu_trace_core::warn!("CUPTI is not usable ({e}); the application runs untraced");
+                let why = load_error(&e);
+                gpu_trace_core::warn!("CUPTI is not usable ({why}); the application runs untraced");
                 gpu_trace_core::output::announce_untraced(&match e {
                     cupti::Error::LibraryNotFound { .. } => {
                         "no CUPTI (libcupti.so.13 of CUDA 13 or newer) was found".to_owned()
                     }
-                    e => format!("CUPTI is not usable ({e})"),
+                    _ => format!("CUPTI is not usable ({why})"),
                 });
                 return None;
             }
         };
-        gpu_trace_core::verbose!("CUPTI {} from {}", cupti.version(), cupti.path());
+        gpu_trace_core::verbose!(
+            "CUPTI {} from {}",
+            cupti.version(),
+            gpu_trace_core::log::plain(cupti.path())
+        );
 
         // Subscribe first: if another profiler holds CUPTI, stay out of its
         // way entirely (its activity buffers are process-wide too).
@@ -990,6 +1000,7 @@ impl Tool {
             tracer,
             shared,
             windows: Mutex::new(windows),
+            pid: std::process::id(),
         })
     }
 
@@ -997,6 +1008,14 @@ impl Tool {
     /// application queued but never waited for is waited for first (at most
     /// [`EXIT_DRAIN_LIMIT`]), so that it is in the trace.
     pub(crate) fn shutdown(&self) {
+        if std::process::id() != self.pid {
+            gpu_trace_core::verbose!(
+                "process {} (forked from {}) exits; the trace is its parent's",
+                std::process::id(),
+                self.pid
+            );
+            return;
+        }
         if let Some(d) = crate::detach::global() {
             d.stop();
             if let Some(line) = d.summary() {
@@ -1021,7 +1040,7 @@ impl Tool {
             gpu_trace_core::warn!(
                 "{}=nvtx:{}: the application never opened an NVTX range of that name, so the trace holds no GPU work or API calls",
                 crate::config::vars::CAPTURE_RANGE,
-                n.name()
+                gpu_trace_core::log::plain(n.name())
             );
         }
         if let Some(c) = self.shared.counting.get() {
@@ -1076,6 +1095,36 @@ impl Tool {
                 "GPU work still running after {EXIT_DRAIN_LIMIT:?} at exit; it is missing from the trace"
             );
         }
+    }
+}
+
+/// Why CUPTI could not be loaded, for one line: the paths tried (the first
+/// may be `GPU_TRACE_CUPTI_PATH`'s value) and the loader's message, each
+/// escaped and cut as values are ([`gpu_trace_core::log::plain`]).
+fn load_error(e: &cupti::Error) -> String {
+    use gpu_trace_core::log::plain;
+    let shown = |s: &str| plain(s).to_string();
+    match e {
+        cupti::Error::LibraryNotFound {
+            tried,
+            too_old,
+            last_error,
+        } => cupti_sys::loader::not_found_message(
+            &tried.iter().map(|t| shown(t)).collect::<Vec<_>>(),
+            &too_old
+                .iter()
+                .map(|(p, v)| (shown(p), *v))
+                .collect::<Vec<_>>(),
+            last_error.as_deref().map(shown).as_deref(),
+        ),
+        cupti::Error::LibraryOpen { path, source } => {
+            format!(
+                "cannot open {}: {}",
+                plain(path),
+                shown(&source.to_string())
+            )
+        }
+        e => e.to_string(),
     }
 }
 

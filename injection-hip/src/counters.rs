@@ -200,7 +200,8 @@ impl Counting {
                     .count();
                 if offered > 0 && offered < self.gpus.len() {
                     gpu_trace_core::verbose!(
-                        "counter {name:?} is offered by {offered} of {} GPUs; the others do not count it",
+                        "counter {} is offered by {offered} of {} GPUs; the others do not count it",
+                        gpu_trace_core::log::quoted(name),
                         self.gpus.len()
                     );
                 }
@@ -209,7 +210,8 @@ impl Counting {
                     self.report_once(
                         name.clone(),
                         format_args!(
-                            "counter {name:?} is not offered by any GPU here ({}); it is skipped, the other counters are collected",
+                            "counter {} is not offered by any GPU here ({}); it is skipped, the other counters are collected",
+                            gpu_trace_core::log::quoted(name),
                             archs.join(", ")
                         ),
                     );

@@ -343,21 +343,6 @@ impl Backend for Watching {
     }
 }
 
-/// Our panics are caught and reported in one line by the guards; the default hook would add
-/// several more. This library carries its own copy of the standard library, so the hook is
-/// ours alone, not the application's.
-fn quiet_panics() {
-    std::panic::set_hook(Box::new(|info| {
-        if gpu_trace_core::log::verbose() {
-            let at = info
-                .location()
-                .map(|l| format!("{}:{}", l.file(), l.line()))
-                .unwrap_or_default();
-            gpu_trace_core::log::line(format_args!("panic at {at}"));
-        }
-    }));
-}
-
 impl Tool for HipTool {
     const NAME: &'static CStr = c"gpu-trace";
     type Session = Session;
@@ -414,7 +399,7 @@ impl Tool for HipTool {
 impl HipTool {
     /// [`Tool::initialize`]: the contexts, then the tracer.
     fn start(&self, rt: &Runtime) -> rocprofiler::Result<Session> {
-        quiet_panics();
+        gpu_trace_core::guard::quiet_panics();
         let (filter, filter_problems) = gpu_trace_core::filter::KernelFilter::from_env();
         for p in self.problems.iter().chain(&filter_problems) {
             gpu_trace_core::warn!("{p}");
@@ -529,7 +514,10 @@ impl HipTool {
             if let Some(v) = gpu_trace_core::config::env_lookup(var)
                 && !inert.contains(&v.trim().to_ascii_lowercase().as_str())
             {
-                gpu_trace_core::warn!("{var}={v:?} is ignored: it is a CUDA setting ({why})");
+                gpu_trace_core::warn!(
+                    "{var}={} is ignored: it is a CUDA setting ({why})",
+                    gpu_trace_core::log::quoted(&v)
+                );
             }
         }
         let config = self.config.clone();

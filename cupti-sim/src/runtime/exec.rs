@@ -842,6 +842,8 @@ impl Thread<'_> {
             Op::Alloc { bytes, kind, slot } => super::memory::alloc(*bytes, kind, slot),
             Op::Free { slot } => super::memory::free(slot),
             Op::Uvm { op, bytes, address } => super::memory::uvm(*op, *bytes, *address),
+            Op::Fork { exit_code } => super::process::fork_and_exit(*exit_code),
+            Op::Exec { program, args } => super::process::exec(program, args),
             Op::Repeat { times, ops } => {
                 for _ in 0..*times {
                     self.run(ops);

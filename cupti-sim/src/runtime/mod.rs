@@ -10,6 +10,7 @@ mod exec;
 mod exports;
 mod memory;
 mod nvtx;
+mod process;
 mod range_profiler;
 mod signals;
 
@@ -410,29 +411,45 @@ pub(crate) fn flush_all() {
     }
 }
 
+/// The process that runs the program; a child it forks writes no report (the parent's
+/// would be overwritten).
+static PROGRAM_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// Runs at exit after the tool's own exit handler (registered before the tool was loaded):
 /// records never handed back are the tool's loss; writes the report.
 extern "C" fn at_exit() {
     guard("the exit handler", (), || {
-        let left = lock(&FAKE.buffer).as_ref().map_or(0, |b| b.records);
-        let mut r = lock(&FAKE.report).clone();
-        r.records_undelivered = left;
-        let mut calls: BTreeMap<String, u64> = BTreeMap::new();
-        for (k, v) in lock(&nvtx::CALLS).iter() {
-            calls.insert(k.clone(), *v);
-        }
-        r.nvtx_calls = calls;
-        if let Some(path) = std::env::var_os(crate::host::REPORT_ENV) {
-            match serde_json::to_vec_pretty(&r) {
-                Ok(bytes) => {
-                    if let Err(e) = std::fs::write(&path, bytes) {
-                        eprintln!("cupti-sim: cannot write the report: {e}");
-                    }
-                }
-                Err(e) => eprintln!("cupti-sim: cannot encode the report: {e}"),
-            }
+        if std::process::id() == PROGRAM_PID.load(Ordering::Relaxed) {
+            write_report(false);
         }
     });
+}
+
+/// Writes the report: at exit, or just before the program replaces itself (`at_exec`), when
+/// records still in CUPTI's buffer are lost with the process image rather than undelivered.
+pub(crate) fn write_report(at_exec: bool) {
+    let left = lock(&FAKE.buffer).as_ref().map_or(0, |b| b.records);
+    let mut r = lock(&FAKE.report).clone();
+    if at_exec {
+        r.records_lost_at_exec = left;
+    } else {
+        r.records_undelivered = left;
+    }
+    let mut calls: BTreeMap<String, u64> = BTreeMap::new();
+    for (k, v) in lock(&nvtx::CALLS).iter() {
+        calls.insert(k.clone(), *v);
+    }
+    r.nvtx_calls = calls;
+    if let Some(path) = std::env::var_os(crate::host::REPORT_ENV) {
+        match serde_json::to_vec_pretty(&r) {
+            Ok(bytes) => {
+                if let Err(e) = std::fs::write(&path, bytes) {
+                    eprintln!("cupti-sim: cannot write the report: {e}");
+                }
+            }
+            Err(e) => eprintln!("cupti-sim: cannot encode the report: {e}"),
+        }
+    }
 }
 
 unsafe extern "C" {
@@ -441,6 +458,7 @@ unsafe extern "C" {
 
 /// Registers the report writer; it must come before the tool registers its own handler.
 pub(crate) fn register_exit_report() {
+    PROGRAM_PID.store(std::process::id(), Ordering::Relaxed);
     // SAFETY: `at_exit` is a plain `extern "C" fn()` that never unwinds (guarded).
     if unsafe { atexit(at_exit) } != 0 {
         eprintln!("cupti-sim: cannot register the exit report");

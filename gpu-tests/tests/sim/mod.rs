@@ -209,7 +209,9 @@ impl Walker<'_> {
                 | Op::Free { .. }
                 | Op::Uvm { .. }
                 | Op::MemcpyPeer { .. }
-                | Op::Signals { .. } => {}
+                | Op::Signals { .. }
+                | Op::Fork { .. }
+                | Op::Exec { .. } => {}
                 // Recorded at its pop; its depth is the number of ranges open around it.
                 Op::NvtxPush { message, domain } => {
                     th.open.push((message.clone(), domain.clone(), 0));
