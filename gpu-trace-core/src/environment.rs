@@ -79,7 +79,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "INJECTION_VERBOSE",
         scope: Scope::Both,
         default: "off",
-        meaning: "Log what the tool does to stderr (never stdout), each line starting with `gpu-trace:`.",
+        meaning: "`1`, `true`, `yes`, `on`: log what the tool does to stderr (never stdout), each line starting with `gpu-trace:`. `0`, `false`, `no`, `off` or empty: not. Anything else is one line naming it, and verbose stays off.",
         option: Some("-v, --verbose"),
     },
     Variable {
@@ -233,7 +233,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "INJECTION_FLUSH_PERIOD_MS",
         scope: Scope::Both,
         default: "`1000`",
-        meaning: "The longest time between two writes of the file, and how often the vendor's records are collected (100–600000). A killed process leaves a valid trace up to the last write.",
+        meaning: "The longest time between two writes of the file, and how often the vendor's records are collected (100–600000). The file is first written at once and again 100 ms later, then every period, so that a process that is killed, or replaces its program with `exec` (which runs no exit handler), leaves a valid trace up to the last write.",
         option: Some("--flush-period-ms"),
     },
     Variable {
