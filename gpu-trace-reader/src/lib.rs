@@ -27,6 +27,7 @@ mod model;
 pub mod pb;
 pub mod progress;
 mod stats;
+pub mod text;
 mod trace;
 mod visit;
 pub mod wire;
