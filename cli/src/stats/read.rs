@@ -851,6 +851,8 @@ impl Acc {
             categories: t.track_event_categories.clone(),
             losses: losses(t),
             truncated_at: t.truncated_at,
+            damaged_at: t.damaged_at,
+            damaged_packets: t.damaged_packets,
             problems: t.problems.clone(),
             dangling: dangling
                 .into_iter()
@@ -1012,6 +1014,10 @@ pub(crate) struct FileData {
     pub(crate) categories: Vec<String>,
     pub(crate) losses: Option<Vec<(String, u64)>>,
     pub(crate) truncated_at: Option<u64>,
+    /// Where the trace is damaged between packets (not read past).
+    pub(crate) damaged_at: Option<u64>,
+    /// Packets left out for damage inside them.
+    pub(crate) damaged_packets: u64,
     pub(crate) problems: Vec<String>,
     /// API slices whose submission arrow points at GPU work that is not in
     /// the trace: (name, start ns), in trace order.
