@@ -124,7 +124,11 @@ impl Trace {
     ///
     /// # Errors
     /// When the file cannot be read, is empty, or is not a protobuf trace
-    /// (its first field is not a packet, or the first packet is malformed).
+    /// (its first field is not a packet, or no packet in it is whole);
+    /// [`ReadError::TooLarge`] for more than [`STREAM_LIMIT`] bytes of a
+    /// pipe. Damage after a whole packet is no error: see
+    /// [`Trace::damaged_at`], [`Trace::damaged_packets`] and
+    /// [`Trace::truncated_at`].
     pub fn open(path: impl AsRef<Path>) -> Result<Trace, ReadError> {
         Self::open_with(path, |_, _| {})
     }
@@ -240,7 +244,9 @@ impl Trace {
     /// # Errors
     /// When `data` is empty or not a protobuf trace. A trace cut short
     /// mid-packet (a killed writer) keeps the packets before the cut, and
-    /// says so in [`Trace::problems`] and [`Trace::truncated_at`].
+    /// says so in [`Trace::problems`] and [`Trace::truncated_at`]; one
+    /// damaged keeps what came before the damage ([`Trace::damaged_at`],
+    /// [`Trace::damaged_packets`]).
     pub fn from_bytes(data: &[u8]) -> Result<Trace, ReadError> {
         Self::read(data, Some(data.len() as u64), u64::MAX, None, |_| {})
     }
