@@ -1,8 +1,11 @@
 //! The few lines `record` prints after the run: each file with its size,
 //! how long it spans, what it holds and what was lost, then the kernels
 //! that took the most GPU time over all of them, names shortened. The full
-//! report is `gpu-trace stats`.
+//! report is `gpu-trace stats`. Text from the traces (kernel names, the
+//! reader's notes, loss keys) is escaped: each line stays one line, and no
+//! control sequence in a trace reaches the terminal.
 
+use gpu_trace_reader::text::{clip, escape, printable};
 use gpu_trace_reader::{GpuEvent, KernelInfo, Parts, Slice, Stage, Trace, Visitor};
 use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
@@ -81,15 +84,13 @@ impl Visitor for Counts {
     }
 }
 
-/// `name` cut to `width` characters, with `…` where it was cut.
+/// `name`, escaped, cut to `width` characters, with `…` where it was cut.
 pub(crate) fn shorten(name: &str, width: usize) -> String {
-    if name.chars().count() <= width {
-        return name.to_owned();
-    }
-    let mut s: String = name.chars().take(width.saturating_sub(1)).collect();
-    s.push('…');
-    s
+    clip(name, width.max(1)).into_owned()
 }
+
+/// Characters of a note from the reader shown at most.
+const NOTE_WIDTH: usize = 300;
 
 fn size(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -140,7 +141,7 @@ fn losses(t: &Trace) -> Option<String> {
         Some(d) => lost.extend(
             d.into_iter()
                 .filter(|(_, n)| *n > 0)
-                .map(|(k, n)| format!("{k}={n}")),
+                .map(|(k, n)| format!("{}={n}", printable(&k, 64))),
         ),
     }
     if let Some(l) = t.losses {
@@ -156,15 +157,17 @@ pub(crate) fn render(paths: &[PathBuf]) -> String {
     let mut gpu_total = 0u64;
     for p in paths {
         let bytes = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let path = p.display().to_string();
+        let path = escape(&path);
         let mut c = Counts::default();
         let t = match Trace::visit_showing_progress(p, "gpu-trace:", &mut c) {
             Ok(t) => t,
             Err(e) => {
                 let _ = writeln!(
                     out,
-                    "gpu-trace: wrote {} ({}), which cannot be read: {e}",
-                    p.display(),
-                    size(bytes)
+                    "gpu-trace: wrote {path} ({}), which cannot be read: {}",
+                    size(bytes),
+                    printable(&e.to_string(), NOTE_WIDTH)
                 );
                 continue;
             }
@@ -193,8 +196,7 @@ pub(crate) fn render(paths: &[PathBuf]) -> String {
         };
         let _ = writeln!(
             out,
-            "gpu-trace: wrote {} ({}): {} over {}{windows}; lost: {}",
-            p.display(),
+            "gpu-trace: wrote {path} ({}): {} over {}{windows}; lost: {}",
             size(bytes),
             what.join(", "),
             duration(span),
@@ -210,7 +212,11 @@ pub(crate) fn render(paths: &[PathBuf]) -> String {
                     count(n as u64)
                 ),
             };
-            let _ = writeln!(out, "gpu-trace:   note: {first}{more}");
+            let _ = writeln!(
+                out,
+                "gpu-trace:   note: {}{more}",
+                printable(first, NOTE_WIDTH)
+            );
         }
         for (k, n, d) in c.by_kernel.into_values() {
             let name = if k.demangled.is_empty() {
@@ -264,7 +270,7 @@ pub(crate) fn render(paths: &[PathBuf]) -> String {
     let files = if paths.len() <= 4 {
         paths
             .iter()
-            .map(|p| p.display().to_string())
+            .map(|p| escape(&p.display().to_string()).into_owned())
             .collect::<Vec<_>>()
             .join(" ")
     } else {
@@ -288,6 +294,55 @@ mod tests {
         let s = shorten(long, 20);
         assert_eq!(s.chars().count(), 20);
         assert_eq!(s, "void at::native::ve…");
+    }
+
+    #[test]
+    fn names_from_the_trace_are_escaped_and_each_line_stays_one() {
+        use gpu_trace_reader::pb::Writer;
+        use gpu_trace_reader::wire;
+        let evil = "k\x1b[2J\x1b]0;owned\x07\ngpu-trace: forged\u{202e}";
+        let mut w = Writer::new();
+        w.nested(wire::TRACE_PACKET, |p| {
+            p.varint(wire::packet::SEQUENCE_ID, 1)
+                .varint(wire::packet::SEQUENCE_FLAGS, 1)
+                .nested(wire::packet::INTERNED_DATA, |d| {
+                    d.nested(wire::interned::GPU_SPECIFICATIONS, |s| {
+                        s.varint(wire::spec::IID, 1)
+                            .string(wire::spec::NAME, "Kernel");
+                    })
+                    .nested(wire::interned::COMPUTE_KERNELS, |k| {
+                        k.varint(wire::kernel::IID, 1)
+                            .string(wire::kernel::DEMANGLED_NAME, evil);
+                    });
+                });
+        });
+        w.nested(wire::TRACE_PACKET, |p| {
+            p.varint(wire::packet::SEQUENCE_ID, 1)
+                .varint(wire::packet::TIMESTAMP, 1_000)
+                .nested(wire::packet::GPU_RENDER_STAGE_EVENT, |e| {
+                    e.varint(wire::rse::EVENT_ID, 1)
+                        .varint(wire::rse::DURATION, 500)
+                        .varint(wire::rse::STAGE_IID, 1)
+                        .varint(wire::rse::KERNEL_IID, 1);
+                });
+        });
+        let dir = std::env::temp_dir().join(format!("gpu-trace-summary-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("evil\x1b[31m.pftrace");
+        std::fs::write(&p, w.as_bytes()).unwrap();
+        let out = render(std::slice::from_ref(&p));
+        std::fs::remove_dir_all(&dir).unwrap();
+        let controls: Vec<char> = out
+            .chars()
+            .filter(|&c| c != '\n' && (c.is_control() || c == '\u{202e}'))
+            .collect();
+        assert!(controls.is_empty(), "{controls:?} in {out}");
+        assert!(out.lines().all(|l| l.starts_with("gpu-trace: ")), "{out}");
+        assert!(
+            out.contains(r"k\x1b[2J\x1b]0;owned\x07\ngpu-trace: forged\u{202e}"),
+            "{out}"
+        );
+        assert!(out.contains(r"evil\x1b[31m.pftrace"), "{out}");
     }
 
     #[test]

@@ -12,6 +12,119 @@ use rustc_hash::FxHashMap;
 /// At most this many distinct problem lines; later ones are counted.
 const MAX_PROBLEMS: usize = 200;
 
+/// What the reader keeps of a trace at most, whatever the trace claims,
+/// so that a hostile or damaged file cannot make it grow without bound
+/// (a few bytes of file each, these grew memory 12 to 45 times the file's
+/// size). Past a limit the rest is counted and said in a problem line.
+/// Each is far above what a real trace has.
+pub(crate) mod limits {
+    /// Packet sequences (one per trace writer: a thread of a data source).
+    pub(crate) const SEQUENCES: usize = 1 << 16;
+    /// Tracks whose slices are being paired while streaming, and track
+    /// descriptors kept.
+    pub(crate) const TRACKS: usize = 1 << 16;
+    /// Slices open at once while streaming, over all tracks.
+    pub(crate) const OPEN_SLICES: usize = 1 << 18;
+    /// Processes described.
+    pub(crate) const PROCESSES: usize = 1 << 16;
+    /// GPU log lines kept.
+    pub(crate) const LOG_LINES: usize = 1 << 16;
+    /// Interned entries held at once, over all sequences.
+    pub(crate) const INTERNED: usize = 1 << 20;
+}
+
+/// What was left out for a limit: counts, said once the trace is read.
+#[derive(Default)]
+pub(crate) struct OverLimits {
+    /// Packets of sequences past [`limits::SEQUENCES`].
+    pub(crate) sequence_packets: u64,
+    /// Slice begins and ends on tracks past [`limits::TRACKS`].
+    pub(crate) track_events: u64,
+    /// Slices begun past [`limits::OPEN_SLICES`].
+    pub(crate) open_slices: u64,
+    /// Track descriptors of tracks past [`limits::TRACKS`].
+    pub(crate) descriptors: u64,
+    /// Process descriptors of processes past [`limits::PROCESSES`].
+    pub(crate) processes: u64,
+    /// Log lines past [`limits::LOG_LINES`].
+    pub(crate) logs: u64,
+    /// Interned entries past [`limits::INTERNED`].
+    pub(crate) interned: u64,
+}
+
+impl OverLimits {
+    /// One problem line per limit that was reached.
+    pub(crate) fn finish(&self, problems: &mut Problems) {
+        let int = |n: usize| {
+            let d = n.to_string();
+            let mut out = String::new();
+            for (i, c) in d.chars().enumerate() {
+                if i > 0 && (d.len() - i).is_multiple_of(3) {
+                    out.push(',');
+                }
+                out.push(c);
+            }
+            out
+        };
+        let lines = [
+            (
+                self.sequence_packets,
+                format!(
+                    "packets of sequences past the first {} (this reader's limit) are left out",
+                    int(limits::SEQUENCES)
+                ),
+            ),
+            (
+                self.track_events,
+                format!(
+                    "slice begins and ends on tracks past the first {} (this reader's limit) are not paired into slices, only counted",
+                    int(limits::TRACKS)
+                ),
+            ),
+            (
+                self.open_slices,
+                format!(
+                    "slices begun while {} were open (this reader's limit) are not kept, only counted",
+                    int(limits::OPEN_SLICES)
+                ),
+            ),
+            (
+                self.descriptors,
+                format!(
+                    "track descriptors past the first {} tracks (this reader's limit) are left out",
+                    int(limits::TRACKS)
+                ),
+            ),
+            (
+                self.processes,
+                format!(
+                    "process descriptors past the first {} processes (this reader's limit) are left out",
+                    int(limits::PROCESSES)
+                ),
+            ),
+            (
+                self.logs,
+                format!(
+                    "GPU log lines past the first {} (this reader's limit) are left out",
+                    int(limits::LOG_LINES)
+                ),
+            ),
+            (
+                self.interned,
+                format!(
+                    "interned entries past {} held at once (this reader's limit) are left out: what refers to them is unresolved",
+                    int(limits::INTERNED)
+                ),
+            ),
+        ];
+        for (n, what) in lines {
+            if n > 0 {
+                problems.push_first(format!("{n} {what}"));
+            }
+        }
+    }
+}
+
 /// Problem lines in the order first seen, each once, with how often it
 /// came up.
 #[derive(Default)]
@@ -19,27 +132,46 @@ pub(crate) struct Problems {
     lines: Vec<(String, u64)>,
     index: FxHashMap<String, usize>,
     more: u64,
+    /// Lines said before all others, whatever came first: damage, a cut,
+    /// a limit of the reader. A few kinds, each once.
+    first: Vec<String>,
 }
 
 impl Problems {
     pub(crate) fn push(&mut self, p: String) {
+        self.push_n(p, 1);
+    }
+
+    /// A line to say before all others (see `first`).
+    pub(crate) fn push_first(&mut self, p: String) {
+        if !self.first.contains(&p) {
+            self.first.push(p);
+        }
+    }
+
+    /// `p`, `n` times over.
+    pub(crate) fn push_n(&mut self, p: String, n: u64) {
+        if n == 0 {
+            return;
+        }
         if let Some(&i) = self.index.get(&p) {
-            self.lines[i].1 += 1;
+            self.lines[i].1 = self.lines[i].1.saturating_add(n);
         } else if self.lines.len() < MAX_PROBLEMS {
             self.index.insert(p.clone(), self.lines.len());
-            self.lines.push((p, 1));
+            self.lines.push((p, n));
         } else {
-            self.more += 1;
+            self.more = self.more.saturating_add(n);
         }
     }
 
     /// The lines, a repeated one with its count (`... (×3)`).
     pub(crate) fn into_lines(self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .lines
-            .into_iter()
-            .map(|(p, n)| if n > 1 { format!("{p} (×{n})") } else { p })
-            .collect();
+        let mut out = self.first;
+        out.extend(
+            self.lines
+                .into_iter()
+                .map(|(p, n)| if n > 1 { format!("{p} (×{n})") } else { p }),
+        );
         if self.more > 0 {
             out.push(format!(
                 "and {} more problems of other kinds, not listed",

@@ -2,7 +2,7 @@
 //! the way trace_processor resolves them.
 
 use crate::DANGLING_SUBMISSIONS;
-use crate::checks::{ClockMonotony, Problems, SortWindow};
+use crate::checks::{ClockMonotony, OverLimits, Problems, SortWindow, limits};
 use crate::model::{
     ArgVal, Args, Context, CounterUnits, CounterValue, DeviceInfo, GpuEvent, Instant, KernelInfo,
     LogLine, ProcessInfo, Slice, Stage, Str, Thread, TrackInfo,
@@ -81,6 +81,19 @@ struct Seq {
     valid: bool,
 }
 
+impl Seq {
+    /// Interned entries held.
+    fn entries(&self) -> usize {
+        self.specs.len()
+            + self.contexts.len()
+            + self.kernels.len()
+            + self.arg_names.len()
+            + self.event_names.len()
+            + self.annotation_names.len()
+            + self.counter_descs.len()
+    }
+}
+
 /// A packet's timestamp, in BOOTTIME or still on a global custom clock
 /// (resolved once every snapshot is known).
 #[derive(Clone, Copy)]
@@ -151,8 +164,17 @@ struct Stream<'v> {
     tracks: FxHashMap<u64, TrackState>,
     /// Track events so far (begins, ends and instants).
     order: u32,
-    /// Problems of pairing, with the time and order they sort by.
-    pair_problems: Vec<(u64, u32, String)>,
+    /// Slice ends without a begin, by track: the first one's time and
+    /// order (what the problems sort by), and how many; at most
+    /// [`limits::TRACKS`] tracks, the ends on others counted alone.
+    unmatched: FxHashMap<u64, (u64, u32, u64)>,
+    unmatched_elsewhere: u64,
+    /// Slots of open slices held, over all tracks.
+    open_slots: usize,
+    /// Begins and ends on tracks past the limit, and begins past the
+    /// limit of open slices.
+    over_tracks: u64,
+    over_open: u64,
     /// Custom clocks used before any snapshot of them, deduplicated as
     /// `finish` deduplicates its messages.
     unclocked_gpu: Vec<u32>,
@@ -180,6 +202,15 @@ struct Out<'v> {
     /// packet losses the service marked (count, first byte offset).
     skipped: FxHashMap<u32, (u64, u64)>,
     lost: FxHashMap<u32, (u64, u64)>,
+    /// The first packet whose content is malformed: its byte offset, where
+    /// in it the damage is (also the file's offset) and what it is.
+    damaged: Option<(u64, u64, &'static str)>,
+    /// What was left out for a limit.
+    over: OverLimits,
+    /// Where each process is in the trace's list.
+    process_index: FxHashMap<i64, usize>,
+    /// Interned entries held, over all sequences.
+    interned: usize,
 }
 
 /// Decodes packets one at a time.
@@ -267,7 +298,11 @@ impl<'v> Decoder<'v> {
                     raw: RawTe::blank(&empty),
                     tracks: FxHashMap::default(),
                     order: 0,
-                    pair_problems: Vec::new(),
+                    unmatched: FxHashMap::default(),
+                    unmatched_elsewhere: 0,
+                    open_slots: 0,
+                    over_tracks: 0,
+                    over_open: 0,
                     unclocked_gpu: Vec::new(),
                     unclocked_counters: Vec::new(),
                 }),
@@ -283,6 +318,10 @@ impl<'v> Decoder<'v> {
                 at: 0,
                 skipped: FxHashMap::default(),
                 lost: FxHashMap::default(),
+                damaged: None,
+                over: OverLimits::default(),
+                process_index: FxHashMap::default(),
+                interned: 0,
             },
         }
     }
@@ -300,8 +339,9 @@ impl<'v> Decoder<'v> {
         self.out.te.reserve(n(128));
     }
 
-    pub(crate) fn problem(&mut self, p: String) {
-        self.out.problems.push(p);
+    /// A problem said before all others (a cut).
+    pub(crate) fn problem_first(&mut self, p: String) {
+        self.out.problems.push_first(p);
     }
 
     /// The next packet starts at byte `at` of the file.
@@ -312,6 +352,29 @@ impl<'v> Decoder<'v> {
     /// The input ends at byte `at` with part of a packet.
     pub(crate) fn truncated_at(&mut self, at: u64) {
         self.out.t.truncated_at = Some(at);
+    }
+
+    /// The packet at byte `at` is malformed at byte `bad`: what of it
+    /// came before the damage is read, the rest left out. Mostly that is
+    /// all of it: the packet's fields are all checked before any is used,
+    /// and each payload before it is used; interned entries before the
+    /// damage in one payload are kept.
+    pub(crate) fn damaged_packet(&mut self, at: u64, bad: u64, what: &'static str) {
+        self.out.t.damaged_packets += 1;
+        self.out.damaged.get_or_insert((at, bad, what));
+    }
+
+    /// Bytes that cannot start a packet at byte `at` (of an input of
+    /// `size` bytes, if known): the read stops there.
+    pub(crate) fn damaged_at(&mut self, at: u64, what: &str, size: Option<u64>) {
+        self.out.t.damaged_at = Some(at);
+        let rest = match size {
+            Some(s) => format!("the {} bytes from there are not read", s.saturating_sub(at)),
+            None => "the rest is not read".to_owned(),
+        };
+        self.out.problems.push_first(format!(
+            "the trace is damaged at byte {at} ({what}): read up to there; {rest}"
+        ));
     }
 
     /// Decodes one `TracePacket`.
@@ -366,13 +429,20 @@ impl<'v> Decoder<'v> {
             }
         }
         let known = self.seqs.contains_key(&seq_id);
+        if !known && self.seqs.len() >= limits::SEQUENCES {
+            self.out.over.sequence_packets += 1;
+            return Ok(());
+        }
         if cleared || flags & wire::packet::SEQ_INCREMENTAL_STATE_CLEARED != 0 {
             let fresh = Seq {
                 valid: true,
                 ..Seq::default()
             };
             match self.seqs.get(&seq_id) {
-                Some(&i) => self.seq_state[i] = fresh,
+                Some(&i) => {
+                    let old = std::mem::replace(&mut self.seq_state[i], fresh);
+                    self.out.interned -= old.entries();
+                }
                 None => {
                     self.seqs.insert(seq_id, self.seq_state.len());
                     self.seq_state.push(fresh);
@@ -407,7 +477,9 @@ impl<'v> Decoder<'v> {
             for f in Fields::new(p) {
                 match f? {
                     (wire::packet::DEFAULTS, Value::Len(b)) => defaults(seq, b),
-                    (wire::packet::INTERNED_DATA, Value::Len(b)) if seq.valid => intern(seq, b)?,
+                    (wire::packet::INTERNED_DATA, Value::Len(b)) if seq.valid => {
+                        intern(seq, b, &mut self.out.interned, &mut self.out.over)?
+                    }
                     _ => {}
                 }
             }
@@ -520,9 +592,20 @@ fn finish_stream(mut out: Out<'_>, st: Stream<'_>) -> Trace {
         .collect();
     problems.dedup();
     problems.into_iter().for_each(|p| out.problems.push(p));
-    let mut pair = st.pair_problems;
-    pair.sort_by_key(|(ts, order, _)| (*ts, *order));
-    pair.into_iter().for_each(|(_, _, p)| out.problems.push(p));
+    let mut unmatched: Vec<(u64, (u64, u32, u64))> = st.unmatched.into_iter().collect();
+    unmatched.sort_by_key(|(_, (ts, order, _))| (*ts, *order));
+    for (track, (_, _, n)) in unmatched {
+        out.problems
+            .push_n(format!("slice end without begin on track {track:#x}"), n);
+    }
+    if st.unmatched_elsewhere > 0 {
+        out.problems.push(format!(
+            "{} slice ends without begin on other tracks",
+            st.unmatched_elsewhere
+        ));
+    }
+    out.over.track_events += st.over_tracks;
+    out.over.open_slices += st.over_open;
     let mut open: Vec<(u64, usize)> = st
         .tracks
         .iter()
@@ -578,6 +661,14 @@ impl Out<'_> {
             ));
         }
         std::mem::take(&mut self.window).finish(&mut self.problems);
+        self.over.finish(&mut self.problems);
+        if let Some((at, bad, what)) = self.damaged {
+            let n = self.t.damaged_packets;
+            self.problems.push_first(format!(
+                "{n} packet{} malformed inside, left out from the damage on (the first at byte {at}: {what} at byte {bad})",
+                if n == 1 { " is" } else { "s are" }
+            ));
+        }
     }
 }
 
@@ -587,7 +678,24 @@ impl Stream<'_> {
     fn track_event(&mut self, ty: u64, track: u64, ts: u64) {
         let e = &mut self.raw;
         let order = self.order;
-        self.order += 1;
+        self.order = self.order.wrapping_add(1);
+        if !self.tracks.contains_key(&track) && self.tracks.len() >= limits::TRACKS {
+            // No state for another track: its instants still go out,
+            // its slices are counted.
+            if ty == wire::track_event::TYPE_INSTANT {
+                let i = Instant {
+                    track,
+                    name: e.name.clone(),
+                    ts,
+                    args: std::mem::take(&mut e.args),
+                };
+                self.v.instant(&i);
+                e.args = i.args;
+            } else {
+                self.over_tracks += 1;
+            }
+            return;
+        }
         let t = self.tracks.entry(track).or_default();
         if ts < t.last && !t.unordered {
             t.unordered = true;
@@ -599,7 +707,10 @@ impl Stream<'_> {
                 let depth = t.depth as u32;
                 t.depth += 1;
                 // The vectors change places with an ended slice's, which
-                // the next track event reuses.
+                // the next track event reuses. A begin past the limit of
+                // open slices holds no slot (nor do those inside it): its
+                // end finds none either.
+                let room = t.open.len() == depth as usize && self.open_slots < limits::OPEN_SLICES;
                 match t.open.get_mut(depth as usize) {
                     Some(o) => {
                         let s = &mut o.slice;
@@ -614,34 +725,44 @@ impl Stream<'_> {
                         std::mem::swap(&mut s.args, &mut e.args);
                         o.order = order;
                     }
-                    None => t.open.push(OpenSlice {
-                        slice: Slice {
-                            track,
-                            name: e.name.clone(),
-                            ts,
-                            dur: 0,
-                            depth,
-                            submissions: std::mem::take(&mut e.submissions),
-                            waits: std::mem::take(&mut e.waits),
-                            gpu_api: e.gpu_api,
-                            args: std::mem::take(&mut e.args),
-                        },
-                        order,
-                    }),
+                    None if room => {
+                        self.open_slots += 1;
+                        t.open.push(OpenSlice {
+                            slice: Slice {
+                                track,
+                                name: e.name.clone(),
+                                ts,
+                                dur: 0,
+                                depth,
+                                submissions: std::mem::take(&mut e.submissions),
+                                waits: std::mem::take(&mut e.waits),
+                                gpu_api: e.gpu_api,
+                                args: std::mem::take(&mut e.args),
+                            },
+                            order,
+                        })
+                    }
+                    None => self.over_open += 1,
                 }
             }
             wire::track_event::TYPE_SLICE_END => match t.depth.checked_sub(1) {
                 Some(d) => {
                     t.depth = d;
-                    let o = &mut t.open[d];
-                    o.slice.dur = ts.saturating_sub(o.slice.ts);
-                    self.v.slice(&o.slice, o.order);
+                    if let Some(o) = t.open.get_mut(d) {
+                        o.slice.dur = ts.saturating_sub(o.slice.ts);
+                        self.v.slice(&o.slice, o.order);
+                    }
                 }
-                None => self.pair_problems.push((
-                    ts,
-                    order,
-                    format!("slice end without begin on track {track:#x}"),
-                )),
+                None => {
+                    let room = self.unmatched.len() < limits::TRACKS;
+                    match self.unmatched.get_mut(&track) {
+                        Some(u) => u.2 += 1,
+                        None if room => {
+                            self.unmatched.insert(track, (ts, order, 1));
+                        }
+                        None => self.unmatched_elsewhere += 1,
+                    }
+                }
             },
             _ => {
                 let i = Instant {
@@ -797,13 +918,23 @@ impl Out<'_> {
             }
             wire::packet::TRACK_DESCRIPTOR => {
                 let (uuid, info, process) = track_descriptor(b)?;
-                self.t.tracks.insert(uuid, info);
+                if self.t.tracks.len() < limits::TRACKS || self.t.tracks.contains_key(&uuid) {
+                    self.t.tracks.insert(uuid, info);
+                } else {
+                    self.over.descriptors += 1;
+                }
                 if let Some(p) = process {
                     let at = match stamp {
                         Ts::Boot(v) if has_ts => v,
                         _ => 0,
                     };
-                    describe_process(&mut self.t.processes, p, at);
+                    describe_process(
+                        &mut self.t.processes,
+                        &mut self.process_index,
+                        &mut self.over,
+                        p,
+                        at,
+                    );
                 }
             }
             wire::packet::GPU_COUNTER_EVENT => {
@@ -849,7 +980,11 @@ impl Out<'_> {
                         resolve(&self.snapshots, clock, value).unwrap_or(value)
                     }
                 };
-                self.t.logs.push(l);
+                if self.t.logs.len() < limits::LOG_LINES {
+                    self.t.logs.push(l);
+                } else {
+                    self.over.logs += 1;
+                }
             }
             wire::packet::GPU_INFO => self.t.devices = gpu_info(b)?,
             wire::packet::TRACE_STATS => self.t.losses = Some(trace_stats(b)?),
@@ -887,7 +1022,12 @@ fn defaults(seq: &mut Seq, b: &[u8]) {
     }
 }
 
-fn intern(seq: &mut Seq, b: &[u8]) -> Result<(), DecodeError> {
+fn intern(
+    seq: &mut Seq,
+    b: &[u8],
+    held: &mut usize,
+    over: &mut OverLimits,
+) -> Result<(), DecodeError> {
     for f in Fields::new(b) {
         let (n, v) = f?;
         let Value::Len(m) = v else { continue };
@@ -905,7 +1045,10 @@ fn intern(seq: &mut Seq, b: &[u8]) -> Result<(), DecodeError> {
                 }
                 let name = name.unwrap_or_default();
                 let stage = Stage::from_name(&name);
-                seq.specs.insert(
+                keep(
+                    &mut seq.specs,
+                    held,
+                    over,
                     iid,
                     Spec {
                         name,
@@ -925,7 +1068,7 @@ fn intern(seq: &mut Seq, b: &[u8]) -> Result<(), DecodeError> {
                         _ => {}
                     }
                 }
-                seq.contexts.insert(iid, c);
+                keep(&mut seq.contexts, held, over, iid, c);
             }
             wire::interned::COMPUTE_KERNELS => {
                 let mut iid = 0;
@@ -945,28 +1088,41 @@ fn intern(seq: &mut Seq, b: &[u8]) -> Result<(), DecodeError> {
                         _ => {}
                     }
                 }
-                seq.kernels.insert(iid, Arc::new(k));
+                keep(&mut seq.kernels, held, over, iid, Arc::new(k));
             }
             wire::interned::COMPUTE_ARG_NAMES => {
                 let (iid, name) = iid_name(m)?;
-                seq.arg_names.insert(iid, name);
+                keep(&mut seq.arg_names, held, over, iid, name);
             }
             wire::interned::EVENT_NAMES => {
                 let (iid, name) = iid_name(m)?;
-                seq.event_names.insert(iid, name);
+                keep(&mut seq.event_names, held, over, iid, name);
             }
             wire::interned::DEBUG_ANNOTATION_NAMES => {
                 let (iid, name) = iid_name(m)?;
-                seq.annotation_names.insert(iid, name);
+                keep(&mut seq.annotation_names, held, over, iid, name);
             }
             wire::interned::GPU_COUNTER_DESCRIPTORS => {
                 let (iid, desc) = counter_descriptor(m)?;
-                seq.counter_descs.insert(iid, desc);
+                keep(&mut seq.counter_descs, held, over, iid, desc);
             }
             _ => {}
         }
     }
     Ok(())
+}
+
+/// Sets interned entry `iid` (in the arguments after `map`), unless a new
+/// entry would hold more than [`limits::INTERNED`].
+fn keep<V>(map: &mut FxHashMap<u64, V>, held: &mut usize, over: &mut OverLimits, iid: u64, v: V) {
+    if let Some(slot) = map.get_mut(&iid) {
+        *slot = v;
+    } else if *held < limits::INTERNED {
+        map.insert(iid, v);
+        *held += 1;
+    } else {
+        over.interned += 1;
+    }
 }
 
 fn counter_descriptor(m: &[u8]) -> Result<(u64, CounterDesc), DecodeError> {
@@ -1433,10 +1589,12 @@ fn packed(p: &[u8], out: &mut Vec<u64>) -> Result<(), DecodeError> {
         let mut v = 0u64;
         let mut shift = 0;
         loop {
-            let b = *p.get(i).ok_or(DecodeError {
-                offset: i,
-                what: "truncated packed varint",
-            })?;
+            let b = *p
+                .get(i)
+                .ok_or_else(|| DecodeError::at(p, i, "truncated packed varint"))?;
+            if shift > 63 {
+                return Err(DecodeError::at(p, i, "packed varint longer than 10 bytes"));
+            }
             i += 1;
             v |= ((b & 0x7f) as u64) << shift;
             shift += 7;
@@ -1450,12 +1608,25 @@ fn packed(p: &[u8], out: &mut Vec<u64>) -> Result<(), DecodeError> {
 }
 
 /// Adds what a process descriptor written at `at` says, as
-/// trace_processor takes it: the latest name, and labels.
-fn describe_process(list: &mut Vec<ProcessInfo>, p: ProcessInfo, at: u64) {
-    let Some(known) = list.iter_mut().find(|k| k.pid == p.pid) else {
+/// trace_processor takes it: the latest name, and labels. `index` finds
+/// each process in `list`.
+fn describe_process(
+    list: &mut Vec<ProcessInfo>,
+    index: &mut FxHashMap<i64, usize>,
+    over: &mut OverLimits,
+    p: ProcessInfo,
+    at: u64,
+) {
+    let Some(&i) = index.get(&p.pid) else {
+        if list.len() >= limits::PROCESSES {
+            over.processes += 1;
+            return;
+        }
+        index.insert(p.pid, list.len());
         list.push(ProcessInfo { named_at: at, ..p });
         return;
     };
+    let known = &mut list[i];
     if !p.name.is_empty() && at >= known.named_at {
         known.name = p.name;
         known.named_at = at;

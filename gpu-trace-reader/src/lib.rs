@@ -27,13 +27,14 @@ mod model;
 pub mod pb;
 pub mod progress;
 mod stats;
+pub mod text;
 mod trace;
 mod visit;
 pub mod wire;
 
 pub use model::*;
 pub use stats::{ServiceLosses, trace_stats};
-pub use trace::{ReadError, Trace};
+pub use trace::{ReadError, ReadOptions, STREAM_LIMIT, Trace};
 pub use visit::{Parts, Visitor};
 
 /// How the problem line of submission arrows to GPU events not in the

@@ -197,6 +197,33 @@ pub struct DecodeError {
     pub offset: usize,
     /// What was wrong.
     pub what: &'static str,
+    /// The address of the byte at `offset`, to find it in a buffer that
+    /// holds the one decoded (a nested message's error in its packet).
+    addr: usize,
+}
+
+/// The largest protobuf field number.
+const MAX_FIELD: u64 = (1 << 29) - 1;
+
+impl DecodeError {
+    /// An error at byte `offset` of `data`.
+    pub(crate) fn at(data: &[u8], offset: usize, what: &'static str) -> DecodeError {
+        DecodeError {
+            offset,
+            what,
+            addr: (data.as_ptr() as usize).wrapping_add(offset.min(data.len())),
+        }
+    }
+
+    /// Where the error is in `outer`, when the bytes decoded were part of
+    /// it (a message nested in `outer`, at any depth): the offset of the
+    /// same byte from the start of `outer`. Addresses are only compared,
+    /// as numbers.
+    pub fn offset_in(&self, outer: &[u8]) -> Option<usize> {
+        self.addr
+            .checked_sub(outer.as_ptr() as usize)
+            .filter(|&o| o <= outer.len())
+    }
 }
 
 /// Iterates over the fields of one message.
@@ -266,15 +293,20 @@ impl<'a> Fields<'a> {
 
     #[cold]
     fn err(&self, what: &'static str) -> DecodeError {
-        DecodeError {
-            offset: self.pos,
-            what,
-        }
+        DecodeError::at(self.data, self.pos, what)
     }
 
     #[inline(always)]
     fn next_field(&mut self) -> Result<(u32, Value<'a>), DecodeError> {
+        let start = self.pos;
         let tag = self.read_varint()?;
+        // Field 0 (zero bytes) and numbers past the largest are not
+        // protobuf: taken as another field's number (cut to 32 bits) they
+        // would read damage as data.
+        if !(1..=MAX_FIELD).contains(&(tag >> 3)) {
+            self.pos = start;
+            return Err(self.err("invalid field number (0, or past 2^29 - 1)"));
+        }
         let field = (tag >> 3) as u32;
         let value = match tag & 7 {
             0 => Value::Varint(self.read_varint()?),
@@ -356,6 +388,20 @@ mod tests {
         let r: Vec<_> = Fields::new(bytes).collect();
         assert_eq!(r.len(), 1);
         assert!(r[0].is_err());
+    }
+
+    #[test]
+    fn field_number_zero_is_an_error_where_it_starts() {
+        let bytes = [0x08, 0x01, 0x00, 0x00];
+        let r: Vec<_> = Fields::new(&bytes).collect();
+        assert_eq!(r.len(), 2);
+        let e = r[1].clone().unwrap_err();
+        assert_eq!(e.offset, 2);
+        // Found again from a buffer that holds this one.
+        let outer = [[0xaa; 3].as_slice(), &bytes].concat();
+        let e = Fields::new(&outer[3..]).nth(1).unwrap().unwrap_err();
+        assert_eq!(e.offset_in(&outer), Some(5));
+        assert_eq!(e.offset_in(&bytes), None, "not a part of that buffer");
     }
 
     #[test]

@@ -26,12 +26,16 @@ impl ServiceLosses {
     /// Chunks and packets lost, all kinds together (failed flushes are not
     /// a loss in themselves).
     pub fn lost(&self) -> u64 {
-        self.chunks_discarded
-            + self.chunks_overwritten
-            + self.writer_packet_loss
-            + self.oversized_packets
-            + self.abi_violations
-            + self.patches_failed
+        // Saturating: the counts are the file's, whatever they claim.
+        [
+            self.chunks_overwritten,
+            self.writer_packet_loss,
+            self.oversized_packets,
+            self.abi_violations,
+            self.patches_failed,
+        ]
+        .into_iter()
+        .fold(self.chunks_discarded, u64::saturating_add)
     }
 
     /// `name=value` pairs of the non-zero counts, for messages.
@@ -71,20 +75,20 @@ pub fn trace_stats(b: &[u8]) -> Result<ServiceLosses, DecodeError> {
                     let (n, v) = f?;
                     let x = v.as_u64().unwrap_or(0);
                     match n {
-                        3 => l.chunks_overwritten += x,
-                        6 => l.patches_failed += x,
-                        9 => l.abi_violations += x,
-                        18 => l.chunks_discarded += x,
-                        19 => l.writer_packet_loss += x,
-                        22 => l.oversized_packets += x,
+                        3 => l.chunks_overwritten = l.chunks_overwritten.saturating_add(x),
+                        6 => l.patches_failed = l.patches_failed.saturating_add(x),
+                        9 => l.abi_violations = l.abi_violations.saturating_add(x),
+                        18 => l.chunks_discarded = l.chunks_discarded.saturating_add(x),
+                        19 => l.writer_packet_loss = l.writer_packet_loss.saturating_add(x),
+                        22 => l.oversized_packets = l.oversized_packets.saturating_add(x),
                         _ => {}
                     }
                 }
             }
             // chunks_discarded, patches_discarded (service-wide)
-            8 => l.chunks_discarded += v.as_u64().unwrap_or(0),
-            9 => l.patches_failed += v.as_u64().unwrap_or(0),
-            14 => l.flushes_failed += v.as_u64().unwrap_or(0),
+            8 => l.chunks_discarded = l.chunks_discarded.saturating_add(v.as_u64().unwrap_or(0)),
+            9 => l.patches_failed = l.patches_failed.saturating_add(v.as_u64().unwrap_or(0)),
+            14 => l.flushes_failed = l.flushes_failed.saturating_add(v.as_u64().unwrap_or(0)),
             _ => {}
         }
     }

@@ -49,6 +49,15 @@ pub struct Trace {
     /// Where a trace cut short mid-packet stops: the byte offset of the end
     /// of its last whole packet. What follows (part of a packet) is left out.
     pub truncated_at: Option<u64>,
+    /// Where a trace is damaged between packets (bytes that cannot start
+    /// one: a run of zero bytes, a field that is not a packet): the byte
+    /// offset of the damage. What came before is read; the rest is not,
+    /// since where the next packet starts cannot be known.
+    pub damaged_at: Option<u64>,
+    /// Packets whose content is malformed (each a whole packet, framed
+    /// right, with damage inside): each is left out from its damage on,
+    /// and the first is in [`Trace::problems`] with its byte offset.
+    pub damaged_packets: u64,
     /// Every custom (≥ 128) clock id used by a packet.
     pub custom_clocks_used: Vec<u32>,
     /// What Perfetto's trace processor would reject or drop (references it
@@ -79,6 +88,31 @@ pub enum ReadError {
     /// No bytes at all.
     #[error("empty trace (0 bytes)")]
     Empty,
+    /// More bytes than the read may take ([`ReadOptions::max_bytes`], or
+    /// [`STREAM_LIMIT`] for an input of unknown size).
+    #[error("larger than the limit of {limit} bytes: not read past it")]
+    TooLarge {
+        /// The limit, bytes.
+        limit: u64,
+    },
+}
+
+/// Bytes read at most from an input whose size is not known beforehand
+/// (a pipe, a FIFO, a character device), unless
+/// [`ReadOptions::max_bytes`] says otherwise: 64 GiB. A regular file is
+/// read whole.
+pub const STREAM_LIMIT: u64 = 64 << 30;
+
+/// How [`Trace::visit_with`] reads a file.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Bytes read at most: a larger input is [`ReadError::TooLarge`]
+    /// (a regular file at once, from its size). `None`: a regular file
+    /// whole, and at most [`STREAM_LIMIT`] bytes of anything else.
+    pub max_bytes: Option<u64>,
+    /// Draw [`Trace::open_showing_progress`]'s progress bar, its line
+    /// starting with this.
+    pub progress: Option<String>,
 }
 
 /// How often the progress callback runs, in bytes read.
@@ -90,7 +124,11 @@ impl Trace {
     ///
     /// # Errors
     /// When the file cannot be read, is empty, or is not a protobuf trace
-    /// (its first field is not a packet, or the first packet is malformed).
+    /// (its first field is not a packet, or no packet in it is whole);
+    /// [`ReadError::TooLarge`] for more than [`STREAM_LIMIT`] bytes of a
+    /// pipe. Damage after a whole packet is no error: see
+    /// [`Trace::damaged_at`], [`Trace::damaged_packets`] and
+    /// [`Trace::truncated_at`].
     pub fn open(path: impl AsRef<Path>) -> Result<Trace, ReadError> {
         Self::open_with(path, |_, _| {})
     }
@@ -103,7 +141,7 @@ impl Trace {
     /// As [`Trace::open`].
     pub fn open_showing_progress(path: impl AsRef<Path>, prefix: &str) -> Result<Trace, ReadError> {
         let p = path.as_ref();
-        Self::read_path(p, None, bar(p, prefix))
+        Self::read_path(p, None, None, bar(p, prefix))
     }
 
     /// [`Trace::open`], calling `progress(bytes read, file size)` every few
@@ -115,7 +153,7 @@ impl Trace {
         path: impl AsRef<Path>,
         progress: impl FnMut(u64, u64),
     ) -> Result<Trace, ReadError> {
-        Self::read_path(path.as_ref(), None, progress)
+        Self::read_path(path.as_ref(), None, None, progress)
     }
 
     /// Reads a file, handing its GPU events, slices, instants and counter
@@ -130,7 +168,7 @@ impl Trace {
     /// # Errors
     /// As [`Trace::open`].
     pub fn visit(path: impl AsRef<Path>, v: &mut impl Visitor) -> Result<Trace, ReadError> {
-        Self::read_path(path.as_ref(), Some(v), |_, _| {})
+        Self::read_path(path.as_ref(), None, Some(v), |_, _| {})
     }
 
     /// [`Trace::visit`], with [`Trace::open_showing_progress`]'s progress
@@ -144,7 +182,24 @@ impl Trace {
         v: &mut impl Visitor,
     ) -> Result<Trace, ReadError> {
         let p = path.as_ref();
-        Self::read_path(p, Some(v), bar(p, prefix))
+        Self::read_path(p, None, Some(v), bar(p, prefix))
+    }
+
+    /// [`Trace::visit`], read as `o` says: at most so many bytes, with a
+    /// progress bar.
+    ///
+    /// # Errors
+    /// As [`Trace::open`], and [`ReadError::TooLarge`] past the limit.
+    pub fn visit_with(
+        path: impl AsRef<Path>,
+        o: &ReadOptions,
+        v: &mut impl Visitor,
+    ) -> Result<Trace, ReadError> {
+        let p = path.as_ref();
+        match &o.progress {
+            Some(prefix) => Self::read_path(p, o.max_bytes, Some(v), bar(p, prefix)),
+            None => Self::read_path(p, o.max_bytes, Some(v), |_, _| {}),
+        }
     }
 
     /// [`Trace::visit`] of a trace held in memory.
@@ -152,11 +207,14 @@ impl Trace {
     /// # Errors
     /// As [`Trace::from_bytes`].
     pub fn visit_bytes(data: &[u8], v: &mut impl Visitor) -> Result<Trace, ReadError> {
-        Self::read(data, 0, Some(v), |_| {})
+        Self::read(data, Some(data.len() as u64), u64::MAX, Some(v), |_| {})
     }
 
+    /// Reads the file at `p`, at most `max` bytes of it (`None`: a regular
+    /// file whole, [`STREAM_LIMIT`] of anything else).
     fn read_path(
         p: &Path,
+        max: Option<u64>,
         v: Option<&mut dyn Visitor>,
         mut progress: impl FnMut(u64, u64),
     ) -> Result<Trace, ReadError> {
@@ -165,8 +223,17 @@ impl Trace {
             err,
         };
         let file = std::fs::File::open(p).map_err(io)?;
-        let total = file.metadata().map_err(io)?.len();
-        Self::read(file, total, v, |done| progress(done, total)).map_err(|e| match e {
+        let meta = file.metadata().map_err(io)?;
+        // A pipe's or a device's size says nothing of what it will give.
+        let size = meta.is_file().then_some(meta.len());
+        let limit = match (max, size) {
+            (Some(m), Some(s)) if s > m => return Err(ReadError::TooLarge { limit: m }),
+            (Some(m), _) => m,
+            (None, Some(_)) => u64::MAX,
+            (None, None) => STREAM_LIMIT,
+        };
+        let total = size.unwrap_or(0);
+        Self::read(file, size, limit, v, |done| progress(done, total)).map_err(|e| match e {
             ReadError::Io { err, .. } => io(err),
             e => e,
         })
@@ -177,24 +244,42 @@ impl Trace {
     /// # Errors
     /// When `data` is empty or not a protobuf trace. A trace cut short
     /// mid-packet (a killed writer) keeps the packets before the cut, and
-    /// says so in [`Trace::problems`] and [`Trace::truncated_at`].
+    /// says so in [`Trace::problems`] and [`Trace::truncated_at`]; one
+    /// damaged keeps what came before the damage ([`Trace::damaged_at`],
+    /// [`Trace::damaged_packets`]).
     pub fn from_bytes(data: &[u8]) -> Result<Trace, ReadError> {
-        Self::read(data, data.len() as u64, None, |_| {})
+        Self::read(data, Some(data.len() as u64), u64::MAX, None, |_| {})
     }
 
-    /// Decodes a trace from `src`, read in chunks.
+    /// Decodes a trace from `src`, read in chunks; its size is not known,
+    /// so at most [`STREAM_LIMIT`] bytes are read.
     ///
     /// # Errors
-    /// As [`Trace::from_bytes`], and when reading fails.
+    /// As [`Trace::from_bytes`], when reading fails, and
+    /// [`ReadError::TooLarge`] past the limit.
     pub fn from_reader(src: impl Read) -> Result<Trace, ReadError> {
-        Self::read(src, 0, None, |_| {})
+        Self::from_reader_limited(src, STREAM_LIMIT)
     }
 
-    /// Decodes `src`, of `size` bytes if known (else 0), into a trace or,
-    /// with `v`, through `v`.
+    /// [`Trace::from_reader`], reading at most `max_bytes`.
+    ///
+    /// # Errors
+    /// As [`Trace::from_reader`].
+    pub fn from_reader_limited(src: impl Read, max_bytes: u64) -> Result<Trace, ReadError> {
+        Self::read(src, None, max_bytes, None, |_| {})
+    }
+
+    /// Decodes `src`, of `size` bytes if known, reading at most `limit`
+    /// bytes of it, into a trace or, with `v`, through `v`.
+    ///
+    /// What is wrong costs as little as it can: a packet whose content is
+    /// malformed is left out alone (its framing says where the next one
+    /// starts); damage between packets, or a packet cut short, ends the
+    /// read there, keeping what came before. Offsets are the file's.
     fn read(
         src: impl Read,
-        size: u64,
+        size: Option<u64>,
+        limit: u64,
         v: Option<&mut dyn Visitor>,
         mut progress: impl FnMut(u64),
     ) -> Result<Trace, ReadError> {
@@ -202,35 +287,72 @@ impl Trace {
             path: "input".into(),
             err,
         };
-        let mut frames = Frames::new(src);
+        let mut frames = Frames::new(src, size, limit);
         let mut d = Decoder::new(v);
-        d.reserve_for(size);
+        d.reserve_for(size.unwrap_or(0));
         let mut first = true;
+        // Whether a packet decoded whole, and the first that did not.
+        let mut good = false;
+        let mut first_bad: Option<String> = None;
         let mut next_report = PROGRESS_EVERY;
         loop {
             let at = frames.position();
             let Some(f) = frames.next().map_err(io)? else {
                 break;
             };
-            d.at(at);
             match f {
-                Ok(Field::Len(wire::TRACE_PACKET, p)) => d.packet(p)?,
+                Ok(Field::Len(wire::TRACE_PACKET, p, body_at)) => {
+                    d.at(at);
+                    match d.packet(p) {
+                        Ok(()) => good = true,
+                        Err(e) => {
+                            let bad = body_at + e.offset_in(p).unwrap_or(0) as u64;
+                            first_bad.get_or_insert_with(|| {
+                                format!("malformed protobuf at byte {bad}: {}", e.what)
+                            });
+                            d.damaged_packet(at, bad, e.what);
+                        }
+                    }
+                }
                 // A trace is a sequence of packets: anything else first is
                 // some other file that happens to parse as protobuf (text
                 // does, for a few bytes).
-                Ok(Field::Len(n, _) | Field::Other(n)) if first => {
+                Ok(Field::Len(n, ..) | Field::Other(n)) if first => {
                     return Err(ReadError::NotATrace(format!(
                         "it starts with protobuf field {n}, not a TracePacket (field {})",
                         wire::TRACE_PACKET
                     )));
                 }
-                Ok(_) => {}
-                Err(e) if !first => {
-                    d.problem(format!("trace ends mid-packet: {e}"));
-                    d.truncated_at(at);
+                // Nothing but packets is ever written between packets.
+                Ok(Field::Len(n, ..) | Field::Other(n)) => {
+                    if frames.over_limit() {
+                        return Err(ReadError::TooLarge { limit });
+                    }
+                    d.damaged_at(
+                        at,
+                        &format!("protobuf field {n} where a TracePacket (field 1) should start"),
+                        size,
+                    );
                     break;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    if frames.over_limit() {
+                        return Err(ReadError::TooLarge { limit });
+                    }
+                    if first {
+                        return Err(ReadError::NotATrace(format!(
+                            "{} (at byte {})",
+                            e.what, e.offset
+                        )));
+                    }
+                    if e.cut {
+                        d.problem_first(format!("trace ends mid-packet: {}", e.what));
+                        d.truncated_at(at);
+                    } else {
+                        d.damaged_at(e.offset, &e.what, size);
+                    }
+                    break;
+                }
             }
             first = false;
             if frames.position() >= next_report {
@@ -238,9 +360,15 @@ impl Trace {
                 next_report = frames.position() + PROGRESS_EVERY;
             }
         }
+        if frames.over_limit() {
+            return Err(ReadError::TooLarge { limit });
+        }
         progress(frames.position());
         if first {
             return Err(ReadError::Empty);
+        }
+        if !good && let Some(bad) = first_bad {
+            return Err(ReadError::NotATrace(bad));
         }
         Ok(d.finish())
     }

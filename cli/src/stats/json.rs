@@ -176,6 +176,8 @@ fn file(h: &FileHeader) -> Value {
         "dropped": h.losses.as_deref().map(dropped),
         "losses": losses(h).join("\n"),
         "truncated_at": h.truncated_at,
+        "damaged_at": h.damaged_at,
+        "damaged_packets": h.damaged_packets,
         "windows": h.windows.map(|(n, t)| json!({"count": n, "recorded_ns": t, "spans": h.window_spans})),
         "problems": h.problems,
         "dangling_submissions": h.dangling.len(),

@@ -18,7 +18,8 @@ mod report;
 mod telemetry;
 mod text;
 
-use gpu_trace_reader::{ReadError, Trace};
+use gpu_trace_reader::text::{escape, printable};
+use gpu_trace_reader::{ReadError, ReadOptions, STREAM_LIMIT, Trace};
 use read::{Acc, FileData, KernelsAt};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -50,9 +51,15 @@ pub(crate) struct StatsArgs {
     #[arg(long, value_name = "N", default_value = "60")]
     name_width: String,
     /// Exit 1 on any warning, and when a trace reports anything lost, was
-    /// not finalised or is cut short.
+    /// not finalised, is cut short or is damaged.
     #[arg(long)]
     strict: bool,
+    /// Read at most SIZE bytes of each trace (bytes, or with K, M, G or T:
+    /// KiB, MiB, GiB, TiB); a larger one is not summarised. Default: a
+    /// file whole, and at most 64G from a pipe or anything else whose size
+    /// is not known beforehand.
+    #[arg(long, value_name = "SIZE")]
+    max_bytes: Option<String>,
     /// Traces to summarise: each process, and all of them together.
     #[arg(required = true)]
     traces: Vec<PathBuf>,
@@ -133,6 +140,24 @@ enum Format {
     Json,
 }
 
+/// `123`, `64K`, `512M`, `64G`, `1T` (also `64GiB`, `64GB`: powers of
+/// 1024 all), in bytes.
+fn parse_size(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (digits, unit) = v.split_at(split);
+    let n: u64 = digits.parse().ok()?;
+    let shift = match unit.to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return None,
+    };
+    n.checked_mul(1 << shift).filter(|&b| b > 0)
+}
+
 /// What the tables show.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
@@ -143,6 +168,8 @@ pub(crate) struct Options {
     pub(crate) top: Option<usize>,
     /// 0: names are never cut.
     pub(crate) name_width: usize,
+    /// Bytes read at most of each trace (`None`: the reader's default).
+    pub(crate) max_bytes: Option<u64>,
 }
 
 impl Default for Options {
@@ -152,6 +179,7 @@ impl Default for Options {
             explicit: false,
             top: None,
             name_width: 60,
+            max_bytes: None,
         }
     }
 }
@@ -199,6 +227,11 @@ fn options(a: &StatsArgs) -> Result<(Format, Options), String> {
             a.name_width
         ));
     }
+    if let Some(m) = &a.max_bytes {
+        o.max_bytes = Some(parse_size(m).ok_or_else(|| {
+            format!("--max-bytes {m:?}: expected a size above 0, in bytes or with K, M, G or T")
+        })?);
+    }
     Ok((format, o))
 }
 
@@ -214,19 +247,52 @@ fn options(a: &StatsArgs) -> Result<(Format, Options), String> {
 /// begin and end are written together), which file order keeps apart
 /// where sorting by time may not (a range and a call that begin at the
 /// same nanosecond). Memory stays bounded either way.
-fn read_file(p: &Path, prefix: &str) -> Result<(FileData, Trace), ReadError> {
+///
+/// A pipe (anything but a regular file) is read once, at most
+/// `max_bytes` (default [`STREAM_LIMIT`]): its per-kernel counter values
+/// are not matched to their kernels.
+fn read_file(
+    p: &Path,
+    prefix: &str,
+    max_bytes: Option<u64>,
+) -> Result<(FileData, Trace), ReadError> {
     let mut acc = Acc::default();
-    let t = Trace::visit_showing_progress(p, prefix, &mut acc)?;
+    let o = ReadOptions {
+        max_bytes,
+        progress: Some(prefix.to_owned()),
+    };
+    let t = Trace::visit_with(p, &o, &mut acc)?;
+    let regular = std::fs::metadata(p).is_ok_and(|m| m.is_file());
     let mut at = KernelsAt::default();
     for x in &acc.samples {
         at.wanted.insert((x.gpu, x.ts), None);
     }
+    let mut once = false;
     if !at.wanted.is_empty() {
-        Trace::visit(p, &mut at)?;
+        if regular {
+            let o = ReadOptions {
+                max_bytes,
+                progress: None,
+            };
+            Trace::visit_with(p, &o, &mut at)?;
+        } else {
+            once = true;
+        }
     }
     let mut f = acc.finish(&t, &at.wanted);
     f.path = p.display().to_string();
-    f.size = std::fs::metadata(p).map_or(0, |m| m.len());
+    // 0: not known (a pipe).
+    f.size = if regular {
+        std::fs::metadata(p).map_or(0, |m| m.len())
+    } else {
+        0
+    };
+    if once {
+        f.problems.insert(
+            0,
+            "per-kernel counter values are not matched to their kernels: that takes a second read, and this input (not a regular file) can be read only once".to_owned(),
+        );
+    }
     Ok((f, t))
 }
 
@@ -237,8 +303,10 @@ fn warnings(f: &FileData) -> Vec<String> {
     let mut problems: Vec<&String> = f.problems.iter().collect();
     if let Some(at) = f.truncated_at {
         let mut open = 0u64;
+        let mut why = None;
         problems.retain(|p| {
-            if p.starts_with("trace ends mid-packet") {
+            if let Some(w) = p.strip_prefix("trace ends mid-packet: ") {
+                why = Some(w.to_owned());
                 return false;
             }
             match p.split_once(" unterminated slices on track ") {
@@ -250,10 +318,17 @@ fn warnings(f: &FileData) -> Vec<String> {
             }
         });
         let mut w = format!(
-            "the trace stops at byte {} of {}, in the middle of a packet (cut short: was the process killed, or the file copied while written?); read up to there",
+            "the trace stops at byte {}{}, in the middle of a packet (cut short: was the process killed, or the file copied while written?); read up to there",
             text::int(at),
-            text::int(f.size)
+            if f.size == 0 {
+                String::new()
+            } else {
+                format!(" of {}", text::int(f.size))
+            }
         );
+        if let Some(why) = why {
+            w.push_str(&format!(" ({why})"));
+        }
         if open > 0 {
             w.push_str(&format!("; {open} slices still open there are left out"));
         }
@@ -284,6 +359,9 @@ fn warnings(f: &FileData) -> Vec<String> {
     out
 }
 
+/// Characters of a warning shown at most (names in it come from the trace).
+const WARNING_WIDTH: usize = 1000;
+
 /// `gpu-trace stats`.
 pub(crate) fn run(a: StatsArgs) -> ExitCode {
     let (format, o) = match options(&a) {
@@ -296,18 +374,24 @@ pub(crate) fn run(a: StatsArgs) -> ExitCode {
     let mut ok = true;
     let mut files = Vec::new();
     for p in &a.traces {
-        match read_file(p, "gpu-trace:") {
+        // Names from the trace (and the path) are escaped: each line of
+        // ours stays one line, and nothing in a trace reaches the terminal
+        // as a control sequence.
+        let shown = p.display().to_string();
+        let shown = escape(&shown);
+        match read_file(p, "gpu-trace:", o.max_bytes) {
             Ok((f, _)) => {
                 let w = warnings(&f);
                 for w in &w {
-                    eprintln!("gpu-trace: {}: {w}", p.display());
+                    eprintln!("gpu-trace: {shown}: {}", printable(w, WARNING_WIDTH));
                 }
-                let incomplete =
-                    f.truncated_at.is_some() || !f.losses.as_ref().is_some_and(|l| l.is_empty());
+                let incomplete = f.truncated_at.is_some()
+                    || f.damaged_at.is_some()
+                    || f.damaged_packets > 0
+                    || !f.losses.as_ref().is_some_and(|l| l.is_empty());
                 if a.strict && (incomplete || !w.is_empty()) {
                     eprintln!(
-                        "gpu-trace: {}: {} (--strict)",
-                        p.display(),
+                        "gpu-trace: {shown}: {} (--strict)",
                         if incomplete {
                             "the trace is incomplete"
                         } else {
@@ -321,8 +405,23 @@ pub(crate) fn run(a: StatsArgs) -> ExitCode {
             Err(e) => {
                 match e {
                     // The error names the path.
-                    ReadError::Io { .. } => eprintln!("gpu-trace: {e}"),
-                    e => eprintln!("gpu-trace: {}: {e}", p.display()),
+                    ReadError::Io { .. } => eprintln!("gpu-trace: {}", escape(&e.to_string())),
+                    ReadError::TooLarge { limit } => eprintln!(
+                        "gpu-trace: {shown}: more than {} bytes ({}): not summarised",
+                        text::int(limit),
+                        if o.max_bytes.is_some() {
+                            "--max-bytes".to_owned()
+                        } else {
+                            format!(
+                                "the limit for a pipe or anything else whose size is not known beforehand, {} GiB; see --max-bytes",
+                                STREAM_LIMIT >> 30
+                            )
+                        }
+                    ),
+                    e => eprintln!(
+                        "gpu-trace: {shown}: {}",
+                        printable(&e.to_string(), WARNING_WIDTH)
+                    ),
                 }
                 ok = false;
             }

@@ -205,6 +205,16 @@ struct IdSet {
     last_lookup: Option<(u64, u32)>,
 }
 
+/// Pages of ids kept at most (16 MiB, 134M correlations): a trace's ids
+/// fill few pages, but ids scattered on purpose would take a page (128
+/// bytes) each.
+const MAX_ID_PAGES: usize = 1 << 17;
+
+/// Submissions awaited at once, at most: each costs a byte or two of file
+/// (a packed varint) and some 80 of memory. GPU work is mostly written
+/// before the call that submitted it, so few are awaited at once.
+const MAX_AWAITED: usize = 1 << 18;
+
 /// Correlations per page: bits 22.. of an id.
 const PAGE_BITS: u32 = 10;
 const PAGE_WORDS: usize = (1 << PAGE_BITS) / 64;
@@ -217,21 +227,28 @@ impl IdSet {
         (id & !PAGE_MASK, ((id & PAGE_MASK) >> 22) as usize)
     }
 
-    fn insert(&mut self, id: u64) {
+    /// Adds `id`; false when that takes a page past [`MAX_ID_PAGES`].
+    fn insert(&mut self, id: u64) -> bool {
         let (key, bit) = Self::split(id);
         let page = match self.last_insert {
             Some((k, p)) if k == key => p,
             _ => {
                 let next = self.pages.len() as u32;
-                let p = *self.index.entry(key).or_insert(next);
-                if p == next {
-                    self.pages.push([0; PAGE_WORDS]);
-                }
+                let p = match self.index.get(&key) {
+                    Some(&p) => p,
+                    None if self.pages.len() < MAX_ID_PAGES => {
+                        self.index.insert(key, next);
+                        self.pages.push([0; PAGE_WORDS]);
+                        next
+                    }
+                    None => return false,
+                };
                 self.last_insert = Some((key, p));
                 p
             }
         };
         self.pages[page as usize][bit / 64] |= 1 << (bit % 64);
+        true
     }
 
     fn contains(&mut self, id: u64) -> bool {
@@ -384,6 +401,9 @@ pub(crate) struct Acc {
     free: Vec<u32>,
     /// The submissions of one slice not seen yet (reused).
     missing: Vec<u64>,
+    /// Whether API calls are no longer checked against their GPU work: the
+    /// ids to keep for it passed a limit.
+    unchecked: bool,
 }
 
 impl Visitor for Acc {
@@ -396,7 +416,9 @@ impl Visitor for Acc {
     }
 
     fn gpu_event(&mut self, e: &GpuEvent) {
-        self.ids.insert(e.event_id);
+        if !self.unchecked && !self.ids.insert(e.event_id) {
+            self.stop_checking();
+        }
         if !self.awaited.is_empty()
             && let Some((first, more)) = self.awaited.remove(&e.event_id)
         {
@@ -467,7 +489,7 @@ impl Visitor for Acc {
                 self.tracks[t as usize].span.add(s.ts, end);
             }
         }
-        if s.submissions.is_empty() {
+        if s.submissions.is_empty() || self.unchecked {
             return;
         }
         let mut missing = std::mem::take(&mut self.missing);
@@ -480,6 +502,11 @@ impl Visitor for Acc {
         );
         if missing.is_empty() {
             self.missing = missing;
+            return;
+        }
+        if self.awaited.len() + missing.len() > MAX_AWAITED {
+            self.missing = missing;
+            self.stop_checking();
             return;
         }
         let w = Waiting {
@@ -547,6 +574,16 @@ impl Visitor for Acc {
 }
 
 impl Acc {
+    /// Stops checking submissions against GPU events, and lets go of
+    /// what that kept.
+    fn stop_checking(&mut self) {
+        self.unchecked = true;
+        self.ids = IdSet::default();
+        self.awaited = HashMap::default();
+        self.waiting = Vec::new();
+        self.free = Vec::new();
+    }
+
     /// One submission of slice `w` is among the GPU events.
     fn seen(&mut self, w: u32) {
         if let Some(x) = &mut self.waiting[w as usize] {
@@ -851,7 +888,22 @@ impl Acc {
             categories: t.track_event_categories.clone(),
             losses: losses(t),
             truncated_at: t.truncated_at,
-            problems: t.problems.clone(),
+            damaged_at: t.damaged_at,
+            damaged_packets: t.damaged_packets,
+            problems: {
+                let mut p = t.problems.clone();
+                if self.unchecked {
+                    p.insert(
+                        0,
+                        format!(
+                            "API calls are not checked against the GPU work they submit: the GPU event ids and awaited submissions passed this summary's limits ({} pages of ids, {} awaited submissions)",
+                            super::text::int(MAX_ID_PAGES as u64),
+                            super::text::int(MAX_AWAITED as u64)
+                        ),
+                    );
+                }
+                p
+            },
             dangling: dangling
                 .into_iter()
                 .map(|w| (w.name.to_string(), w.ts))
@@ -1012,6 +1064,10 @@ pub(crate) struct FileData {
     pub(crate) categories: Vec<String>,
     pub(crate) losses: Option<Vec<(String, u64)>>,
     pub(crate) truncated_at: Option<u64>,
+    /// Where the trace is damaged between packets (not read past).
+    pub(crate) damaged_at: Option<u64>,
+    /// Packets left out for damage inside them.
+    pub(crate) damaged_packets: u64,
     pub(crate) problems: Vec<String>,
     /// API slices whose submission arrow points at GPU work that is not in
     /// the trace: (name, start ns), in trace order.

@@ -112,6 +112,10 @@ pub(crate) struct FileHeader {
     /// `None`: the trace has no summary line (not finalised).
     pub(crate) losses: Option<Vec<(String, u64)>>,
     pub(crate) truncated_at: Option<u64>,
+    /// Where the trace is damaged between packets (not read past).
+    pub(crate) damaged_at: Option<u64>,
+    /// Packets left out for damage inside them.
+    pub(crate) damaged_packets: u64,
     pub(crate) problems: Vec<String>,
     pub(crate) dangling: Vec<(String, u64)>,
     /// Graphics APIs of its GPU work (4 CUDA, 5 HIP).
@@ -126,7 +130,10 @@ pub(crate) struct FileHeader {
 impl FileHeader {
     /// Whether the trace says it holds everything that happened.
     pub(crate) fn complete(&self) -> bool {
-        self.truncated_at.is_none() && self.losses.as_ref().is_some_and(|l| l.is_empty())
+        self.truncated_at.is_none()
+            && self.damaged_at.is_none()
+            && self.damaged_packets == 0
+            && self.losses.as_ref().is_some_and(|l| l.is_empty())
     }
 }
 
@@ -567,6 +574,8 @@ pub(crate) fn build(files: Vec<FileData>) -> Summary {
             categories: f.categories,
             losses: f.losses,
             truncated_at: f.truncated_at,
+            damaged_at: f.damaged_at,
+            damaged_packets: f.damaged_packets,
             problems: f.problems,
             dangling: f.dangling,
             apis: f.apis,

@@ -1,5 +1,8 @@
 //! The summary as text tables: numbers with thousands separators, names cut
-//! to a width.
+//! to a width. Every string from a trace is escaped
+//! ([`gpu_trace_reader::text`]): control characters in a kernel name reach
+//! the terminal as `\x1b`, not as an escape sequence, and a newline in one
+//! cannot forge a line.
 
 use super::Options;
 use super::Report;
@@ -57,15 +60,20 @@ pub(crate) fn human(ns: u64) -> String {
     }
 }
 
-/// `name` cut to `width` characters, the last an ellipsis (0: whole).
+/// `name`, escaped, cut to `width` characters, the last an ellipsis (0:
+/// whole).
 pub(crate) fn clip(name: &str, width: usize) -> Cow<'_, str> {
-    if width == 0 || name.chars().count() <= width {
-        return Cow::Borrowed(name);
-    }
-    let mut s: String = name.chars().take(width.saturating_sub(1)).collect();
-    s.push('…');
-    Cow::Owned(s)
+    gpu_trace_reader::text::clip(name, width)
 }
+
+/// Text from a trace that is not a name in a column (a device's model, a
+/// data source), escaped and cut at [`TEXT_WIDTH`] characters.
+fn shown(s: &str) -> Cow<'_, str> {
+    gpu_trace_reader::text::printable(s, TEXT_WIDTH)
+}
+
+/// Characters of a value from a trace shown at most outside the columns.
+const TEXT_WIDTH: usize = 200;
 
 /// A table: right-aligned columns but the last (a name), widths from the
 /// cells.
@@ -372,7 +380,7 @@ fn devices(out: &mut String, t: &Tables, o: &Options) {
         .map(|e| {
             vec![
                 format!("GPU {}", e.gpu),
-                e.engine.clone(),
+                shown(&e.engine).into_owned(),
                 int(e.ops),
                 int(e.busy),
                 format!("{:.1}", e.pct),
@@ -420,7 +428,7 @@ fn telemetry_tables(out: &mut String, devices: &[DeviceTelemetry], o: &Options) 
                         reading(m.mean),
                         reading(m.min),
                         reading(m.max),
-                        m.unit.clone(),
+                        shown(&m.unit).into_owned(),
                         int(m.samples),
                         human(m.sampled),
                         clip(&m.metric, o.name_width).into_owned(),
@@ -458,9 +466,9 @@ fn telemetry_tables(out: &mut String, devices: &[DeviceTelemetry], o: &Options) 
                     int(r.time),
                     format!("{:.1}", r.pct),
                     if r.throttling {
-                        r.reason.clone()
+                        shown(&r.reason).into_owned()
                     } else {
-                        format!("{} (not throttling)", r.reason)
+                        format!("{} (not throttling)", shown(&r.reason))
                     },
                 ]
             })
@@ -581,11 +589,31 @@ fn place(key: &str, apis: &[u64]) -> &'static str {
 
 /// The losses line, and one line per place something was lost.
 pub(crate) fn losses(h: &FileHeader) -> Vec<String> {
+    let of = |size: u64| {
+        if size == 0 {
+            String::new()
+        } else {
+            format!(" of {}", int(size))
+        }
+    };
     if let Some(at) = h.truncated_at {
         return vec![format!(
-            "unknown: the trace stops at byte {} of {} (cut short mid-packet); what came after is missing",
+            "unknown: the trace stops at byte {}{} (cut short mid-packet); what came after is missing",
             int(at),
-            int(h.size)
+            of(h.size)
+        )];
+    }
+    if let Some(at) = h.damaged_at {
+        return vec![format!(
+            "unknown: the trace is damaged at byte {}{}; what came after is not read",
+            int(at),
+            of(h.size)
+        )];
+    }
+    if h.damaged_packets > 0 {
+        return vec![format!(
+            "unknown: {} packets are damaged inside and left out",
+            int(h.damaged_packets)
         )];
     }
     match &h.losses {
@@ -594,7 +622,7 @@ pub(crate) fn losses(h: &FileHeader) -> Vec<String> {
         Some(l) => {
             let kv = |l: &[&(String, u64)]| {
                 l.iter()
-                    .map(|(k, v)| format!("{k}={v}"))
+                    .map(|(k, v)| format!("{}={v}", shown(k)))
                     .collect::<Vec<_>>()
                     .join(" ")
             };
@@ -627,9 +655,9 @@ fn sources(h: &FileHeader) -> String {
         .iter()
         .map(|s| {
             if s == "track_event" && !h.categories.is_empty() {
-                format!("{s} ({})", h.categories.join(", "))
+                format!("{s} ({})", shown(&h.categories.join(", ")))
             } else {
-                s.clone()
+                shown(s).into_owned()
             }
         })
         .collect::<Vec<_>>()
@@ -645,7 +673,13 @@ fn header(out: &mut String, h: &FileHeader) {
         n => writeln!(out, "Processes: {n} ({})", pids.join(", ")),
     };
     for d in &h.devices {
-        let _ = writeln!(out, "GPU {}: {} ({})", d.gpu_id, d.name, d.model);
+        let _ = writeln!(
+            out,
+            "GPU {}: {} ({})",
+            d.gpu_id,
+            shown(&d.name),
+            shown(&d.model)
+        );
     }
     if let Some((n, t)) = h.windows {
         // Windows may last longer than the events in them (a window in
@@ -673,19 +707,28 @@ fn header(out: &mut String, h: &FileHeader) {
     }
 }
 
-/// Renders the summary as text.
+/// Renders the summary as text: every string from a trace escaped where
+/// it is put in, and what might have been missed escaped at the end.
 pub(crate) fn render(s: &Summary, o: &Options) -> String {
+    let out = render_parts(s, o);
+    match gpu_trace_reader::text::escape_but_newlines(&out) {
+        std::borrow::Cow::Borrowed(_) => out,
+        std::borrow::Cow::Owned(safe) => safe,
+    }
+}
+
+fn render_parts(s: &Summary, o: &Options) -> String {
     let mut out = String::new();
     if !s.several() {
         for h in &s.files {
-            let _ = writeln!(out, "{}", h.path);
+            let _ = writeln!(out, "{}", shown(&h.path));
             header(&mut out, h);
         }
         tables(&mut out, &s.all, Some(&s.telemetry), o, false);
         return out;
     }
     for h in &s.files {
-        let _ = writeln!(out, "== {} ==", h.path);
+        let _ = writeln!(out, "== {} ==", shown(&h.path));
         header(&mut out, h);
         out.push('\n');
     }
@@ -717,7 +760,7 @@ pub(crate) fn render(s: &Summary, o: &Options) -> String {
             out,
             "\n== Process {}{rank} ({}) ==",
             pid_text(p.pid.unwrap_or_default()),
-            p.file.as_deref().unwrap_or_default()
+            shown(p.file.as_deref().unwrap_or_default())
         );
         let _ = writeln!(out, "Span: {}", span_line(p.tables.span));
         tables(&mut out, &p.tables, None, o, false);
