@@ -27,6 +27,7 @@ pub mod log;
 pub mod model;
 pub mod names;
 pub mod output;
+pub mod private_dir;
 pub mod rank;
 pub mod registry;
 mod sharded;
