@@ -5,12 +5,16 @@
 //! patterns are expanded, a name without an extension gets `.pftrace`, an
 //! existing file is never overwritten (a numbered name is chosen and
 //! announced), and an unwritable place falls back to the working directory
-//! and then the temp directory, with one clear line.
+//! and then this user's own folder in the temp directory
+//! (`<temp>/gpu-trace-<uid>`, see [`crate::private_dir`]), with one clear
+//! line. Values the pattern takes from the environment (`%q{VAR}`) are
+//! made safe for a file name, as the program's name is.
 //!
 //! Under `gpu-trace record`, each process also tells the launcher what
 //! became of it through the record log ([`announce_trace`],
 //! [`announce_untraced`], read back with [`read_record_log`]).
 
+use crate::private_dir::PrivateDir;
 use std::fs::OpenOptions;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -143,6 +147,20 @@ fn program_name_from(args: &[String]) -> String {
 }
 
 fn sanitize(s: &str) -> String {
+    let out = file_name_part(s);
+    if out.is_empty() {
+        "gpu-trace".to_owned()
+    } else {
+        out
+    }
+}
+
+/// `s` made safe to put in a file name: letters, digits, `.`, `_` and `-`
+/// kept, anything else (a `/` above all) `_`, and a name of dots alone
+/// (`.` or `..`, which would name a folder) made of `_`. What `%n`, `%h`
+/// and `%q{VAR}` insert: a value cannot reach outside the folder the
+/// pattern names.
+pub fn file_name_part(s: &str) -> String {
     let out: String = s
         .chars()
         .map(|c| {
@@ -153,8 +171,8 @@ fn sanitize(s: &str) -> String {
             }
         })
         .collect();
-    if out.is_empty() {
-        "gpu-trace".to_owned()
+    if !out.is_empty() && out.chars().all(|c| c == '.') {
+        "_".repeat(out.len())
     } else {
         out
     }
@@ -202,7 +220,8 @@ fn is_var_name(v: &str) -> bool {
 pub struct UnsetVar(pub String);
 
 /// Expands `%p` (pid), `%n` (program), `%h` (host), `%q{VAR}` (the value
-/// of environment variable `VAR`, read through `env`) and `%%`.
+/// of environment variable `VAR`, read through `env`, made safe for a file
+/// name by [`file_name_part`]: `RANK=../../x` gives `.._.._x`) and `%%`.
 ///
 /// # Errors
 /// [`UnsetVar`] when a `%q{VAR}` names a variable `env` does not know.
@@ -229,7 +248,8 @@ pub fn expand_with(
                 match body.find('}') {
                     Some(end) if is_var_name(&body[..end]) => {
                         let var = &body[..end];
-                        out.push_str(&env(var).ok_or_else(|| UnsetVar(var.to_owned()))?);
+                        let value = env(var).ok_or_else(|| UnsetVar(var.to_owned()))?;
+                        out.push_str(&file_name_part(&value));
                         // Skip `{VAR}`.
                         for _ in 0..end + 2 {
                             chars.next();
@@ -302,14 +322,23 @@ pub fn resolve(pattern: &str, pid: u32, program: &str) -> Result<Resolved, NoOut
         .map_err(|e| NoOutput(e.to_string()))?;
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let mut notes = Vec::new();
+    // The last resort is this user's own folder in the temp directory,
+    // not the shared temp directory itself.
+    let private = crate::private_dir::temp_dir();
     let candidates = [
         wanted.clone(),
         cwd.join(&default_name),
-        std::env::temp_dir().join(&default_name),
+        private.join(&default_name),
     ];
     let mut last_err = String::new();
     for (i, c) in candidates.iter().enumerate() {
         if i > 0 && candidates[..i].contains(c) {
+            continue;
+        }
+        if i == 2
+            && let Err(e) = PrivateDir::create(&private)
+        {
+            last_err = e;
             continue;
         }
         match claim(c) {
@@ -422,6 +451,32 @@ mod tests {
         assert_eq!(expand_with("a%qb", 1, "x", &env).unwrap(), "a%qb");
     }
 
+    /// A value from the environment is made safe like the program's name:
+    /// `RANK=/../../x` stays inside the folder the pattern names.
+    #[test]
+    fn values_of_q_escapes_cannot_leave_the_folder() {
+        let env = |v: &str| match v {
+            "RANK" => Some("/../../x".to_owned()),
+            "DOTS" => Some("..".to_owned()),
+            "JOB" => Some("my job: 1".to_owned()),
+            _ => None,
+        };
+        let p = |pat: &str| wanted_path(pat, 5, "prog", &env).unwrap();
+        assert_eq!(
+            p("/out/r%q{RANK}.pftrace"),
+            PathBuf::from("/out/r_.._.._x.pftrace")
+        );
+        assert_eq!(p("/out/%q{DOTS}/t"), PathBuf::from("/out/__/t.pftrace"));
+        assert_eq!(
+            p("/out/%q{JOB}-%p"),
+            PathBuf::from("/out/my_job__1-5.pftrace")
+        );
+        assert_eq!(file_name_part("."), "_");
+        assert_eq!(file_name_part(".x"), ".x");
+        assert_eq!(file_name_part(""), "");
+        assert_eq!(program_name_from(&args(&[".."])), "__");
+    }
+
     #[test]
     fn pattern_variables() {
         assert_eq!(
@@ -478,6 +533,23 @@ mod tests {
         // A directory gets the default name inside it.
         let r = resolve(&format!("{}/", dir.display()), 9, "prog").unwrap();
         assert_eq!(r.path, dir.join("prog-9.pftrace"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A link at the output path (to a file or to nothing) is kept, not
+    /// followed: the trace is written next to it.
+    #[test]
+    fn a_link_at_the_output_path_is_kept() {
+        let dir = std::env::temp_dir().join(format!("gpu-trace-out-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("target");
+        let link = dir.join("t.pftrace");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let r = resolve(link.to_str().unwrap(), 1, "p").unwrap();
+        assert_eq!(r.path, dir.join("t.1.pftrace"));
+        assert!(!target.exists(), "followed the link");
+        assert_eq!(std::fs::read_link(&link).unwrap(), target);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
