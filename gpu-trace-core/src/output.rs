@@ -48,15 +48,46 @@ pub enum Announcement {
 }
 
 fn announce(line: &str) {
-    use std::io::Write;
     let Some(log) = std::env::var_os(RECORD_LOG_VAR) else {
         return;
     };
+    if let Err(e) = append_to_record_log(Path::new(&log), line) {
+        crate::warn_once!("{RECORD_LOG_VAR}={log:?}: {e}");
+    }
+}
+
+/// Appends `line` to the record log `log`, which must be an existing
+/// regular file of this user in a directory of this user that no one else
+/// can write to ([`PrivateDir`]), not reached through a symbolic link. It
+/// is never created: a process that outlives `gpu-trace record` finds it
+/// removed and writes nothing (`Ok`), instead of leaving a new file behind.
+///
+/// # Errors
+/// A line naming the log and what is wrong with it.
+pub fn append_to_record_log(log: &Path, line: &str) -> Result<(), String> {
+    use std::io::Write;
+    let (Some(parent), Some(name)) = (log.parent(), log.file_name().and_then(|n| n.to_str()))
+    else {
+        return Err(format!("{}: not a path to a file", log.display()));
+    };
+    let opened = match PrivateDir::open(parent)? {
+        Some(dir) => dir.open_file(
+            name,
+            rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::APPEND,
+        )?,
+        None => None,
+    };
+    let Some(fd) = opened else {
+        crate::verbose!(
+            "the record log {} is gone (gpu-trace record has finished)",
+            log.display()
+        );
+        return Ok(());
+    };
     // One short write with O_APPEND: lines from concurrent processes do not
     // interleave.
-    if let Ok(mut f) = OpenOptions::new().append(true).create(true).open(log) {
-        let _ = f.write_all(format!("{line}\n").as_bytes());
-    }
+    let _ = std::fs::File::from(fd).write_all(format!("{line}\n").as_bytes());
+    Ok(())
 }
 
 /// Tells `gpu-trace record` (if it runs this process) that `path` is
@@ -551,6 +582,50 @@ mod tests {
         assert!(!target.exists(), "followed the link");
         assert_eq!(std::fs::read_link(&link).unwrap(), target);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The record log is appended to only when it is a file of ours in a
+    /// directory of ours; it is never created (a process that outlives the
+    /// launcher finds it gone) and never reached through a link.
+    #[test]
+    fn the_record_log_is_only_appended_to_never_made_or_followed() {
+        use crate::testing::users::SharedTmp;
+        let tmp = SharedTmp::new("record-log");
+        let dir = PrivateDir::create(&tmp.join("gpu-trace-x")).unwrap();
+        drop(
+            dir.create_file("record-1.log", rustix::fs::OFlags::WRONLY)
+                .unwrap(),
+        );
+        let log = dir.path().join("record-1.log");
+        append_to_record_log(&log, "trace\t1\t/a.pftrace").unwrap();
+        append_to_record_log(&log, "untraced\t2\twhy").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "trace\t1\t/a.pftrace\nuntraced\t2\twhy\n"
+        );
+        // Gone (the launcher removed it): not made again.
+        std::fs::remove_file(&log).unwrap();
+        append_to_record_log(&log, "trace\t3\t/b.pftrace").unwrap();
+        assert!(!log.exists(), "a late process made the record log again");
+        // Its folder gone too: nothing made.
+        let gone = tmp.join("gone/record-1.log");
+        append_to_record_log(&gone, "x").unwrap();
+        assert!(!tmp.join("gone").exists());
+        // A link in its place is not followed.
+        let target = tmp.join("elsewhere");
+        std::fs::write(&target, "keep").unwrap();
+        std::os::unix::fs::symlink(&target, &log).unwrap();
+        assert_eq!(
+            append_to_record_log(&log, "x").unwrap_err(),
+            format!("{}: is a symbolic link; not following it", log.display())
+        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+        // In a folder others can write to (the shared one itself): refused.
+        let shared = tmp.join("record-2.log");
+        std::fs::write(&shared, "").unwrap();
+        assert!(append_to_record_log(&shared, "x").is_err());
+        assert_eq!(std::fs::read_to_string(&shared).unwrap(), "");
+        assert!(append_to_record_log(Path::new("rel.log"), "x").is_err());
     }
 
     #[test]
