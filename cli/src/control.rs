@@ -1,6 +1,8 @@
 //! `gpu-trace start|stop|status [PID|all]`: switch recording in running
 //! traced processes of this user, through each one's control socket
-//! (`gpu_trace_core::windows`).
+//! (`gpu_trace_core::windows`). The sockets' directory is checked before
+//! anything in it is read or sent to: this user's, mode 0700, not a link;
+//! and each entry must be a socket of this user.
 
 use gpu_trace_core::windows;
 use std::process::ExitCode;
@@ -23,7 +25,14 @@ const ANSWER_LIMIT: Duration = Duration::from_secs(5);
 /// not or none is traced, 2 for a bad argument.
 pub(crate) fn run(cmd: &str, args: &ControlArgs) -> ExitCode {
     let pids = match args.target.as_deref().map(str::trim) {
-        None | Some("all") => windows::traced_pids(),
+        None | Some("all") => match windows::traced_pids() {
+            Ok(p) => p,
+            Err(e) => {
+                // Another user's folder, or a link: nothing in it is read.
+                eprintln!("gpu-trace: {e}");
+                return ExitCode::from(1);
+            }
+        },
         Some(p) => match p.parse::<u32>() {
             Ok(pid) if pid > 0 => vec![pid],
             _ => {

@@ -13,6 +13,7 @@ use crate::options::{self, FLAGS, Flag};
 use crate::signals::Catcher;
 use crate::summary;
 use gpu_trace_core::Announcement;
+use gpu_trace_core::private_dir::PrivateDir;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -43,7 +44,9 @@ program's (128+N if signal N ended it), 2 for a bad option.";
 #[command(after_help = EXAMPLES)]
 pub(crate) struct RecordArgs {
     /// Output path or pattern: %p pid, %n program, %h host, %q{VAR} the
-    /// environment variable VAR in each traced process, %% a %. A directory
+    /// environment variable VAR in each traced process (characters other
+    /// than letters, digits, '.', '_' and '-', such as '/', become '_'),
+    /// %% a %. A directory
     /// (or a trailing /) gets <program>-<pid>.pftrace inside it; a name
     /// without an extension gets .pftrace. [default: %n-%p.pftrace]
     #[arg(short, long, value_name = "PATTERN")]
@@ -282,7 +285,7 @@ pub(crate) fn record(a: RecordArgs, argv: &[String]) -> ExitCode {
             RecordLog::none()
         }
     };
-    if let Some(p) = &log.path {
+    if let Some(p) = log.path() {
         cmd.env(gpu_trace_core::RECORD_LOG_VAR, p);
     }
 
@@ -445,40 +448,53 @@ fn why_untraced(libs: &Libs, untraced: &[(u32, &str)], verbose: bool) -> String 
     )
 }
 
-/// The file through which the traced processes tell us their traces.
+/// The file through which the traced processes tell us their traces:
+/// `record-<pid>.log` in this user's runtime folder (a directory only this
+/// user can enter, [`PrivateDir`]), created new (`O_EXCL`, mode 0600) and
+/// removed at the end. The traced processes only append to it, never
+/// create it: one that outlives us finds it gone.
 struct RecordLog {
-    path: Option<PathBuf>,
+    file: Option<(PrivateDir, String)>,
 }
 
 impl RecordLog {
-    fn create() -> std::io::Result<RecordLog> {
-        let path =
-            std::env::temp_dir().join(format!("gpu-trace-record-{}.log", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
-        Ok(RecordLog { path: Some(path) })
+    fn create() -> Result<RecordLog, String> {
+        let dir = PrivateDir::create(&gpu_trace_core::private_dir::runtime_dir())?;
+        let name = format!("record-{}.log", std::process::id());
+        // A log of an earlier launcher with our pid is stale.
+        dir.remove(&name);
+        dir.create_file(&name, rustix::fs::OFlags::WRONLY)?;
+        Ok(RecordLog {
+            file: Some((dir, name)),
+        })
     }
 
     fn none() -> RecordLog {
-        RecordLog { path: None }
+        RecordLog { file: None }
+    }
+
+    /// Where the traced processes find it.
+    fn path(&self) -> Option<PathBuf> {
+        self.file.as_ref().map(|(d, n)| d.path().join(n))
     }
 
     fn read(&self) -> Vec<Announcement> {
-        self.path
-            .as_deref()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .map(|t| gpu_trace_core::output::read_record_log(&t))
-            .unwrap_or_default()
+        use std::io::Read;
+        let Some((dir, name)) = &self.file else {
+            return Vec::new();
+        };
+        let mut text = String::new();
+        if let Ok(Some(fd)) = dir.open_file(name, rustix::fs::OFlags::RDONLY) {
+            let _ = std::fs::File::from(fd).read_to_string(&mut text);
+        }
+        gpu_trace_core::output::read_record_log(&text)
     }
 }
 
 impl Drop for RecordLog {
     fn drop(&mut self) {
-        if let Some(p) = &self.path {
-            let _ = std::fs::remove_file(p);
+        if let Some((dir, name)) = &self.file {
+            dir.remove(name);
         }
     }
 }

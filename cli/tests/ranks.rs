@@ -104,6 +104,8 @@ fn stats_over_a_two_rank_job_counts_each_rank_and_names_the_slow_one() {
     let dir = std::env::temp_dir().join(format!("gpu-trace-job-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    // As XDG_RUNTIME_DIR: used only when it is ours and 0700, as a login makes it.
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     let (fast, slow) = (rank_program(2, 10), rank_program(3, 40));
     let want = [expected(&fast), expected(&slow)];
     assert_eq!(want[0], (6, 3, 6 + 3 + 3), "the script");

@@ -728,6 +728,12 @@ fn record_paused_then_start_and_stop_from_the_command_line() {
     program.validate().unwrap();
     let runtime = dir.join("run-dir");
     std::fs::create_dir_all(&runtime).unwrap();
+    // As XDG_RUNTIME_DIR: used only when it is ours and 0700, as a login makes it.
+    std::fs::set_permissions(
+        &runtime,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
     let mut c = record();
     c.env("XDG_RUNTIME_DIR", &runtime)
         .arg("--paused")

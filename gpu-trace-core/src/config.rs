@@ -37,7 +37,9 @@ pub mod vars {
     /// taken, on their own thread; `off` (the default) leaves them out.
     pub const TELEMETRY_SLOW_PERIOD: &str = "INJECTION_TELEMETRY_SLOW_PERIOD";
     /// Folder of the per-device lock files that let one process of a job
-    /// sample each GPU.
+    /// sample each GPU: an absolute path to a folder of this user, mode
+    /// 0700 (made if missing, in an existing folder). Not shared across
+    /// users: another user's or a world-writable folder is refused.
     pub const TELEMETRY_LOCK_DIR: &str = "INJECTION_TELEMETRY_LOCK_DIR";
     /// Memory for recorded events waiting to be written.
     pub const QUEUE_SIZE: &str = "INJECTION_QUEUE_SIZE";
@@ -157,8 +159,8 @@ pub struct TelemetryConfig {
     /// period was set), rather than getting it by default: a missing
     /// telemetry source is then said on stderr, not only in verbose mode.
     pub asked: bool,
-    /// Folder of the per-device lock files; `None`: `$XDG_RUNTIME_DIR/gpu-trace`,
-    /// else `<temp>/gpu-trace-<uid>`.
+    /// Folder of the per-device lock files, absolute; `None`: this user's
+    /// runtime folder ([`crate::private_dir::runtime_dir`]).
     pub lock_dir: Option<std::path::PathBuf>,
 }
 
@@ -466,12 +468,12 @@ impl Config {
             }
         }
         if let Some(v) = get(vars::TELEMETRY_LOCK_DIR) {
-            if v.trim().is_empty() || v.contains('\0') {
+            if v.trim().is_empty() || v.contains('\0') || !v.starts_with('/') {
                 bad(
                     vars::TELEMETRY_LOCK_DIR,
                     &v,
-                    "a folder path",
-                    "$XDG_RUNTIME_DIR/gpu-trace".into(),
+                    "an absolute folder path",
+                    "$XDG_RUNTIME_DIR/gpu-trace, else $TMPDIR/gpu-trace-<uid>".into(),
                 );
             } else {
                 c.telemetry.lock_dir = Some(v.into());
@@ -765,6 +767,25 @@ mod tests {
         assert_eq!(c, Config::default());
         assert_eq!(c.mode, Mode::File);
         assert!(c.recording.gpu && c.recording.api && !c.recording.counters);
+    }
+
+    /// A relative lock folder would be a different folder in each working
+    /// directory, and made there.
+    #[test]
+    fn the_lock_folder_must_be_absolute() {
+        let (c, p) = cfg(&[(vars::TELEMETRY_LOCK_DIR, "/run/job/locks")]);
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(c.telemetry.lock_dir, Some("/run/job/locks".into()));
+        for bad in ["locks", "./locks", " ", ""] {
+            let (c, p) = cfg(&[(vars::TELEMETRY_LOCK_DIR, bad)]);
+            assert_eq!(c.telemetry.lock_dir, None, "{bad:?}");
+            assert_eq!(
+                p[0].to_string(),
+                format!(
+                    "INJECTION_TELEMETRY_LOCK_DIR={bad:?}: expected an absolute folder path; using $XDG_RUNTIME_DIR/gpu-trace, else $TMPDIR/gpu-trace-<uid>"
+                )
+            );
+        }
     }
 
     #[test]

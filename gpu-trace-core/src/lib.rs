@@ -28,6 +28,8 @@ pub mod log;
 pub mod model;
 pub mod names;
 pub mod output;
+pub mod private_dir;
+pub mod privilege;
 pub mod rank;
 pub mod registry;
 mod sharded;

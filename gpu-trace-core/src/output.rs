@@ -5,12 +5,16 @@
 //! patterns are expanded, a name without an extension gets `.pftrace`, an
 //! existing file is never overwritten (a numbered name is chosen and
 //! announced), and an unwritable place falls back to the working directory
-//! and then the temp directory, with one clear line.
+//! and then this user's own folder in the temp directory
+//! (`<temp>/gpu-trace-<uid>`, see [`crate::private_dir`]), with one clear
+//! line. Values the pattern takes from the environment (`%q{VAR}`) are
+//! made safe for a file name, as the program's name is.
 //!
 //! Under `gpu-trace record`, each process also tells the launcher what
 //! became of it through the record log ([`announce_trace`],
 //! [`announce_untraced`], read back with [`read_record_log`]).
 
+use crate::private_dir::PrivateDir;
 use std::fs::OpenOptions;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -44,15 +48,46 @@ pub enum Announcement {
 }
 
 fn announce(line: &str) {
-    use std::io::Write;
     let Some(log) = std::env::var_os(RECORD_LOG_VAR) else {
         return;
     };
+    if let Err(e) = append_to_record_log(Path::new(&log), line) {
+        crate::warn_once!("{RECORD_LOG_VAR}={log:?}: {e}");
+    }
+}
+
+/// Appends `line` to the record log `log`, which must be an existing
+/// regular file of this user in a directory of this user that no one else
+/// can write to ([`PrivateDir`]), not reached through a symbolic link. It
+/// is never created: a process that outlives `gpu-trace record` finds it
+/// removed and writes nothing (`Ok`), instead of leaving a new file behind.
+///
+/// # Errors
+/// A line naming the log and what is wrong with it.
+pub fn append_to_record_log(log: &Path, line: &str) -> Result<(), String> {
+    use std::io::Write;
+    let (Some(parent), Some(name)) = (log.parent(), log.file_name().and_then(|n| n.to_str()))
+    else {
+        return Err(format!("{}: not a path to a file", log.display()));
+    };
+    let opened = match PrivateDir::open(parent)? {
+        Some(dir) => dir.open_file(
+            name,
+            rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::APPEND,
+        )?,
+        None => None,
+    };
+    let Some(fd) = opened else {
+        crate::verbose!(
+            "the record log {} is gone (gpu-trace record has finished)",
+            log.display()
+        );
+        return Ok(());
+    };
     // One short write with O_APPEND: lines from concurrent processes do not
     // interleave.
-    if let Ok(mut f) = OpenOptions::new().append(true).create(true).open(log) {
-        let _ = f.write_all(format!("{line}\n").as_bytes());
-    }
+    let _ = std::fs::File::from(fd).write_all(format!("{line}\n").as_bytes());
+    Ok(())
 }
 
 /// Tells `gpu-trace record` (if it runs this process) that `path` is
@@ -143,6 +178,20 @@ fn program_name_from(args: &[String]) -> String {
 }
 
 fn sanitize(s: &str) -> String {
+    let out = file_name_part(s);
+    if out.is_empty() {
+        "gpu-trace".to_owned()
+    } else {
+        out
+    }
+}
+
+/// `s` made safe to put in a file name: letters, digits, `.`, `_` and `-`
+/// kept, anything else (a `/` above all) `_`, and a name of dots alone
+/// (`.` or `..`, which would name a folder) made of `_`. What `%n`, `%h`
+/// and `%q{VAR}` insert: a value cannot reach outside the folder the
+/// pattern names.
+pub fn file_name_part(s: &str) -> String {
     let out: String = s
         .chars()
         .map(|c| {
@@ -153,8 +202,8 @@ fn sanitize(s: &str) -> String {
             }
         })
         .collect();
-    if out.is_empty() {
-        "gpu-trace".to_owned()
+    if !out.is_empty() && out.chars().all(|c| c == '.') {
+        "_".repeat(out.len())
     } else {
         out
     }
@@ -202,7 +251,8 @@ fn is_var_name(v: &str) -> bool {
 pub struct UnsetVar(pub String);
 
 /// Expands `%p` (pid), `%n` (program), `%h` (host), `%q{VAR}` (the value
-/// of environment variable `VAR`, read through `env`) and `%%`.
+/// of environment variable `VAR`, read through `env`, made safe for a file
+/// name by [`file_name_part`]: `RANK=../../x` gives `.._.._x`) and `%%`.
 ///
 /// # Errors
 /// [`UnsetVar`] when a `%q{VAR}` names a variable `env` does not know.
@@ -229,7 +279,8 @@ pub fn expand_with(
                 match body.find('}') {
                     Some(end) if is_var_name(&body[..end]) => {
                         let var = &body[..end];
-                        out.push_str(&env(var).ok_or_else(|| UnsetVar(var.to_owned()))?);
+                        let value = env(var).ok_or_else(|| UnsetVar(var.to_owned()))?;
+                        out.push_str(&file_name_part(&value));
                         // Skip `{VAR}`.
                         for _ in 0..end + 2 {
                             chars.next();
@@ -302,14 +353,23 @@ pub fn resolve(pattern: &str, pid: u32, program: &str) -> Result<Resolved, NoOut
         .map_err(|e| NoOutput(e.to_string()))?;
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let mut notes = Vec::new();
+    // The last resort is this user's own folder in the temp directory,
+    // not the shared temp directory itself.
+    let private = crate::private_dir::temp_dir();
     let candidates = [
         wanted.clone(),
         cwd.join(&default_name),
-        std::env::temp_dir().join(&default_name),
+        private.join(&default_name),
     ];
     let mut last_err = String::new();
     for (i, c) in candidates.iter().enumerate() {
         if i > 0 && candidates[..i].contains(c) {
+            continue;
+        }
+        if i == 2
+            && let Err(e) = PrivateDir::create(&private)
+        {
+            last_err = e;
             continue;
         }
         match claim(c) {
@@ -429,6 +489,32 @@ mod tests {
         assert_eq!(expand_with("a%qb", 1, "x", &env).unwrap(), "a%qb");
     }
 
+    /// A value from the environment is made safe like the program's name:
+    /// `RANK=/../../x` stays inside the folder the pattern names.
+    #[test]
+    fn values_of_q_escapes_cannot_leave_the_folder() {
+        let env = |v: &str| match v {
+            "RANK" => Some("/../../x".to_owned()),
+            "DOTS" => Some("..".to_owned()),
+            "JOB" => Some("my job: 1".to_owned()),
+            _ => None,
+        };
+        let p = |pat: &str| wanted_path(pat, 5, "prog", &env).unwrap();
+        assert_eq!(
+            p("/out/r%q{RANK}.pftrace"),
+            PathBuf::from("/out/r_.._.._x.pftrace")
+        );
+        assert_eq!(p("/out/%q{DOTS}/t"), PathBuf::from("/out/__/t.pftrace"));
+        assert_eq!(
+            p("/out/%q{JOB}-%p"),
+            PathBuf::from("/out/my_job__1-5.pftrace")
+        );
+        assert_eq!(file_name_part("."), "_");
+        assert_eq!(file_name_part(".x"), ".x");
+        assert_eq!(file_name_part(""), "");
+        assert_eq!(program_name_from(&args(&[".."])), "__");
+    }
+
     #[test]
     fn pattern_variables() {
         assert_eq!(
@@ -486,6 +572,67 @@ mod tests {
         let r = resolve(&format!("{}/", dir.display()), 9, "prog").unwrap();
         assert_eq!(r.path, dir.join("prog-9.pftrace"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A link at the output path (to a file or to nothing) is kept, not
+    /// followed: the trace is written next to it.
+    #[test]
+    fn a_link_at_the_output_path_is_kept() {
+        let dir = std::env::temp_dir().join(format!("gpu-trace-out-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("target");
+        let link = dir.join("t.pftrace");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let r = resolve(link.to_str().unwrap(), 1, "p").unwrap();
+        assert_eq!(r.path, dir.join("t.1.pftrace"));
+        assert!(!target.exists(), "followed the link");
+        assert_eq!(std::fs::read_link(&link).unwrap(), target);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The record log is appended to only when it is a file of ours in a
+    /// directory of ours; it is never created (a process that outlives the
+    /// launcher finds it gone) and never reached through a link.
+    #[test]
+    fn the_record_log_is_only_appended_to_never_made_or_followed() {
+        use crate::testing::users::SharedTmp;
+        let tmp = SharedTmp::new("record-log");
+        let dir = PrivateDir::create(&tmp.join("gpu-trace-x")).unwrap();
+        drop(
+            dir.create_file("record-1.log", rustix::fs::OFlags::WRONLY)
+                .unwrap(),
+        );
+        let log = dir.path().join("record-1.log");
+        append_to_record_log(&log, "trace\t1\t/a.pftrace").unwrap();
+        append_to_record_log(&log, "untraced\t2\twhy").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "trace\t1\t/a.pftrace\nuntraced\t2\twhy\n"
+        );
+        // Gone (the launcher removed it): not made again.
+        std::fs::remove_file(&log).unwrap();
+        append_to_record_log(&log, "trace\t3\t/b.pftrace").unwrap();
+        assert!(!log.exists(), "a late process made the record log again");
+        // Its folder gone too: nothing made.
+        let gone = tmp.join("gone/record-1.log");
+        append_to_record_log(&gone, "x").unwrap();
+        assert!(!tmp.join("gone").exists());
+        // A link in its place is not followed.
+        let target = tmp.join("elsewhere");
+        std::fs::write(&target, "keep").unwrap();
+        std::os::unix::fs::symlink(&target, &log).unwrap();
+        assert_eq!(
+            append_to_record_log(&log, "x").unwrap_err(),
+            format!("{}: is a symbolic link; not following it", log.display())
+        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+        // In a folder others can write to (the shared one itself): refused.
+        let shared = tmp.join("record-2.log");
+        std::fs::write(&shared, "").unwrap();
+        assert!(append_to_record_log(&shared, "x").is_err());
+        assert_eq!(std::fs::read_to_string(&shared).unwrap(), "");
+        assert!(append_to_record_log(Path::new("rel.log"), "x").is_err());
     }
 
     #[test]

@@ -7,6 +7,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+pub mod users;
+
 /// Runs the official-schema validator (`tools/validate_pftrace.py`) on
 /// `path` with a Python that has `perfetto==0.59.1` (see
 /// [`validator_python`]), and panics with its output if it rejects the

@@ -13,15 +13,17 @@
 //!
 //! **Control from outside** is a Unix datagram socket per traced process,
 //! `<dir>/<pid>.sock`, in a directory only this user can enter
-//! (`$XDG_RUNTIME_DIR/gpu-trace`, else `$TMPDIR/gpu-trace-<uid>` (the system temp directory), mode 0700,
-//! refused when another user owns it). A socket rather than a signal: the
+//! (`$XDG_RUNTIME_DIR/gpu-trace`, else `$TMPDIR/gpu-trace-<uid>`, else
+//! `/tmp/gpu-trace-<uid>`; mode 0700, checked through its open descriptor
+//! and refused when it is another user's or a link: see
+//! [`crate::private_dir`]). The client checks it the same way before it
+//! reads or sends anything. A socket rather than a signal: the
 //! application's own signal handlers are never touched, nothing needs
 //! chaining, a stray signal cannot kill it, and the controlling thread
 //! sleeps in `recv` (no polling) until a command or the next scheduled
 //! switch. Commands are `start`, `stop` and `status`; the reply is one line,
 //! `open <windows> <program>` or `closed <windows> <program>`.
 
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 #[cfg(feature = "perfetto")]
@@ -31,6 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::config::{Problem, env_lookup, parse_var};
+use crate::private_dir::PrivateDir;
 #[cfg(feature = "perfetto")]
 use crate::{CaptureSwitch, Recorder};
 
@@ -177,44 +180,30 @@ pub fn parse_duration(v: &str) -> Option<Duration> {
     (MIN..=MAX).contains(&d).then_some(d)
 }
 
-/// The directory of the control sockets of this user's traced processes.
+/// The directory of the control sockets of this user's traced processes:
+/// this user's runtime folder ([`crate::private_dir::runtime_dir`]).
 pub fn control_dir() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(d) if !d.is_empty() && Path::new(&d).is_dir() => Path::new(&d).join("gpu-trace"),
-        _ => std::env::temp_dir().join(format!("gpu-trace-{}", rustix::process::getuid().as_raw())),
-    }
+    crate::private_dir::runtime_dir()
 }
 
-/// Makes (or checks) the control directory: ours, mode 0700.
+/// Makes (or opens and checks) the control directory: a directory of this
+/// user, mode 0700, not reached through a symbolic link, in a folder
+/// nobody else can replace it in ([`PrivateDir::create`]).
 ///
 /// # Errors
 /// A line naming the directory and what is wrong with it.
-pub fn ensure_control_dir(dir: &Path) -> Result<(), String> {
-    match std::fs::DirBuilder::new()
-        .mode(0o700)
-        .recursive(true)
-        .create(dir)
-    {
-        Ok(()) => {}
-        Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
-    }
-    let m = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    if m.uid() != rustix::process::getuid().as_raw() {
-        return Err(format!(
-            "{} belongs to another user (uid {}); not using it",
-            dir.display(),
-            m.uid()
-        ));
-    }
-    if m.permissions().mode() & 0o077 != 0 {
-        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-    }
-    Ok(())
+pub fn ensure_control_dir(dir: &Path) -> Result<PrivateDir, String> {
+    PrivateDir::create(dir)
+}
+
+/// The name of process `pid`'s control socket in the control directory.
+fn socket_name(pid: u32) -> String {
+    format!("{pid}.sock")
 }
 
 /// The control socket of process `pid`.
 pub fn socket_path(dir: &Path, pid: u32) -> PathBuf {
-    dir.join(format!("{pid}.sock"))
+    dir.join(socket_name(pid))
 }
 
 #[cfg(feature = "perfetto")]
@@ -422,11 +411,13 @@ impl Drop for Windows {
 
 #[cfg(feature = "perfetto")]
 fn bind() -> Result<(UnixDatagram, PathBuf), String> {
-    let dir = control_dir();
-    ensure_control_dir(&dir)?;
-    let path = socket_path(&dir, std::process::id());
+    let dir = ensure_control_dir(&control_dir())?;
+    let name = socket_name(std::process::id());
     // A socket of an earlier process with our pid is stale.
-    let _ = std::fs::remove_file(&path);
+    dir.remove(&name);
+    // Bound by path (a socket has no *at call), in a directory no one else
+    // can enter, in a folder where no one else can replace it.
+    let path = dir.path().join(&name);
     let s = UnixDatagram::bind(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok((s, path))
 }
@@ -607,25 +598,36 @@ pub fn send(pid: u32, cmd: &str, timeout: Duration) -> Result<String, String> {
 }
 
 /// [`send`] through the sockets in `dir` (for tests, which give the
-/// traced process its own `XDG_RUNTIME_DIR`).
+/// traced process its own `XDG_RUNTIME_DIR`). Nothing is read or sent
+/// unless `dir` is a directory of this user that no one else can enter,
+/// and the process's entry a socket of this user (not a link to one).
 ///
 /// # Errors
 /// As [`send`].
 pub fn send_in(dir: &Path, pid: u32, cmd: &str, timeout: Duration) -> Result<String, String> {
-    let dir = dir.to_path_buf();
-    let target = socket_path(&dir, pid);
-    if !target.exists() {
-        return Err(no_socket(pid, &dir));
+    let Some(d) = PrivateDir::open(dir)? else {
+        return Err(no_socket(pid, dir));
+    };
+    let name = socket_name(pid);
+    match d.entry(&name) {
+        Ok(crate::private_dir::Entry::Socket) => {}
+        Ok(crate::private_dir::Entry::Missing) => return Err(no_socket(pid, dir)),
+        Err(e) => return Err(format!("{e}; not sending to it")),
     }
-    let me = dir.join(format!(
+    let target = d.path().join(&name);
+    let me = format!(
         "client-{}-{}.sock",
         std::process::id(),
         crate::clock::boottime_ns()
-    ));
-    let c = UnixDatagram::bind(&me).map_err(|e| format!("{}: {e}", me.display()))?;
+    );
+    let c = UnixDatagram::bind(d.path().join(&me))
+        .map_err(|e| format!("{}: {e}", d.path().join(&me).display()))?;
     let r = (|| {
         c.set_read_timeout(Some(timeout))
             .map_err(|e| e.to_string())?;
+        // A socket nobody listens on any more refuses at once: its process
+        // was killed, or replaced its program by exec ([`is_stale`]). No
+        // wait for an answer that cannot come.
         c.send_to(cmd.as_bytes(), &target).map_err(|e| {
             if e.kind() == std::io::ErrorKind::ConnectionRefused {
                 stale(pid)
@@ -639,7 +641,7 @@ pub fn send_in(dir: &Path, pid: u32, cmd: &str, timeout: Duration) -> Result<Str
             .map_err(|e| format!("process {pid} did not answer within {timeout:?}: {e}"))?;
         Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
     })();
-    let _ = std::fs::remove_file(&me);
+    d.remove(&me);
     r
 }
 
@@ -694,26 +696,42 @@ fn no_socket(pid: u32, dir: &Path) -> String {
 /// sockets of processes that no longer exist and passing over those that
 /// a process left when it replaced its program ([`is_stale`]; the file
 /// stays: the pid's next traced program binds the same name, and removing
-/// it could race with that).
-pub fn traced_pids() -> Vec<u32> {
-    let dir = control_dir();
-    let mut pids: Vec<u32> = std::fs::read_dir(&dir)
+/// it could race with that). Entries that are not sockets of this user are
+/// passed over.
+///
+/// # Errors
+/// A line naming the directory and what is wrong with it: then nothing in
+/// it is read.
+pub fn traced_pids() -> Result<Vec<u32>, String> {
+    traced_pids_in(&control_dir())
+}
+
+/// [`traced_pids`] in `dir`.
+///
+/// # Errors
+/// As [`traced_pids`].
+pub fn traced_pids_in(dir: &Path) -> Result<Vec<u32>, String> {
+    let Some(d) = PrivateDir::open(dir)? else {
+        return Ok(Vec::new());
+    };
+    let mut pids: Vec<u32> = d
+        .names()
         .into_iter()
-        .flatten()
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let name = e.file_name().into_string().ok()?;
+        .filter_map(|name| {
             let pid: u32 = name.strip_suffix(".sock")?.parse().ok()?;
+            if d.entry(&name) != Ok(crate::private_dir::Entry::Socket) {
+                return None;
+            }
             if Path::new(&format!("/proc/{pid}")).exists() {
-                (!is_stale(&e.path())).then_some(pid)
+                (!is_stale(&d.path().join(&name))).then_some(pid)
             } else {
-                let _ = std::fs::remove_file(e.path());
+                d.remove(&name);
                 None
             }
         })
         .collect();
     pids.sort_unstable();
-    pids
+    Ok(pids)
 }
 
 #[cfg(test)]
@@ -790,6 +808,104 @@ mod tests {
             stale(me)
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Another user links root's control folder name to a folder of
+    /// root's: it is refused as it is, and the folder keeps its mode.
+    #[test]
+    fn a_control_folder_linked_to_a_folder_of_roots_is_refused_and_left_alone() {
+        use crate::testing::users::{SharedTmp, can_switch, mode_of, other_mkdir, other_symlink};
+        use std::os::unix::fs::PermissionsExt;
+        if !can_switch("a_control_folder_linked_to_a_folder_of_roots_is_refused_and_left_alone") {
+            return;
+        }
+        let tmp = SharedTmp::new("control-link");
+        let roots = tmp.join("root-dir");
+        std::fs::create_dir(&roots).unwrap();
+        std::fs::set_permissions(&roots, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let planted = tmp.join("gpu-trace-0");
+        other_symlink(&roots, &planted);
+        let r = ensure_control_dir(&planted);
+        assert_eq!(
+            mode_of(&roots),
+            0o755,
+            "root's folder was changed through a link another user planted"
+        );
+        assert_eq!(
+            r.unwrap_err(),
+            format!(
+                "{}: is a symbolic link; not following it",
+                planted.display()
+            )
+        );
+        // A folder they made, open to all.
+        let made = tmp.join("gpu-trace-1");
+        other_mkdir(&made, "0777");
+        assert!(
+            ensure_control_dir(&made)
+                .unwrap_err()
+                .contains("owned by uid 65534, not by this user (uid 0)")
+        );
+        // The client refuses both before reading or sending anything.
+        for d in [&planted, &made] {
+            let e = send_in(d, 1, "status", Duration::from_secs(5)).unwrap_err();
+            assert!(e.starts_with(&d.display().to_string()), "{e}");
+            assert!(traced_pids_in(d).is_err());
+        }
+    }
+
+    /// Env: the socket [`send_as_other_user`] sends to.
+    const SEND_TO: &str = "GPU_TRACE_TEST_SEND_TO";
+
+    /// Run as the other user by
+    /// [`other_users_cannot_reach_a_control_socket`]: sends `status` to the
+    /// socket [`SEND_TO`] names, and says what came of it.
+    #[test]
+    #[ignore = "run as another user by other_users_cannot_reach_a_control_socket"]
+    fn send_as_other_user() {
+        let to =
+            std::env::var_os(SEND_TO).expect("run by other_users_cannot_reach_a_control_socket");
+        let r = UnixDatagram::unbound().unwrap().send_to(b"status", to);
+        println!(
+            "send: {}",
+            match r {
+                Ok(_) => "sent".to_owned(),
+                Err(e) => format!("{:?}", e.kind()),
+            }
+        );
+    }
+
+    /// A control socket as `bind` makes it: another user's send is refused
+    /// by the kernel (EACCES), and the socket gets nothing.
+    #[test]
+    fn other_users_cannot_reach_a_control_socket() {
+        use crate::testing::users::{SharedTmp, as_other, can_switch, exe_copy};
+        if !can_switch("other_users_cannot_reach_a_control_socket") {
+            return;
+        }
+        let tmp = SharedTmp::new("control-eacces");
+        let dir = ensure_control_dir(&tmp.join("gpu-trace-0")).unwrap();
+        let path = dir.path().join("4242.sock");
+        let sock = UnixDatagram::bind(&path).unwrap();
+        sock.set_nonblocking(true).unwrap();
+        let exe = exe_copy(&tmp, false);
+        let out = as_other(std::process::Command::new(&exe).args([
+            "--ignored",
+            "--exact",
+            "windows::tests::send_as_other_user",
+            "--nocapture",
+            "-q",
+        ]))
+        .env(SEND_TO, &path)
+        .output()
+        .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.contains("send: PermissionDenied"), "{said}");
+        let mut buf = [0u8; 64];
+        assert_eq!(
+            sock.recv(&mut buf).unwrap_err().kind(),
+            std::io::ErrorKind::WouldBlock
+        );
     }
 
     fn plan(pairs: &[(&str, &str)]) -> (Plan, Vec<Problem>) {

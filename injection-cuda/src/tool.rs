@@ -799,6 +799,12 @@ impl Tool {
     /// Starts tracing this process. `None` (after one line on stderr) when
     /// it cannot; the application then runs untouched.
     pub(crate) fn start() -> Option<Tool> {
+        // Before any setting is read: in a setuid program they are the
+        // caller's (and nothing is announced: the record log is one).
+        if let Some(why) = gpu_trace_core::privilege::refusal() {
+            gpu_trace_core::warn!("{why}");
+            return None;
+        }
         let (config, problems) = Config::from_env();
         for p in &problems {
             gpu_trace_core::warn!("{p}");

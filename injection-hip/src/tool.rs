@@ -348,6 +348,12 @@ impl Tool for HipTool {
     type Session = Session;
 
     fn configure(info: &ConfigureInfo) -> Option<Self> {
+        // Before any setting is read: in a setuid program they are the
+        // caller's (and nothing is announced: the record log is one).
+        if let Some(why) = gpu_trace_core::privilege::refusal() {
+            gpu_trace_core::warn!("{why}");
+            return None;
+        }
         let (config, mut problems) = Config::from_env();
         let (plan, plan_problems) = gpu_trace_core::windows::Plan::from_env();
         problems.extend(plan_problems);

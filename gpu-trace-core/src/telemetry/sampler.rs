@@ -320,8 +320,9 @@ impl Telemetry {
                         return;
                     }
                     Lock::Unavailable(why) => {
-                        crate::verbose!(
-                            "telemetry: no lock for GPU {} ({why}); sampling it anyway",
+                        // Said once: the same folder is refused for every GPU.
+                        crate::warn_once!(
+                            "telemetry: no lock for GPU {} ({why}); sampling it without one, so other processes of this user may sample it too",
                             d.gpu_id
                         );
                     }
