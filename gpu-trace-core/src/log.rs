@@ -92,18 +92,11 @@ fn cut(s: &str, limit: usize) -> &str {
     &s[..end]
 }
 
-/// Whether `c` must not reach a terminal as it is: control characters (C0,
-/// DEL, C1), and the characters that reorder or break text without being
-/// seen (bidirectional overrides and isolates, line and paragraph
-/// separators).
+/// Whether `c` must not reach a terminal as it is: the characters the
+/// reader escapes in what it prints of traces (control characters, and
+/// those that reorder or hide text), so that both say the same.
 fn hidden(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}'
-        )
-        || ('\u{202a}'..='\u{202e}').contains(&c)
-        || ('\u{2066}'..='\u{2069}').contains(&c)
+    gpu_trace_reader::text::needs_escape(c)
 }
 
 fn escape_into(out: &mut String, s: &str, quotes: bool) {
