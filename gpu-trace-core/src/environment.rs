@@ -51,7 +51,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "INJECTION_OUTPUT",
         scope: Scope::Both,
         default: "`%n-%p.pftrace`",
-        meaning: "Output path or pattern: `%p` pid, `%n` program (the script for `python x.py`), `%h` host, `%q{VAR}` the value of environment variable `VAR` (e.g. `%q{RANK}`; unset, the pattern is refused), `%%`. A directory (or a trailing `/`) gets the default name inside it; a name without an extension gets `.pftrace`. An existing file is never overwritten: `name.1.pftrace`, `name.2.pftrace` ... is used and announced. An unwritable place falls back to the working directory, then the temporary directory, with a message.",
+        meaning: "Output path or pattern: `%p` pid, `%n` program (the script for `python x.py`), `%h` host, `%q{VAR}` the value of environment variable `VAR` (e.g. `%q{RANK}`; unset, the pattern is refused), `%%`. A directory (or a trailing `/`) gets the default name inside it; a name without an extension gets `.pftrace`. An existing file is never overwritten: `name.1.pftrace`, `name.2.pftrace` ... is used and announced. A `%q{VAR}` value is cleaned as `%n` is (any character but letters, digits, `.`, `_` and `-` becomes `_`). An unwritable place falls back to the working directory, then to `gpu-trace-<uid>` (mode 0700) in the temporary directory, with a message.",
         option: Some("-o, --output"),
     },
     Variable {
@@ -219,7 +219,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "INJECTION_TELEMETRY_LOCK_DIR",
         scope: Scope::Both,
         default: "`$XDG_RUNTIME_DIR/gpu-trace`, else `<tmp>/gpu-trace-<uid>`",
-        meaning: "Where the per-GPU lock files are that let one process of a job sample each GPU.",
+        meaning: "Where the per-GPU lock files are that let one process of a job sample each GPU: an absolute path to a folder of this user's own (mode 0700, made if missing, checked through its descriptor). A folder another user made, one others can write to, or a link is refused with one line, and GPUs are sampled without a lock. `XDG_RUNTIME_DIR` counts only when it is an existing folder of this user's, mode 0700; `<tmp>` is `TMPDIR` when it is an absolute folder, else `/tmp`.",
         option: None,
     },
     Variable {
@@ -331,7 +331,9 @@ pub fn markdown() -> String {
          options; without the launcher, set them yourself. Each is read once, \
          when the injection starts. A bad value gets one line on stderr \
          naming the variable, the value and what was expected, and the \
-         default is used: the application always runs.\n\n\
+         default is used: the application always runs. In a program that \
+         runs setuid, setgid or with file capabilities none is read: \
+         gpu-trace stays off there (see [Security](../security.md)).\n\n\
          | variable | read by | default | `record` option |\n|---|---|---|---|\n",
     );
     for v in VARIABLES {
