@@ -18,6 +18,9 @@ fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("gpu-trace-proc-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
+    // Mode 0700, as an XDG_RUNTIME_DIR must be for gpu-trace to use it.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
     d
 }
 
