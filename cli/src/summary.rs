@@ -186,7 +186,7 @@ pub(crate) fn render(paths: &[PathBuf]) -> String {
         }
         // A switched run says how much of it was recorded: its events'
         // span alone would read as the whole run.
-        let windows = match crate::stats::read::windows_of(&t.logs, c.last) {
+        let windows = match gpu_trace_analysis::windows_of(&t.logs, c.last) {
             Some((n, recorded)) => format!(
                 ", in {} ({} recorded)",
                 plural(u64::from(n), "recording window", "recording windows"),

@@ -1,166 +1,480 @@
-//! The tables of `stats`, per process and over all processes, from what
-//! the reads kept.
+//! The summary of a set of traces, per process and over all processes,
+//! from what the reads kept: the one type every front end renders.
 
-use super::busy::Intervals;
-use super::dist::{Durations, Row, mean_min_max, row, table};
-use super::read::{CounterData, FileData, KERNEL_ENGINE, Pid, ProcData, Span, UNKNOWN_PID};
-use super::telemetry::{self, DeviceAcc, DeviceTelemetry};
+use crate::durations::{Durations, Row, mean_min_max, row, table};
+use crate::intervals::Intervals;
+use crate::ranks::Ranks;
+use crate::read::{CounterData, FileData, ProcData};
+use crate::telemetry::{self, DeviceAcc, DeviceTelemetry};
+use gpu_trace_core::rank::Rank;
 use gpu_trace_reader::DeviceInfo;
 use rustc_hash::FxHashMap;
+use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::collections::hash_map::Entry;
 
+/// A process id, as the trace has it.
+pub type Pid = i64;
+
+/// The process of events the trace does not attribute to one.
+pub const UNKNOWN_PID: Pid = -1;
+
+/// The engine of kernels in the devices table ([`EngineRow::engine`]).
+pub const KERNEL_ENGINE: &str = "Kernels";
+
+/// A time span, ns; empty until something is added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// Start, ns.
+    pub start: u64,
+    /// End, ns.
+    pub end: u64,
+}
+
+impl Default for Span {
+    fn default() -> Span {
+        Span {
+            start: u64::MAX,
+            end: 0,
+        }
+    }
+}
+
+impl Span {
+    /// Widens the span to take in `[start, end)`.
+    #[inline]
+    pub fn add(&mut self, start: u64, end: u64) {
+        self.start = self.start.min(start);
+        self.end = self.end.max(end);
+    }
+
+    /// Widens the span to take in `o`.
+    pub fn join(&mut self, o: Span) {
+        if !o.is_empty() {
+            self.add(o.start, o.end);
+        }
+    }
+
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.start > self.end
+    }
+
+    /// Its length, ns (0 when empty).
+    pub fn dur(&self) -> u64 {
+        if self.is_empty() {
+            0
+        } else {
+            self.end - self.start
+        }
+    }
+}
+
+impl Serialize for Span {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct View {
+            start_ns: u64,
+            end_ns: u64,
+            dur_ns: u64,
+        }
+        View {
+            start_ns: self.start,
+            end_ns: self.end,
+            dur_ns: self.dur(),
+        }
+        .serialize(s)
+    }
+}
+
 /// A counter's mean, min and max over the kernels profiled, of one kernel
 /// name or of all.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct CounterRow {
-    /// `None` in the table over all kernels.
-    pub(crate) kernel: Option<String>,
-    pub(crate) metric: String,
-    pub(crate) kernels: u64,
-    pub(crate) mean: f64,
-    pub(crate) min: f64,
-    pub(crate) max: f64,
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CounterRow {
+    /// The kernel's name; `None` in the table over all kernels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The counter's name.
+    #[serde(rename = "name")]
+    pub metric: String,
+    /// Kernels profiled.
+    pub kernels: u64,
+    /// Mean value.
+    pub mean: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
 }
 
 /// A device engine's busy time: the union of its operations' intervals.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct EngineRow {
-    pub(crate) gpu: i64,
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EngineRow {
+    /// The device's `gpu_id`.
+    pub gpu: i64,
     /// The device's name, where the trace describes it.
-    pub(crate) device: String,
+    pub device: String,
     /// [`KERNEL_ENGINE`], or the memory operation ("Memcpy HtoD" ...).
-    pub(crate) engine: String,
-    pub(crate) ops: u64,
-    pub(crate) busy: u64,
-    /// Of the scope's span.
-    pub(crate) pct: f64,
+    pub engine: String,
+    /// Operations run.
+    pub ops: u64,
+    /// Busy time, ns.
+    #[serde(rename = "busy_ns")]
+    pub busy: u64,
+    /// Of the scope's recorded time, %.
+    #[serde(rename = "busy_pct")]
+    pub pct: f64,
 }
 
 /// A stream's busy time.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct StreamRow {
-    pub(crate) file: String,
-    pub(crate) pid: Pid,
-    pub(crate) gpu: i64,
-    pub(crate) name: String,
-    pub(crate) kernels: u64,
-    pub(crate) memory: u64,
-    pub(crate) busy: u64,
-    /// Of its process's span.
-    pub(crate) pct: f64,
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamRow {
+    /// The trace it is in.
+    pub file: String,
+    /// Its process.
+    pub pid: Pid,
+    /// Its device's `gpu_id`.
+    pub gpu: i64,
+    /// The hardware queue's name, as the trace has it.
+    #[serde(rename = "stream")]
+    pub name: String,
+    /// Kernels run.
+    pub kernels: u64,
+    /// Memory operations run.
+    #[serde(rename = "memops")]
+    pub memory: u64,
+    /// Busy time: the union of its work, ns.
+    #[serde(rename = "busy_ns")]
+    pub busy: u64,
+    /// Of its process's recorded time, %.
+    #[serde(rename = "busy_pct")]
+    pub pct: f64,
 }
 
 /// A thread's time waiting for the GPU in API calls.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ThreadRow {
-    pub(crate) file: String,
-    pub(crate) pid: Pid,
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadRow {
+    /// The trace it is in.
+    pub file: String,
+    /// Its process.
+    pub pid: Pid,
     /// `None` for a track that names no thread.
-    pub(crate) tid: Option<i64>,
-    pub(crate) name: String,
-    pub(crate) calls: u64,
+    pub tid: Option<i64>,
+    /// The thread's (or track's) name.
+    pub name: String,
+    /// API calls made.
+    #[serde(rename = "api_calls")]
+    pub calls: u64,
     /// Its traced span: first slice's start to last slice's end, ns; of
     /// it, the time recorded when the run was switched on and off.
-    pub(crate) span: u64,
-    pub(crate) waiting_calls: u64,
+    #[serde(rename = "span_ns")]
+    pub span: u64,
+    /// API calls that wait for the GPU.
+    pub waiting_calls: u64,
     /// The union of its waiting calls, ns.
-    pub(crate) waiting: u64,
-    /// Of its span.
-    pub(crate) pct: f64,
+    #[serde(rename = "waiting_ns")]
+    pub waiting: u64,
+    /// Of its span, %.
+    #[serde(rename = "waiting_pct")]
+    pub pct: f64,
 }
 
-/// Every table of one scope.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Tables {
-    pub(crate) span: Option<Span>,
-    pub(crate) kernels: Vec<Row>,
-    pub(crate) memory: Vec<Row>,
-    pub(crate) api: Vec<Row>,
-    pub(crate) ranges: Vec<Row>,
-    pub(crate) counters: Vec<CounterRow>,
-    pub(crate) counters_by_kernel: Vec<CounterRow>,
-    pub(crate) devices: Vec<EngineRow>,
-    pub(crate) streams: Vec<StreamRow>,
-    pub(crate) threads: Vec<ThreadRow>,
+/// Every table of one scope: a process, or all of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Tables {
+    /// First event to last.
+    pub span: Option<Span>,
+    /// Per kernel name.
+    pub kernels: Vec<Row>,
+    /// Per memory operation ("Memcpy HtoD", "Memset" ...), with bytes.
+    #[serde(rename = "memops")]
+    pub memory: Vec<Row>,
+    /// Per API function.
+    pub api: Vec<Row>,
+    /// Per NVTX / roctx range name.
+    #[serde(rename = "nvtx")]
+    pub ranges: Vec<Row>,
+    /// Per per-kernel counter, over the kernels profiled.
+    pub counters: Vec<CounterRow>,
+    /// Per kernel name and counter, the kernels with the most profiled
+    /// launches first.
+    pub counters_by_kernel: Vec<CounterRow>,
+    /// Per device engine, its busy time.
+    pub devices: Vec<EngineRow>,
+    /// Per stream, the busiest first.
+    pub streams: Vec<StreamRow>,
+    /// Per thread, the most waiting first.
+    pub threads: Vec<ThreadRow>,
     /// The union of the scope's GPU work on each device (kernels, copies
     /// and memsets: the intervals of the devices table), summed over its
-    /// devices, ns.
-    pub(crate) gpu_busy: u64,
+    /// devices, ns. Not in the JSON: the ranks table has it per process.
+    #[serde(skip)]
+    pub gpu_busy: u64,
 }
 
-/// One process, or (`file` and `pid` `None`) all of them.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Scope {
-    pub(crate) file: Option<String>,
-    pub(crate) pid: Option<Pid>,
-    /// Its rank in the job, from its descriptor's labels.
-    pub(crate) rank: Option<gpu_trace_core::rank::Rank>,
-    pub(crate) tables: Tables,
+impl Tables {
+    /// Kernels run.
+    pub fn kernel_count(&self) -> u64 {
+        self.kernels.iter().map(|r| r.count).sum()
+    }
+
+    /// Copies run (memsets are not).
+    pub fn copy_count(&self) -> u64 {
+        self.memory
+            .iter()
+            .filter(|r| r.name.starts_with("Memcpy"))
+            .map(|r| r.count)
+            .sum()
+    }
+
+    /// API calls made.
+    pub fn api_count(&self) -> u64 {
+        self.api.iter().map(|r| r.count).sum()
+    }
 }
 
-/// What one file says of itself.
+/// One process of one trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Process {
+    /// The trace it is in.
+    pub file: String,
+    /// Its pid ([`UNKNOWN_PID`] for work the trace gives no process).
+    pub pid: Pid,
+    /// Its rank in the job, from its descriptor's labels (the JSON has the
+    /// rank's number).
+    #[serde(serialize_with = "rank_number")]
+    pub rank: Option<Rank>,
+    /// Its tables.
+    #[serde(flatten)]
+    pub tables: Tables,
+}
+
+fn rank_number<S: Serializer>(r: &Option<Rank>, s: S) -> Result<S::Ok, S::Error> {
+    r.map(|r| r.rank).serialize(s)
+}
+
+/// What one trace says of itself: its header.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct FileHeader {
-    pub(crate) path: String,
-    pub(crate) size: u64,
-    pub(crate) span: Option<Span>,
-    pub(crate) devices: Vec<DeviceInfo>,
-    pub(crate) pids: Vec<Pid>,
-    pub(crate) sources: Vec<String>,
-    pub(crate) categories: Vec<String>,
-    /// `None`: the trace has no summary line (not finalised).
-    pub(crate) losses: Option<Vec<(String, u64)>>,
-    pub(crate) truncated_at: Option<u64>,
+pub struct FileSummary {
+    /// The path, as given.
+    pub path: String,
+    /// Bytes; 0 when not known (a pipe).
+    pub size: u64,
+    /// First event to last.
+    pub span: Option<Span>,
+    /// The devices its `GpuInfo` describes.
+    pub devices: Vec<DeviceInfo>,
+    /// Its processes, by pid.
+    pub pids: Vec<Pid>,
+    /// The data sources of its session's config.
+    pub sources: Vec<String>,
+    /// The track-event categories that config enables.
+    pub categories: Vec<String>,
+    /// Everything lost, by kind: the tool's own counts (from its summary
+    /// line) and the tracing service's (`perfetto_*`). `None`: the trace
+    /// has no summary line (not finalised).
+    pub losses: Option<Vec<(String, u64)>>,
+    /// Where a trace cut short mid-packet stops, bytes.
+    pub truncated_at: Option<u64>,
     /// Where the trace is damaged between packets (not read past).
-    pub(crate) damaged_at: Option<u64>,
+    pub damaged_at: Option<u64>,
     /// Packets left out for damage inside them.
-    pub(crate) damaged_packets: u64,
-    pub(crate) problems: Vec<String>,
-    pub(crate) dangling: Vec<(String, u64)>,
+    pub damaged_packets: u64,
+    /// What the reader (and this summary) found wrong, one line each.
+    pub problems: Vec<String>,
+    /// API calls whose submission arrow points at GPU work that is not in
+    /// the trace: (name, start ns), in trace order.
+    pub dangling: Vec<(String, u64)>,
     /// Graphics APIs of its GPU work (4 CUDA, 5 HIP).
-    pub(crate) apis: Vec<u64>,
+    pub apis: Vec<u64>,
     /// Recording windows: how many, and their total time, ns (`None`: the
     /// run was never switched on and off).
-    pub(crate) windows: Option<(u32, u64)>,
+    pub windows: Option<(u32, u64)>,
     /// The windows themselves, [start, end) ns in the trace's clock.
-    pub(crate) window_spans: Vec<(u64, u64)>,
+    pub window_spans: Vec<(u64, u64)>,
+    /// What a reader should be told of the trace, one line each (text
+    /// from the trace unescaped): where it is cut short, GPU work it
+    /// lacks, its problems (the first five), or that it holds nothing.
+    pub warnings: Vec<String>,
 }
 
-impl FileHeader {
+impl FileSummary {
     /// Whether the trace says it holds everything that happened.
-    pub(crate) fn complete(&self) -> bool {
+    pub fn complete(&self) -> bool {
         self.truncated_at.is_none()
             && self.damaged_at.is_none()
             && self.damaged_packets == 0
             && self.losses.as_ref().is_some_and(|l| l.is_empty())
     }
+
+    /// The losses line, and one line per place something was lost (see
+    /// [`crate::render::text::losses`]).
+    pub fn losses_text(&self) -> Vec<String> {
+        crate::render::text::losses(self)
+    }
 }
 
-/// Everything `stats` shows of a set of traces.
+/// The JSON of one device of a file.
+#[derive(Serialize)]
+struct DeviceView<'a> {
+    gpu: usize,
+    name: &'a str,
+    vendor: &'a str,
+    model: &'a str,
+    architecture: &'a str,
+    pci_bdf: &'a str,
+}
+
+/// The JSON of the recording windows of a file.
+#[derive(Serialize)]
+struct WindowsView<'a> {
+    count: u32,
+    recorded_ns: u64,
+    spans: &'a [(u64, u64)],
+}
+
+/// Losses as a JSON object, kind → count.
+struct Dropped<'a>(&'a [(String, u64)]);
+
+impl Serialize for Dropped<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+impl Serialize for FileSummary {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct View<'a> {
+            file: &'a str,
+            bytes: u64,
+            span: Option<Span>,
+            pids: &'a [Pid],
+            devices: Vec<DeviceView<'a>>,
+            sources: &'a [String],
+            track_event_categories: &'a [String],
+            dropped: Option<Dropped<'a>>,
+            losses: String,
+            truncated_at: Option<u64>,
+            damaged_at: Option<u64>,
+            damaged_packets: u64,
+            windows: Option<WindowsView<'a>>,
+            problems: &'a [String],
+            dangling_submissions: usize,
+            complete: bool,
+            warnings: &'a [String],
+        }
+        View {
+            file: &self.path,
+            bytes: self.size,
+            span: self.span,
+            pids: &self.pids,
+            devices: self
+                .devices
+                .iter()
+                .map(|d| DeviceView {
+                    gpu: d.gpu_id,
+                    name: &d.name,
+                    vendor: &d.vendor,
+                    model: &d.model,
+                    architecture: &d.architecture,
+                    pci_bdf: &d.pci_bdf,
+                })
+                .collect(),
+            sources: &self.sources,
+            track_event_categories: &self.categories,
+            dropped: self.losses.as_deref().map(Dropped),
+            losses: self.losses_text().join("\n"),
+            truncated_at: self.truncated_at,
+            damaged_at: self.damaged_at,
+            damaged_packets: self.damaged_packets,
+            windows: self.windows.map(|(count, recorded_ns)| WindowsView {
+                count,
+                recorded_ns,
+                spans: &self.window_spans,
+            }),
+            problems: &self.problems,
+            dangling_submissions: self.dangling.len(),
+            complete: self.complete(),
+            warnings: &self.warnings,
+        }
+        .serialize(s)
+    }
+}
+
+/// Everything `gpu-trace stats` shows of a set of traces.
+///
+/// Serialised (serde), it is the document `gpu-trace stats --format json`
+/// writes: `files` with each trace's header, the tables over all
+/// processes at the top level (those of the one process when there is
+/// one) with `telemetry`, `dropped` (all files' losses added up) and
+/// `complete`, then `processes` with each one's tables, and `ranks` when
+/// there are several processes.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Summary {
-    pub(crate) files: Vec<FileHeader>,
-    pub(crate) processes: Vec<Scope>,
+pub struct Summary {
+    /// Each trace's header, in the order read.
+    pub files: Vec<FileSummary>,
+    /// Each process, file by file, by pid.
+    pub processes: Vec<Process>,
     /// Over every process of every file (the one process's tables when
     /// there is one).
-    pub(crate) all: Tables,
+    pub all: Tables,
     /// Device telemetry, per GPU (one sampled by several traces once).
-    pub(crate) telemetry: Vec<DeviceTelemetry>,
+    pub telemetry: Vec<DeviceTelemetry>,
     /// The processes side by side as the ranks of one job, when there are
     /// several.
-    pub(crate) ranks: Option<super::ranks::Ranks>,
+    pub ranks: Option<Ranks>,
 }
 
 impl Summary {
     /// Whether every trace says it holds everything that happened.
-    pub(crate) fn complete(&self) -> bool {
-        self.files.iter().all(FileHeader::complete)
+    pub fn complete(&self) -> bool {
+        self.files.iter().all(FileSummary::complete)
     }
 
     /// Whether there is more than one process to show.
-    pub(crate) fn several(&self) -> bool {
+    pub fn several(&self) -> bool {
         self.processes.len() > 1
+    }
+
+    /// Every file's losses added up, by kind, in the order first seen.
+    pub fn dropped(&self) -> Vec<(String, u64)> {
+        let mut all: Vec<(String, u64)> = Vec::new();
+        for (k, v) in self.files.iter().flat_map(|f| f.losses.iter().flatten()) {
+            match all.iter_mut().find(|(x, _)| x == k) {
+                Some(e) => e.1 += v,
+                None => all.push((k.clone(), *v)),
+            }
+        }
+        all
+    }
+}
+
+impl Serialize for Summary {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct View<'a> {
+            files: &'a [FileSummary],
+            #[serde(flatten)]
+            all: &'a Tables,
+            telemetry: &'a [DeviceTelemetry],
+            dropped: Dropped<'a>,
+            complete: bool,
+            processes: &'a [Process],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            ranks: Option<&'a Ranks>,
+        }
+        let dropped = self.dropped();
+        View {
+            files: &self.files,
+            all: &self.all,
+            telemetry: &self.telemetry,
+            dropped: Dropped(&dropped),
+            complete: self.complete(),
+            processes: &self.processes,
+            ranks: self.ranks.as_ref(),
+        }
+        .serialize(s)
     }
 }
 
@@ -539,72 +853,69 @@ impl All {
     }
 }
 
-/// The summary of the files, in the order given.
-pub(crate) fn build(files: Vec<FileData>) -> Summary {
-    let n_procs: usize = files.iter().map(|f| f.procs.len()).sum();
+/// The summary of the files, in the order given: each one's header and
+/// what its read kept.
+pub(crate) fn build(files: Vec<(FileSummary, FileData)>) -> Summary {
+    let n_procs: usize = files.iter().map(|f| f.1.procs.len()).sum();
     let mut all = (n_procs > 1).then(All::default);
     let mut out = Summary::default();
     // Telemetry by device, in the order first seen.
     let mut devices: Vec<(DeviceKey, i64, String, Vec<String>, DeviceAcc)> = Vec::new();
-    for (i, mut f) in files.into_iter().enumerate() {
-        let accs = telemetry::of_tracks(&mut f.telemetry, f.end, f.window_spans.as_deref());
+    for (i, (header, mut f)) in files.into_iter().enumerate() {
+        // A run never switched on and off has no windows (`None`); one
+        // switched has them, even none.
+        let windows = header.windows.map(|_| header.window_spans.as_slice());
+        let accs = telemetry::of_tracks(&mut f.telemetry, f.end, windows);
         for (gpu, acc) in accs {
-            let key = device_key(&f.devices, i, gpu);
+            let key = device_key(&header.devices, i, gpu);
             match devices.iter_mut().find(|d| d.0 == key) {
                 Some(d) => {
-                    d.3.push(f.path.clone());
+                    d.3.push(header.path.clone());
                     d.4.join(acc);
                 }
                 None => devices.push((
                     key,
                     gpu,
-                    device_name(&f.devices, gpu),
-                    vec![f.path.clone()],
+                    device_name(&header.devices, gpu),
+                    vec![header.path.clone()],
                     acc,
                 )),
             }
         }
-        out.files.push(FileHeader {
-            path: f.path.clone(),
-            size: f.size,
-            span: (!f.span.is_empty()).then_some(f.span),
-            devices: f.devices.clone(),
-            pids: f.procs.keys().copied().collect(),
-            sources: f.sources,
-            categories: f.categories,
-            losses: f.losses,
-            truncated_at: f.truncated_at,
-            damaged_at: f.damaged_at,
-            damaged_packets: f.damaged_packets,
-            problems: f.problems,
-            dangling: f.dangling,
-            apis: f.apis,
-            windows: f.windows,
-            window_spans: f.window_spans.clone().unwrap_or_default(),
-        });
         let alone = f.procs.len() == 1;
         for (pid, p) in f.procs {
             let recorded = Recorded {
-                windows: f.window_spans.as_deref().filter(|w| !w.is_empty()),
+                windows: Some(header.window_spans.as_slice()).filter(|w| !w.is_empty()),
                 alone,
             };
-            let tables = process(&f.path, i, &f.devices, pid, p, recorded, all.as_mut());
-            let rank = f.processes.iter().find(|d| d.pid == pid).and_then(|d| {
-                gpu_trace_core::rank::Rank::from_labels(d.labels.iter().map(String::as_str))
-            });
-            out.processes.push(Scope {
-                file: Some(f.path.clone()),
-                pid: Some(pid),
+            let tables = process(
+                &header.path,
+                i,
+                &header.devices,
+                pid,
+                p,
+                recorded,
+                all.as_mut(),
+            );
+            let rank = f
+                .processes
+                .iter()
+                .find(|d| d.pid == pid)
+                .and_then(|d| Rank::from_labels(d.labels.iter().map(String::as_str)));
+            out.processes.push(Process {
+                file: header.path.clone(),
+                pid,
                 rank,
                 tables,
             });
         }
+        out.files.push(header);
     }
     out.telemetry = devices
         .into_iter()
         .map(|(_, gpu, device, files, acc)| telemetry::table(gpu, device, files, acc))
         .collect();
-    out.ranks = super::ranks::of(&out.processes);
+    out.ranks = crate::ranks::of(&out.processes);
     out.all = match all {
         Some(a) => a.tables(),
         None => out
@@ -616,8 +927,8 @@ pub(crate) fn build(files: Vec<FileData>) -> Summary {
     out
 }
 
-/// How a pid reads.
-pub(crate) fn pid_text(pid: Pid) -> String {
+/// How a pid reads: `?` for [`UNKNOWN_PID`].
+pub fn pid_text(pid: Pid) -> String {
     if pid == UNKNOWN_PID {
         "?".to_owned()
     } else {

@@ -1,4 +1,5 @@
-//! One pass over a trace: what `stats` keeps of its events, per process.
+//! One pass over a trace: what the summary keeps of its events, per
+//! process.
 //!
 //! Memory holds, per group (kernel name, API function ...), every duration
 //! (4 bytes each, for exact medians); per device engine, stream and
@@ -6,67 +7,19 @@
 //! profiled kernel, its counter values; per telemetry sample, its time and
 //! value (16 bytes); and the reader's own state. Not the trace.
 
-use super::busy::{Intervals, waits_for_gpu};
-use super::dist::Durations;
+use crate::durations::Durations;
+use crate::intervals::Intervals;
+use crate::render::text::int;
+use crate::summary::{FileSummary, KERNEL_ENGINE, Pid, Span, UNKNOWN_PID};
+use gpu_trace_core::waits::waits_for_gpu;
 use gpu_trace_reader::{
-    CounterValue, DeviceInfo, GpuEvent, KernelInfo, Parts, Slice, Stage, Str, Trace, Visitor,
+    CounterValue, GpuEvent, KernelInfo, Parts, Slice, Stage, Str, Trace, Visitor,
 };
 use rustc_hash::FxHashMap;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 use std::sync::Arc;
-
-/// A process id, as the trace has it.
-pub(crate) type Pid = i64;
-
-/// The process of events the trace does not attribute to one.
-pub(crate) const UNKNOWN_PID: Pid = -1;
-
-/// The engine of kernels in [`ProcData::engines`].
-pub(crate) const KERNEL_ENGINE: &str = "Kernels";
-
-/// A time span, ns; empty until something is added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Span {
-    pub(crate) start: u64,
-    pub(crate) end: u64,
-}
-
-impl Default for Span {
-    fn default() -> Span {
-        Span {
-            start: u64::MAX,
-            end: 0,
-        }
-    }
-}
-
-impl Span {
-    #[inline]
-    pub(crate) fn add(&mut self, start: u64, end: u64) {
-        self.start = self.start.min(start);
-        self.end = self.end.max(end);
-    }
-
-    pub(crate) fn join(&mut self, o: Span) {
-        if !o.is_empty() {
-            self.add(o.start, o.end);
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.start > self.end
-    }
-
-    pub(crate) fn dur(&self) -> u64 {
-        if self.is_empty() {
-            0
-        } else {
-            self.end - self.start
-        }
-    }
-}
 
 /// What a group's key is found by: kept alive, so that its address (the
 /// key) is not reused.
@@ -705,7 +658,7 @@ impl Acc {
             self.telemetry.push(TelemetryTrack {
                 gpu: c.gpu_id,
                 name: c.name.to_string(),
-                unit: super::telemetry::unit_text(&c.units),
+                unit: crate::telemetry::unit_text(&c.units),
                 samples: Vec::new(),
             });
         }
@@ -714,14 +667,18 @@ impl Acc {
         i
     }
 
-    /// What the trace holds, per process, with what `t` holds besides the
-    /// events and, for per-kernel counters, the kernel at each sample's
-    /// time ([`KernelsAt`]).
+    /// What the trace holds, per process, with what `t` (the trace
+    /// without its events) holds besides: the header of the file at `path`
+    /// (`size` bytes, 0: not known), and the rest of what the summary
+    /// needs. For per-kernel counters, the kernel at each sample's time
+    /// ([`KernelsAt`]).
     pub(crate) fn finish(
         self,
         t: &Trace,
+        path: String,
+        size: u64,
         kernels_at: &FxHashMap<(i64, u64), Option<(String, Pid)>>,
-    ) -> FileData {
+    ) -> (FileSummary, FileData) {
         // What is still awaited was never seen: every GPU event read after
         // a slice answered its wait.
         let mut dangling: Vec<Waiting> = self.waiting.into_iter().flatten().collect();
@@ -878,12 +835,13 @@ impl Acc {
             .filter(|&e| e != u64::MAX)
             .max()
             .unwrap_or(0);
-        FileData {
-            path: String::new(),
-            size: 0,
-            span,
-            end,
+        let window_spans = window_spans(&t.logs, end);
+        let mut header = FileSummary {
+            path,
+            size,
+            span: (!span.is_empty()).then_some(span),
             devices: t.devices.clone(),
+            pids: procs.keys().copied().collect(),
             sources: t.data_sources.clone(),
             categories: t.track_event_categories.clone(),
             losses: losses(t),
@@ -897,8 +855,8 @@ impl Acc {
                         0,
                         format!(
                             "API calls are not checked against the GPU work they submit: the GPU event ids and awaited submissions passed this summary's limits ({} pages of ids, {} awaited submissions)",
-                            super::text::int(MAX_ID_PAGES as u64),
-                            super::text::int(MAX_AWAITED as u64)
+                            int(MAX_ID_PAGES as u64),
+                            int(MAX_AWAITED as u64)
                         ),
                     );
                 }
@@ -912,12 +870,81 @@ impl Acc {
             windows: windows_of(&t.logs, span.end),
             // A window still open lasts until the trace's end here: its
             // telemetry may go on after the last GPU work.
-            window_spans: window_spans(&t.logs, end),
+            window_spans: window_spans.unwrap_or_default(),
+            warnings: Vec::new(),
+        };
+        header.warnings = warnings(&header);
+        let data = FileData {
+            end,
             telemetry: self.telemetry,
             procs,
             processes: t.processes.clone(),
-        }
+        };
+        (header, data)
     }
+}
+
+/// The warnings a trace deserves, each one line: a trace cut short says
+/// where, once (with the slices left open and the GPU work missing there).
+fn warnings(f: &FileSummary) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut problems: Vec<&String> = f.problems.iter().collect();
+    if let Some(at) = f.truncated_at {
+        let mut open = 0u64;
+        let mut why = None;
+        problems.retain(|p| {
+            if let Some(w) = p.strip_prefix("trace ends mid-packet: ") {
+                why = Some(w.to_owned());
+                return false;
+            }
+            match p.split_once(" unterminated slices on track ") {
+                Some((n, _)) => {
+                    open += n.parse::<u64>().unwrap_or(0);
+                    false
+                }
+                None => true,
+            }
+        });
+        let mut w = format!(
+            "the trace stops at byte {}{}, in the middle of a packet (cut short: was the process killed, or the file copied while written?); read up to there",
+            int(at),
+            if f.size == 0 {
+                String::new()
+            } else {
+                format!(" of {}", int(f.size))
+            }
+        );
+        if let Some(why) = why {
+            w.push_str(&format!(" ({why})"));
+        }
+        if open > 0 {
+            w.push_str(&format!("; {open} slices still open there are left out"));
+        }
+        if !f.dangling.is_empty() {
+            w.push_str(&format!(
+                "; {} API calls point at GPU work after the cut",
+                f.dangling.len()
+            ));
+        }
+        out.push(w);
+    } else if let Some((name, ts)) = f.dangling.first() {
+        out.push(format!(
+            "{} API calls point at GPU work that is not in the trace (the first: {name} at {ts} ns)",
+            f.dangling.len()
+        ));
+    }
+    let shown = 5;
+    out.extend(problems.iter().take(shown).map(|p| p.to_string()));
+    if problems.len() > shown {
+        out.push(format!("and {} more problems", problems.len() - shown));
+    }
+    if f.pids.is_empty() && f.losses.is_none() {
+        out.push(
+            "no GPU work, API calls, ranges or counters in the trace (not one of gpu-trace's?)"
+                .to_owned(),
+        );
+    }
+    out
 }
 
 /// Everything lost, by kind: the tool's own counts (from its summary line)
@@ -1050,34 +1077,13 @@ pub(crate) struct ProcData {
     pub(crate) counters: Vec<CounterData>,
 }
 
-/// One file's events, by process, and what the trace says of itself.
+/// What the summary needs of one file besides its header
+/// ([`FileSummary`]).
 #[derive(Debug, Default)]
 pub(crate) struct FileData {
-    pub(crate) path: String,
-    pub(crate) size: u64,
-    pub(crate) span: Span,
     /// The last time anything happened in the trace, ns (its events, log
     /// lines and telemetry).
     pub(crate) end: u64,
-    pub(crate) devices: Vec<DeviceInfo>,
-    pub(crate) sources: Vec<String>,
-    pub(crate) categories: Vec<String>,
-    pub(crate) losses: Option<Vec<(String, u64)>>,
-    pub(crate) truncated_at: Option<u64>,
-    /// Where the trace is damaged between packets (not read past).
-    pub(crate) damaged_at: Option<u64>,
-    /// Packets left out for damage inside them.
-    pub(crate) damaged_packets: u64,
-    pub(crate) problems: Vec<String>,
-    /// API slices whose submission arrow points at GPU work that is not in
-    /// the trace: (name, start ns), in trace order.
-    pub(crate) dangling: Vec<(String, u64)>,
-    pub(crate) apis: Vec<u64>,
-    /// Recording windows, when the run was switched on and off: how many,
-    /// and their total time, ns.
-    pub(crate) windows: Option<(u32, u64)>,
-    /// The windows themselves, [start, end) ns, sorted and disjoint.
-    pub(crate) window_spans: Option<Vec<(u64, u64)>>,
     /// Device telemetry, per GPU and counter.
     pub(crate) telemetry: Vec<TelemetryTrack>,
     pub(crate) procs: BTreeMap<Pid, ProcData>,
@@ -1131,7 +1137,7 @@ pub(crate) fn window_spans(
 
 /// How many recording windows, and their total time, ns (see
 /// [`window_spans`]).
-pub(crate) fn windows_of(logs: &[gpu_trace_reader::LogLine], end: u64) -> Option<(u32, u64)> {
+pub fn windows_of(logs: &[gpu_trace_reader::LogLine], end: u64) -> Option<(u32, u64)> {
     window_spans(logs, end).map(|w| (w.len() as u32, w.iter().map(|(s, e)| e - s).sum()))
 }
 
@@ -1178,7 +1184,7 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let f = acc.finish(&Trace::default(), &at);
+        let (_, f) = acc.finish(&Trace::default(), "t".into(), 0, &at);
         let c: Vec<(&str, &str, f64)> = f.procs[&7]
             .counters
             .iter()
@@ -1192,6 +1198,33 @@ mod tests {
                 ("b", "bytes", 64.0)
             ]
         );
+    }
+
+    /// The calls counted as waiting are the injections' own list.
+    #[test]
+    fn waiting_calls_are_found_under_their_decorated_names() {
+        for n in [
+            "cudaStreamSynchronize",
+            "cudaStreamSynchronize_v3020",
+            "cuStreamSynchronize_ptsz",
+            "cuMemcpyDtoH_v2",
+            "cudaMemcpy_v3020",
+            "hipStreamSynchronize_spt",
+            "hipDeviceSynchronize",
+            "cuCtxSynchronize",
+        ] {
+            assert!(waits_for_gpu(n), "{n}");
+        }
+        for n in [
+            "cudaMemcpyAsync",
+            "cuMemcpyHtoDAsync_v2",
+            "cudaLaunchKernel",
+            "cudaStreamWaitEvent",
+            "hipMemcpyAsync",
+            "cudaMemcpy_vx",
+        ] {
+            assert!(!waits_for_gpu(n), "{n}");
+        }
     }
 
     #[test]
