@@ -3,12 +3,12 @@
 //! serialises (serde) to the JSON `gpu-trace stats --format json` writes.
 //!
 //! Each trace is read once as it streams by ([`Analyzer::read`], through
-//! [`gpu_trace_reader::Trace::visit`]): memory holds every duration of
-//! each group (4 bytes each: medians and percentiles are exact), the union
-//! of each engine's, stream's and thread's busy intervals ([`Intervals`]),
-//! the per-kernel counter values and the telemetry samples; not the trace.
-//! A trace with counters is read a second time to find the kernel of each
-//! value. Several traces (one per
+//! [`gpu_trace_reader::Trace::visit`]), per-kernel counter values included:
+//! memory holds every duration of each group (4 bytes each: medians and
+//! percentiles are exact), the union of each engine's, stream's and
+//! thread's busy intervals ([`Intervals`]), every kernel's start (about 3
+//! bytes, to find the kernel of each counter value), the counter values
+//! and the telemetry samples; not the trace. Several traces (one per
 //! process of a job, or a system-mode trace of several processes) are
 //! summarised per process and together, with the ranks of the job side by
 //! side.
@@ -70,13 +70,9 @@ impl Analyzer {
         Analyzer::default()
     }
 
-    /// Reads the trace at `path` as it streams by, as `o` says (at most so
-    /// many bytes, with a progress bar), and a second time for the kernels
-    /// of per-kernel counter values, if it has any; keeps what the summary
-    /// needs of it. Returns its header, with its warnings.
-    ///
-    /// A pipe (anything but a regular file) is read once: its per-kernel
-    /// counter values are not matched to their kernels.
+    /// Reads the trace at `path` once, as it streams by, as `o` says (at
+    /// most so many bytes, with a progress bar), and keeps what the
+    /// summary needs of it. Returns its header, with its warnings.
     ///
     /// Slices pair per track in file order, even on a track whose events
     /// are out of time order there: gpu-trace writes a thread's API calls
@@ -97,38 +93,12 @@ impl Analyzer {
         let p = path.as_ref();
         let mut acc = read::Acc::default();
         let t = Trace::visit_with(p, o, &mut acc)?;
-        let regular = std::fs::metadata(p).is_ok_and(|m| m.is_file());
-        let mut at = read::KernelsAt::default();
-        for x in &acc.samples {
-            at.wanted.insert((x.gpu, x.ts), None);
-        }
-        let mut once = false;
-        if !at.wanted.is_empty() {
-            if regular {
-                let o = ReadOptions {
-                    max_bytes: o.max_bytes,
-                    progress: None,
-                };
-                Trace::visit_with(p, &o, &mut at)?;
-            } else {
-                once = true;
-            }
-        }
         // 0: not known (a pipe).
-        let size = if regular {
-            std::fs::metadata(p).map_or(0, |m| m.len())
-        } else {
-            0
-        };
-        let (mut header, data) = acc.finish(&t, p.display().to_string(), size, &at.wanted);
-        if once {
-            header.problems.insert(
-                0,
-                "per-kernel counter values are not matched to their kernels: that takes a second read, and this input (not a regular file) can be read only once".to_owned(),
-            );
-            header.warnings.insert(0, header.problems[0].clone());
-        }
-        Ok(self.keep((header, data)))
+        let size = std::fs::metadata(p)
+            .ok()
+            .filter(|m| m.is_file())
+            .map_or(0, |m| m.len());
+        Ok(self.keep(acc.finish(&t, p.display().to_string(), size)))
     }
 
     /// [`Analyzer::read`] of a trace in memory, named `name` in the summary.
@@ -138,15 +108,7 @@ impl Analyzer {
     pub fn read_bytes(&mut self, name: &str, data: &[u8]) -> Result<&FileSummary, ReadError> {
         let mut acc = read::Acc::default();
         let t = Trace::visit_bytes(data, &mut acc)?;
-        let mut at = read::KernelsAt::default();
-        for x in &acc.samples {
-            at.wanted.insert((x.gpu, x.ts), None);
-        }
-        if !at.wanted.is_empty() {
-            Trace::visit_bytes(data, &mut at)?;
-        }
-        let f = acc.finish(&t, name.to_owned(), data.len() as u64, &at.wanted);
-        Ok(self.keep(f))
+        Ok(self.keep(acc.finish(&t, name.to_owned(), data.len() as u64)))
     }
 
     fn keep(&mut self, f: (FileSummary, read::FileData)) -> &FileSummary {

@@ -5,7 +5,8 @@
 //! (4 bytes each, for exact medians); per device engine, stream and
 //! thread, the union of its busy intervals (16 bytes per idle gap); per
 //! profiled kernel, its counter values; per telemetry sample, its time and
-//! value (16 bytes); and the reader's own state. Not the trace.
+//! value (16 bytes); every kernel's start, compactly (about 3 bytes: see
+//! [`KernelStarts`]); and the reader's own state. Not the trace.
 
 use crate::durations::Durations;
 use crate::intervals::Intervals;
@@ -220,6 +221,135 @@ impl IdSet {
     }
 }
 
+/// The start of every kernel of a trace, per GPU, with its group: what
+/// each per-kernel counter value is matched against when the pass ends.
+///
+/// A value and its kernel come in either order in the file (the counters
+/// are on sequences of their own, which the tracing service may hand out
+/// before or after the kernels'), so neither can wait for the other: the
+/// kernels are kept, compactly. Each start is a varint of its distance
+/// from the GPU's previous start (zigzag: kernels of several streams come
+/// a little out of order), then a varint of its group: three bytes or so a
+/// kernel, in blocks, so that the log grows without copying.
+#[derive(Default)]
+pub(crate) struct KernelStarts {
+    gpus: Vec<(i64, StartLog)>,
+    /// The GPU of the last start (work comes in runs on one GPU).
+    last: usize,
+}
+
+/// One GPU's kernel starts; see [`KernelStarts`].
+#[derive(Default)]
+struct StartLog {
+    blocks: Vec<Vec<u8>>,
+    prev: u64,
+}
+
+/// Bytes of a block of [`StartLog`].
+const START_BLOCK: usize = 64 << 10;
+
+/// Writes `v` as a varint into `out` at `n`; returns the new end.
+fn put_varint(out: &mut [u8; 20], mut n: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        out[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    out[n] = v as u8;
+    n + 1
+}
+
+/// Reads a varint at `*at` of `b`, moving `*at` past it.
+fn get_varint(b: &[u8], at: &mut usize) -> u64 {
+    let (mut v, mut shift) = (0u64, 0);
+    loop {
+        let byte = b[*at];
+        *at += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return v;
+        }
+        shift += 7;
+    }
+}
+
+impl StartLog {
+    fn push(&mut self, ts: u64, group: u32) {
+        let delta = ts.wrapping_sub(self.prev) as i64;
+        self.prev = ts;
+        let mut buf = [0u8; 20];
+        let n = put_varint(&mut buf, 0, ((delta << 1) ^ (delta >> 63)) as u64);
+        let n = put_varint(&mut buf, n, u64::from(group));
+        let block = match self.blocks.last_mut() {
+            Some(b) if b.len() + n <= START_BLOCK => b,
+            _ => {
+                self.blocks.push(Vec::with_capacity(START_BLOCK));
+                self.blocks.last_mut().expect("just pushed")
+            }
+        };
+        block.extend_from_slice(&buf[..n]);
+    }
+
+    /// Every (start, group), in the order pushed.
+    fn for_each(&self, mut f: impl FnMut(u64, u32)) {
+        let mut ts = 0u64;
+        for b in &self.blocks {
+            let mut at = 0;
+            while at < b.len() {
+                let z = get_varint(b, &mut at);
+                let delta = ((z >> 1) as i64) ^ -((z & 1) as i64);
+                ts = ts.wrapping_add(delta as u64);
+                let group = get_varint(b, &mut at) as u32;
+                f(ts, group);
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.blocks.iter().map(Vec::capacity).sum()
+    }
+}
+
+impl KernelStarts {
+    #[inline]
+    fn push(&mut self, gpu: i64, ts: u64, group: u32) {
+        let i = match self.gpus.get(self.last) {
+            Some((g, _)) if *g == gpu => self.last,
+            _ => match self.gpus.iter().position(|(g, _)| *g == gpu) {
+                Some(i) => i,
+                None => {
+                    self.gpus.push((gpu, StartLog::default()));
+                    self.gpus.len() - 1
+                }
+            },
+        };
+        self.last = i;
+        self.gpus[i].1.push(ts, group);
+    }
+
+    /// The group of the kernel that starts at each of `wanted`'s (GPU,
+    /// time): the last in file order, where several do.
+    fn find(&self, wanted: &mut FxHashMap<(i64, u64), Option<u32>>) {
+        if wanted.is_empty() {
+            return;
+        }
+        for (gpu, log) in &self.gpus {
+            log.for_each(|ts, group| {
+                if let Some(slot) = wanted.get_mut(&(*gpu, ts)) {
+                    *slot = Some(group);
+                }
+            });
+        }
+    }
+
+    /// Bytes held.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.gpus.iter().map(|(_, l)| l.bytes()).sum()
+    }
+}
+
 /// A slice whose submissions are not all among the GPU events read so far.
 struct Waiting {
     ts: u64,
@@ -331,8 +461,10 @@ pub(crate) struct Acc {
     counter_by_name: FxHashMap<(i64, String), u32>,
     counter_keep: Vec<Str>,
     /// Every per-kernel value with its device and time, to meet the kernel
-    /// that starts there (see [`KernelsAt`]).
+    /// that starts there (see [`KernelStarts`]).
     pub(crate) samples: Vec<Sample>,
+    /// Every kernel's start and group.
+    pub(crate) starts: KernelStarts,
     /// Telemetry, per (GPU, counter); found as the per-kernel counters are.
     telemetry: Vec<TelemetryTrack>,
     telemetry_by_ptr: FxHashMap<(i64, usize), u32>,
@@ -397,6 +529,7 @@ impl Visitor for Acc {
                     _ => self.kernels.of_str(&e.name, pid),
                 };
                 self.kernels.add(g, e.dur, 0);
+                self.starts.push(gpu, e.ts, g);
                 (0, true)
             }
             Stage::Memcpy | Stage::Memset => {
@@ -670,15 +803,23 @@ impl Acc {
     /// What the trace holds, per process, with what `t` (the trace
     /// without its events) holds besides: the header of the file at `path`
     /// (`size` bytes, 0: not known), and the rest of what the summary
-    /// needs. For per-kernel counters, the kernel at each sample's time
-    /// ([`KernelsAt`]).
-    pub(crate) fn finish(
-        self,
-        t: &Trace,
-        path: String,
-        size: u64,
-        kernels_at: &FxHashMap<(i64, u64), Option<(String, Pid)>>,
-    ) -> (FileSummary, FileData) {
+    /// needs.
+    pub(crate) fn finish(self, t: &Trace, path: String, size: u64) -> (FileSummary, FileData) {
+        // The kernel of each per-kernel counter value: the one that starts
+        // on its GPU at its time.
+        let mut wanted: FxHashMap<(i64, u64), Option<u32>> =
+            self.samples.iter().map(|s| ((s.gpu, s.ts), None)).collect();
+        self.starts.find(&mut wanted);
+        drop(self.starts);
+        let kernel_names: Vec<(String, Pid)> = if wanted.is_empty() {
+            Vec::new()
+        } else {
+            self.kernels
+                .groups
+                .iter()
+                .map(|g| (g.name.clone(), g.owner))
+                .collect()
+        };
         // What is still awaited was never seen: every GPU event read after
         // a slice answered its wait.
         let mut dangling: Vec<Waiting> = self.waiting.into_iter().flatten().collect();
@@ -695,7 +836,6 @@ impl Acc {
             .iter()
             .map(|e| e.pid)
             .chain(owners.iter().map(|o| o.0))
-            .chain(kernels_at.values().flatten().map(|(_, p)| *p))
             .collect();
         pids.sort_unstable();
         pids.dedup();
@@ -815,8 +955,11 @@ impl Acc {
             _ => UNKNOWN_PID,
         };
         for s in &self.samples {
-            let (kernel, pid) = match kernels_at.get(&(s.gpu, s.ts)).and_then(Option::as_ref) {
-                Some((k, p)) => (k.clone(), fold(*p)),
+            let (kernel, pid) = match wanted.get(&(s.gpu, s.ts)).copied().flatten() {
+                Some(g) => {
+                    let (k, p) = &kernel_names[g as usize];
+                    (k.clone(), fold(*p))
+                }
                 None => ("(kernel not in the trace)".to_owned(), single),
             };
             procs.entry(pid).or_default().counters.push(CounterData {
@@ -993,34 +1136,6 @@ fn track_owner(t: &Trace, uuid: u64) -> (Pid, Option<i64>) {
     (UNKNOWN_PID, None)
 }
 
-/// Finds the kernels that start where counter samples are (a second,
-/// cheap pass over a trace that has counters: only their keys are kept).
-#[derive(Default)]
-pub(crate) struct KernelsAt {
-    pub(crate) wanted: FxHashMap<(i64, u64), Option<(String, Pid)>>,
-}
-
-impl Visitor for KernelsAt {
-    fn parts(&self) -> Parts {
-        Parts {
-            kernel_launch: false,
-        }
-    }
-
-    fn gpu_event(&mut self, e: &GpuEvent) {
-        if e.stage != Stage::Kernel {
-            return;
-        }
-        if let Some(slot) = self.wanted.get_mut(&(e.gpu_id.unwrap_or(0), e.ts)) {
-            let name = match &e.kernel {
-                Some(k) if !k.demangled.is_empty() => k.demangled.to_string(),
-                _ => e.name.to_string(),
-            };
-            *slot = Some((name, e.context.map_or(UNKNOWN_PID, |c| c.pid)));
-        }
-    }
-}
-
 /// A device engine's work in one process: kernels, or one kind of memory
 /// operation ("Memcpy HtoD", "Memset" ...).
 #[derive(Debug, Default)]
@@ -1157,12 +1272,38 @@ mod tests {
         }
     }
 
+    fn kernel(gpu: i64, ts: u64, name: &str, pid: Pid) -> GpuEvent {
+        GpuEvent {
+            event_id: ts << 22 | pid as u64,
+            ts,
+            dur: 10,
+            gpu_id: Some(gpu),
+            stage: Stage::Kernel,
+            name: name.into(),
+            queue: "stream 7".into(),
+            queue_description: "".into(),
+            context: Some(gpu_trace_reader::Context {
+                iid: 1,
+                pid,
+                api: 4,
+            }),
+            kernel: None,
+            grid: None,
+            block: None,
+            args: Vec::new(),
+            sequence: 1,
+        }
+    }
+
     #[test]
     fn per_kernel_counters_keep_zero_values_and_skip_the_resets() {
         let mut acc = Acc::default();
-        // Kernel at 100 (bytes 0, a real value), at 300 (bytes 64) on GPU 0,
-        // and one at 100 on GPU 1; each followed by its reset to zero. The
-        // name comes from two sequences (two allocations).
+        // Kernel a at 100 (bytes 0, a real value), b at 300 (bytes 64) on
+        // GPU 0, and a at 100 on GPU 1; each value followed by its reset
+        // to zero. The name comes from two sequences (two allocations).
+        // The first kernel comes before its values, the others after them,
+        // as the counters' sequences may come either side of the kernels'.
+        acc.gpu_event(&kernel(0, 100, "a", 7));
         let (a, b) = (Str::from("bytes"), Str::from("bytes"));
         for (gpu, ts, name, v) in [
             (0, 100, &a, 0.0),
@@ -1174,17 +1315,14 @@ mod tests {
         ] {
             acc.counter(&value(gpu, ts, name, v));
         }
+        acc.gpu_event(&kernel(0, 300, "b", 7));
+        acc.gpu_event(&kernel(1, 100, "a", 7));
+        // Not profiled.
+        acc.gpu_event(&kernel(0, 500, "c", 7));
         let got: Vec<(i64, u64, f64)> =
             acc.samples.iter().map(|s| (s.gpu, s.ts, s.value)).collect();
         assert_eq!(got, [(0, 100, 0.0), (1, 100, 8.0), (0, 300, 64.0)]);
-        let at: FxHashMap<(i64, u64), Option<(String, Pid)>> = [
-            ((0, 100), Some(("a".to_owned(), 7))),
-            ((0, 300), Some(("b".to_owned(), 7))),
-            ((1, 100), Some(("a".to_owned(), 7))),
-        ]
-        .into_iter()
-        .collect();
-        let (_, f) = acc.finish(&Trace::default(), "t".into(), 0, &at);
+        let (_, f) = acc.finish(&Trace::default(), "t".into(), 0);
         let c: Vec<(&str, &str, f64)> = f.procs[&7]
             .counters
             .iter()
@@ -1198,6 +1336,53 @@ mod tests {
                 ("b", "bytes", 64.0)
             ]
         );
+    }
+
+    #[test]
+    fn a_value_without_its_kernel_says_so() {
+        let mut acc = Acc::default();
+        acc.gpu_event(&kernel(0, 100, "a", 7));
+        let n = Str::from("bytes");
+        // At 101 on GPU 0, and at 100 on GPU 1: no kernel starts there.
+        for (gpu, ts) in [(0, 101), (0, 102), (1, 100), (1, 110)] {
+            acc.counter(&value(gpu, ts, &n, 1.0));
+        }
+        let (_, f) = acc.finish(&Trace::default(), "t".into(), 0);
+        let c: Vec<&str> = f.procs[&7]
+            .counters
+            .iter()
+            .map(|c| c.kernel.as_str())
+            .collect();
+        assert_eq!(c, ["(kernel not in the trace)"; 2]);
+    }
+
+    #[test]
+    fn kernel_starts_come_back_as_pushed_whatever_their_order() {
+        let mut k = KernelStarts::default();
+        let starts: Vec<(i64, u64, u32)> = (0..50_000u64)
+            .map(|i| {
+                // Forwards mostly, sometimes back, a few far apart.
+                let ts = match i % 7 {
+                    0 => i * 5_000 - i.min(3) * 100,
+                    3 => u64::MAX - i,
+                    _ => i * 5_000,
+                };
+                ((i % 3) as i64 - 1, ts, (i % 300) as u32)
+            })
+            .collect();
+        for &(gpu, ts, g) in &starts {
+            k.push(gpu, ts, g);
+        }
+        let mut back = Vec::new();
+        for (gpu, log) in &k.gpus {
+            log.for_each(|ts, g| back.push((*gpu, ts, g)));
+        }
+        let mut want = starts.clone();
+        want.sort_by_key(|s| s.0);
+        back.sort_by_key(|s| s.0);
+        assert_eq!(back, want, "per GPU, in the order pushed");
+        // A few bytes a start, whole blocks held.
+        assert!(k.bytes() <= 4 * START_BLOCK + 50_000 * 8, "{}", k.bytes());
     }
 
     /// The calls counted as waiting are the injections' own list.
