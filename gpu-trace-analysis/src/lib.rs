@@ -43,10 +43,9 @@ pub use durations::Row;
 pub use gpu_trace_reader::{ReadError, ReadOptions, STREAM_LIMIT};
 pub use intervals::Intervals;
 pub use ranks::{Measure, RankRow, Ranks, SLOWER_BY, Straggler, WAITS_MORE_BY, is_step};
-pub use read::windows_of;
 pub use summary::{
-    CounterRow, EngineRow, FileSummary, KERNEL_ENGINE, Pid, Process, Span, StreamRow, Summary,
-    Tables, ThreadRow, UNKNOWN_PID, pid_text,
+    CounterRow, Counts, EngineRow, FileSummary, KERNEL_ENGINE, Pid, Process, Span, StreamRow,
+    Summary, Tables, ThreadRow, UNKNOWN_PID, pid_text,
 };
 pub use telemetry::{DeviceTelemetry, ReasonRow, TelemetryRow, Throttle, reason};
 

@@ -11,7 +11,7 @@
 use crate::durations::Durations;
 use crate::intervals::Intervals;
 use crate::render::text::int;
-use crate::summary::{FileSummary, KERNEL_ENGINE, Pid, Span, UNKNOWN_PID};
+use crate::summary::{Counts, FileSummary, KERNEL_ENGINE, Pid, Span, UNKNOWN_PID};
 use gpu_trace_core::waits::waits_for_gpu;
 use gpu_trace_reader::{
     CounterValue, GpuEvent, KernelInfo, Parts, Slice, Stage, Str, Trace, Visitor,
@@ -465,6 +465,8 @@ pub(crate) struct Acc {
     pub(crate) samples: Vec<Sample>,
     /// Every kernel's start and group.
     pub(crate) starts: KernelStarts,
+    /// Events of each kind.
+    counts: Counts,
     /// Telemetry, per (GPU, counter); found as the per-kernel counters are.
     telemetry: Vec<TelemetryTrack>,
     telemetry_by_ptr: FxHashMap<(i64, usize), u32>,
@@ -530,9 +532,15 @@ impl Visitor for Acc {
                 };
                 self.kernels.add(g, e.dur, 0);
                 self.starts.push(gpu, e.ts, g);
+                self.counts.kernels += 1;
                 (0, true)
             }
             Stage::Memcpy | Stage::Memset => {
+                if e.stage == Stage::Memcpy {
+                    self.counts.copies += 1;
+                } else {
+                    self.counts.memsets += 1;
+                }
                 let g = self.memory.of_str(&e.name, pid);
                 self.memory.add(g, e.dur, e.bytes().unwrap_or(0));
                 (g + 1, false)
@@ -558,6 +566,7 @@ impl Visitor for Acc {
         let t = self.track(s.track);
         match s.gpu_api {
             Some(_) => {
+                self.counts.api_calls += 1;
                 let g = self.api.of_str(&s.name, s.track);
                 self.api.add(g, s.dur, 0);
                 let waits = self.api.groups[g as usize].waits || !s.waits.is_empty();
@@ -570,6 +579,7 @@ impl Visitor for Acc {
                 }
             }
             None => {
+                self.counts.ranges += 1;
                 let g = self.ranges.of_str(&s.name, s.track);
                 self.ranges.add(g, s.dur, 0);
                 self.tracks[t as usize].span.add(s.ts, end);
@@ -1014,6 +1024,7 @@ impl Acc {
             // A window still open lasts until the trace's end here: its
             // telemetry may go on after the last GPU work.
             window_spans: window_spans.unwrap_or_default(),
+            counts: self.counts,
             warnings: Vec::new(),
         };
         header.warnings = warnings(&header);
@@ -1252,7 +1263,7 @@ pub(crate) fn window_spans(
 
 /// How many recording windows, and their total time, ns (see
 /// [`window_spans`]).
-pub fn windows_of(logs: &[gpu_trace_reader::LogLine], end: u64) -> Option<(u32, u64)> {
+pub(crate) fn windows_of(logs: &[gpu_trace_reader::LogLine], end: u64) -> Option<(u32, u64)> {
     window_spans(logs, end).map(|w| (w.len() as u32, w.iter().map(|(s, e)| e - s).sum()))
 }
 
@@ -1322,7 +1333,8 @@ mod tests {
         let got: Vec<(i64, u64, f64)> =
             acc.samples.iter().map(|s| (s.gpu, s.ts, s.value)).collect();
         assert_eq!(got, [(0, 100, 0.0), (1, 100, 8.0), (0, 300, 64.0)]);
-        let (_, f) = acc.finish(&Trace::default(), "t".into(), 0);
+        let (h, f) = acc.finish(&Trace::default(), "t".into(), 0);
+        assert_eq!(h.counts.kernels, 4);
         let c: Vec<(&str, &str, f64)> = f.procs[&7]
             .counters
             .iter()

@@ -253,6 +253,21 @@ fn rank_number<S: Serializer>(r: &Option<Rank>, s: S) -> Result<S::Ok, S::Error>
     r.map(|r| r.rank).serialize(s)
 }
 
+/// How many events of each kind a trace holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Kernels.
+    pub kernels: u64,
+    /// Memory copies.
+    pub copies: u64,
+    /// Memsets.
+    pub memsets: u64,
+    /// API calls (slices with a graphics API).
+    pub api_calls: u64,
+    /// NVTX / roctx ranges (the other slices).
+    pub ranges: u64,
+}
+
 /// What one trace says of itself: its header.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FileSummary {
@@ -292,6 +307,8 @@ pub struct FileSummary {
     pub windows: Option<(u32, u64)>,
     /// The windows themselves, [start, end) ns in the trace's clock.
     pub window_spans: Vec<(u64, u64)>,
+    /// Events of each kind.
+    pub counts: Counts,
     /// What a reader should be told of the trace, one line each (text
     /// from the trace unescaped): where it is cut short, GPU work it
     /// lacks, its problems (the first five), or that it holds nothing.
@@ -362,6 +379,7 @@ impl Serialize for FileSummary {
             problems: &'a [String],
             dangling_submissions: usize,
             complete: bool,
+            counts: Counts,
             warnings: &'a [String],
         }
         View {
@@ -396,6 +414,7 @@ impl Serialize for FileSummary {
             problems: &self.problems,
             dangling_submissions: self.dangling.len(),
             complete: self.complete(),
+            counts: self.counts,
             warnings: &self.warnings,
         }
         .serialize(s)
