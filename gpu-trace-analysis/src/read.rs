@@ -821,13 +821,14 @@ impl Acc {
             self.samples.iter().map(|s| ((s.gpu, s.ts), None)).collect();
         self.starts.find(&mut wanted);
         drop(self.starts);
-        let kernel_names: Vec<(String, Pid)> = if wanted.is_empty() {
+        // One allocation per kernel name, shared by its values.
+        let kernel_names: Vec<(Str, Pid)> = if wanted.is_empty() {
             Vec::new()
         } else {
             self.kernels
                 .groups
                 .iter()
-                .map(|g| (g.name.clone(), g.owner))
+                .map(|g| (Str::from(g.name.as_str()), g.owner))
                 .collect()
         };
         // What is still awaited was never seen: every GPU event read after
@@ -964,17 +965,18 @@ impl Acc {
             [only] => *only,
             _ => UNKNOWN_PID,
         };
+        let missing = Str::from("(kernel not in the trace)");
         for s in &self.samples {
             let (kernel, pid) = match wanted.get(&(s.gpu, s.ts)).copied().flatten() {
                 Some(g) => {
                     let (k, p) = &kernel_names[g as usize];
                     (k.clone(), fold(*p))
                 }
-                None => ("(kernel not in the trace)".to_owned(), single),
+                None => (missing.clone(), single),
             };
             procs.entry(pid).or_default().counters.push(CounterData {
                 kernel,
-                metric: slots[s.slot as usize].name.to_string(),
+                metric: slots[s.slot as usize].name.clone(),
                 value: s.value,
             });
         }
@@ -1181,11 +1183,12 @@ pub(crate) struct ThreadData {
     pub(crate) waiting: Intervals,
 }
 
-/// One per-kernel counter value.
+/// One per-kernel counter value, its names shared with the others (a
+/// profiled trace has many values of few kernels and metrics).
 #[derive(Debug, Clone)]
 pub(crate) struct CounterData {
-    pub(crate) kernel: String,
-    pub(crate) metric: String,
+    pub(crate) kernel: Str,
+    pub(crate) metric: Str,
     pub(crate) value: f64,
 }
 

@@ -597,9 +597,12 @@ fn counter_rows(samples: &[CounterData]) -> (Vec<CounterRow>, Vec<CounterRow>) {
     let mut by_metric: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     let mut by_kernel: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
     for s in samples {
-        by_metric.entry(&s.metric).or_default().push(s.value);
+        by_metric
+            .entry(s.metric.as_str())
+            .or_default()
+            .push(s.value);
         by_kernel
-            .entry((&s.kernel, &s.metric))
+            .entry((s.kernel.as_str(), s.metric.as_str()))
             .or_default()
             .push(s.value);
     }
