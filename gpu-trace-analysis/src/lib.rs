@@ -6,9 +6,10 @@
 //! [`gpu_trace_reader::Trace::visit`]), per-kernel counter values included:
 //! memory holds every duration of each group (4 bytes each: medians and
 //! percentiles are exact), the union of each engine's, stream's and
-//! thread's busy intervals ([`Intervals`]), every kernel's start (about 3
-//! bytes, to find the kernel of each counter value), the counter values
-//! and the telemetry samples; not the trace. Several traces (one per
+//! thread's busy intervals ([`Intervals`]), the counter values (and, where
+//! the session recorded counters, every kernel's start, about 3 bytes, to
+//! find the kernel of each value) and the telemetry samples; not the
+//! trace. Several traces (one per
 //! process of a job, or a system-mode trace of several processes) are
 //! summarised per process and together, with the ranks of the job side by
 //! side.

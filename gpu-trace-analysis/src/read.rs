@@ -5,8 +5,9 @@
 //! (4 bytes each, for exact medians); per device engine, stream and
 //! thread, the union of its busy intervals (16 bytes per idle gap); per
 //! profiled kernel, its counter values; per telemetry sample, its time and
-//! value (16 bytes); every kernel's start, compactly (about 3 bytes: see
-//! [`KernelStarts`]); and the reader's own state. Not the trace.
+//! value (16 bytes); where the session recorded per-kernel counters, every
+//! kernel's start, compactly (about 3 bytes: see [`KernelStarts`]); and
+//! the reader's own state. Not the trace.
 
 use crate::durations::Durations;
 use crate::intervals::Intervals;
@@ -16,7 +17,7 @@ use gpu_trace_core::waits::waits_for_gpu;
 use gpu_trace_reader::{
     CounterValue, GpuEvent, KernelInfo, Parts, Slice, Stage, Str, Trace, Visitor,
 };
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
@@ -231,11 +232,20 @@ impl IdSet {
 /// from the GPU's previous start (zigzag: kernels of several streams come
 /// a little out of order), then a varint of its group: three bytes or so a
 /// kernel, in blocks, so that the log grows without copying.
+///
+/// A trace whose session's config names no per-kernel counters source
+/// (`gpu.counters...`) before its first kernel can have no value to match:
+/// nothing is kept for it.
 #[derive(Default)]
 pub(crate) struct KernelStarts {
     gpus: Vec<(i64, StartLog)>,
     /// The GPU of the last start (work comes in runs on one GPU).
     last: usize,
+    /// Nothing is kept: the trace can have no per-kernel counter values.
+    off: bool,
+    /// Kept only since the first value: one came although the config named
+    /// no counters source.
+    partial: bool,
 }
 
 /// One GPU's kernel starts; see [`KernelStarts`].
@@ -244,6 +254,10 @@ struct StartLog {
     blocks: Vec<Vec<u8>>,
     prev: u64,
 }
+
+/// How the data sources of per-kernel counters are named
+/// (`gpu.counters.nv` ...).
+const COUNTERS_SOURCE: &str = "gpu.counters";
 
 /// Bytes of a block of [`StartLog`].
 const START_BLOCK: usize = 64 << 10;
@@ -312,8 +326,28 @@ impl StartLog {
 }
 
 impl KernelStarts {
+    /// The session's config names no source of per-kernel counters: if no
+    /// kernel came yet, none need be kept.
+    fn not_needed(&mut self) {
+        if self.gpus.is_empty() {
+            self.off = true;
+        }
+    }
+
+    /// A per-kernel counter value came: its kernel must be found.
+    #[inline]
+    fn needed(&mut self) {
+        if self.off {
+            self.off = false;
+            self.partial = true;
+        }
+    }
+
     #[inline]
     fn push(&mut self, gpu: i64, ts: u64, group: u32) {
+        if self.off {
+            return;
+        }
         let i = match self.gpus.get(self.last) {
             Some((g, _)) if *g == gpu => self.last,
             _ => match self.gpus.iter().position(|(g, _)| *g == gpu) {
@@ -502,6 +536,12 @@ impl Visitor for Acc {
         }
     }
 
+    fn config(&mut self, data_sources: &[String]) {
+        if !data_sources.iter().any(|d| d.starts_with(COUNTERS_SOURCE)) {
+            self.starts.not_needed();
+        }
+    }
+
     fn gpu_event(&mut self, e: &GpuEvent) {
         if !self.unchecked && !self.ids.insert(e.event_id) {
             self.stop_checking();
@@ -659,6 +699,7 @@ impl Visitor for Acc {
         let is_value = cs.next_is_value;
         cs.next_is_value = !is_value;
         if is_value {
+            self.starts.needed();
             self.samples.push(Sample {
                 gpu: c.gpu_id,
                 ts: c.ts,
@@ -820,6 +861,21 @@ impl Acc {
         let mut wanted: FxHashMap<(i64, u64), Option<u32>> =
             self.samples.iter().map(|s| ((s.gpu, s.ts), None)).collect();
         self.starts.find(&mut wanted);
+        // Kernels before the first value were not kept where the config
+        // named no counters source: say what that left unmatched.
+        let unmatched = if self.starts.partial {
+            let missed: FxHashSet<(i64, u64)> = wanted
+                .iter()
+                .filter(|(_, k)| k.is_none())
+                .map(|(key, _)| *key)
+                .collect();
+            self.samples
+                .iter()
+                .filter(|s| missed.contains(&(s.gpu, s.ts)))
+                .count()
+        } else {
+            0
+        };
         drop(self.starts);
         // One allocation per kernel name, shared by its values.
         let kernel_names: Vec<(Str, Pid)> = if wanted.is_empty() {
@@ -1005,6 +1061,15 @@ impl Acc {
             damaged_packets: t.damaged_packets,
             problems: {
                 let mut p = t.problems.clone();
+                if unmatched > 0 {
+                    p.insert(
+                        0,
+                        format!(
+                            "{} per-kernel counter values are not matched to their kernels: the trace's config names no counters data source, so the kernels before the first value were not kept",
+                            int(unmatched as u64)
+                        ),
+                    );
+                }
                 if self.unchecked {
                     p.insert(
                         0,
@@ -1369,6 +1434,51 @@ mod tests {
             .map(|c| c.kernel.as_str())
             .collect();
         assert_eq!(c, ["(kernel not in the trace)"; 2]);
+    }
+
+    #[test]
+    fn a_trace_whose_config_has_no_counters_keeps_no_kernel_starts() {
+        let sources = ["track_event".to_owned(), "gpu.renderstages.nv".to_owned()];
+        let mut acc = Acc::default();
+        acc.config(&sources);
+        acc.gpu_event(&kernel(0, 100, "a", 7));
+        assert!(acc.starts.gpus.is_empty());
+        // Named, or read after a kernel: kept.
+        let mut acc = Acc::default();
+        acc.config(&[sources[1].clone(), "gpu.counters.nv".to_owned()]);
+        acc.gpu_event(&kernel(0, 100, "a", 7));
+        assert_eq!(acc.starts.gpus.len(), 1);
+        let mut acc = Acc::default();
+        acc.gpu_event(&kernel(0, 100, "a", 7));
+        acc.config(&sources);
+        acc.gpu_event(&kernel(0, 200, "a", 7));
+        assert_eq!(acc.starts.bytes(), START_BLOCK);
+        let (h, _) = acc.finish(&Trace::default(), "t".into(), 0);
+        assert!(h.problems.is_empty(), "{:?}", h.problems);
+    }
+
+    #[test]
+    fn values_the_config_did_not_announce_still_find_the_kernels_after_them() {
+        let mut acc = Acc::default();
+        acc.config(&["gpu.renderstages.nv".to_owned()]);
+        acc.gpu_event(&kernel(0, 100, "a", 7));
+        let n = Str::from("bytes");
+        for (ts, v) in [(100, 1.0), (110, 0.0), (300, 2.0), (310, 0.0)] {
+            acc.counter(&value(0, ts, &n, v));
+        }
+        acc.gpu_event(&kernel(0, 300, "b", 7));
+        let (h, f) = acc.finish(&Trace::default(), "t".into(), 0);
+        let c: Vec<&str> = f.procs[&7]
+            .counters
+            .iter()
+            .map(|c| c.kernel.as_str())
+            .collect();
+        assert_eq!(c, ["(kernel not in the trace)", "b"]);
+        assert!(
+            h.problems[0].starts_with("1 per-kernel counter values are not matched"),
+            "{:?}",
+            h.problems
+        );
     }
 
     #[test]
