@@ -1,10 +1,12 @@
 //! Records (once) and decodes the reader benchmark's trace, printing the
 //! throughput, for profiling the reader:
-//! `perf record -g target/release/examples/read_profile [launches] [dir] [open|visit]`.
+//! `perf record -g target/release/examples/read_profile [launches] [dir] [open|visit] [every]`.
 //! `visit` streams it as the `reader/visit` benchmark does (the path
 //! `gpu-trace stats` reads through); `open` (the default) decodes it whole.
+//! With `every`, the trace also has two per-kernel counters on every
+//! `every`-th kernel ([`gpu_trace_benches::profiled_trace`]).
 
-use gpu_trace_benches::recorded_trace;
+use gpu_trace_benches::{profiled_trace, recorded_trace};
 use gpu_trace_core::reader::{GpuEvent, Parts, Slice, Stage, Trace, Visitor};
 use std::time::Instant;
 
@@ -19,7 +21,10 @@ fn main() {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("gpu-trace-read-profile"));
     let visit = args.next().as_deref() == Some("visit");
-    let path = recorded_trace(&dir, launches);
+    let path = match args.next().and_then(|a| a.parse().ok()) {
+        Some(every) => profiled_trace(&dir, launches, every),
+        None => recorded_trace(&dir, launches),
+    };
     let bytes = std::fs::metadata(&path).expect("trace").len();
     let t0 = Instant::now();
     let what = if visit {

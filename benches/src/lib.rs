@@ -10,13 +10,19 @@ use std::path::PathBuf;
 /// A tracer in standalone mode writing into the temp directory, recording
 /// GPU work, API calls and markers.
 pub fn file_tracer(tag: &str) -> (Tracer, PathBuf) {
+    tracer_with(tag, false)
+}
+
+/// [`file_tracer`], with per-kernel counters on too where `counters`.
+fn tracer_with(tag: &str, counters: bool) -> (Tracer, PathBuf) {
     let dir = std::env::temp_dir().join(format!("gpu-trace-bench-{}-{tag}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
-    let config = Config {
+    let mut config = Config {
         output: dir.join("bench.pftrace").display().to_string(),
         buffer_kb: 256 * 1024,
         ..Config::default()
     };
+    config.recording.counters = counters;
     let tracer = Tracer::start(TracerOptions {
         backend: gpu_trace_core::testing::BACKEND,
         config,
@@ -81,12 +87,41 @@ pub fn launch(name: NameId, thread: u32, corr: u64, t: u64) -> ApiCall {
 /// eighth followed by an asynchronous copy with its API slice, from two
 /// threads over 64 kernel classes. Written once into `dir` and reused.
 pub fn recorded_trace(dir: &std::path::Path, launches: u64) -> PathBuf {
-    use gpu_trace_core::model::{CopyKind, MemoryKind, MemoryOp, MemoryOpKind};
-    let path = dir.join(format!("recorded-{launches}.pftrace"));
+    record(dir, launches, None)
+}
+
+/// [`recorded_trace`], with two per-kernel counters measured on every
+/// `every`-th kernel, as a counter-profiling run writes them (each value
+/// at its kernel's start, and back to zero at its end).
+pub fn profiled_trace(dir: &std::path::Path, launches: u64, every: u64) -> PathBuf {
+    record(dir, launches, Some(every.max(1)))
+}
+
+fn record(dir: &std::path::Path, launches: u64, profiled: Option<u64>) -> PathBuf {
+    use gpu_trace_core::model::{
+        CopyKind, CounterGroup, CounterSpec, KernelCounters, MemoryKind, MemoryOp, MemoryOpKind,
+        Unit,
+    };
+    let name = match profiled {
+        None => format!("recorded-{launches}"),
+        Some(every) => format!("profiled-{launches}-{every}"),
+    };
+    let path = dir.join(format!("{name}.pftrace"));
     if path.is_file() {
         return path;
     }
-    let (tracer, tmp) = file_tracer(&format!("recorded-{launches}"));
+    let (tracer, tmp) = tracer_with(&name, profiled.is_some());
+    let counters = profiled.map(|every| {
+        let spec = |n: &str, unit| CounterSpec::new(n, unit, CounterGroup::Compute);
+        let ids = [
+            tracer.register_counter(spec(
+                "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                Unit::Percent,
+            )),
+            tracer.register_counter(spec("dram__bytes.sum", Unit::Byte)),
+        ];
+        (every, ids)
+    });
     let ks = kernels(&tracer, 64);
     let launch_name = tracer.names().intern("cudaLaunchKernel");
     let copy_name = tracer.names().intern("cudaMemcpyAsync");
@@ -101,6 +136,18 @@ pub fn recorded_trace(dir: &std::path::Path, launches: u64) -> PathBuf {
             let thread = threads[(i % 2) as usize];
             rec.api(launch(launch_name, thread, corr, t));
             rec.kernel(kernel(ks[(i % 64) as usize], corr, t + 2_000));
+            if let Some((every, ids)) = counters
+                && corr % every == 0
+            {
+                let v = (corr % 100) as f64;
+                rec.kernel_counters(KernelCounters::new(
+                    0,
+                    corr,
+                    t + 2_000,
+                    t + 4_500,
+                    vec![(ids[0], v), (ids[1], v * 4096.0)].into(),
+                ));
+            }
             if i % 8 == 7 {
                 corr += 1;
                 let t = t0 + corr * 5_000;

@@ -1,88 +1,20 @@
 //! The few lines `record` prints after the run: each file with its size,
 //! how long it spans, what it holds and what was lost, then the kernels
-//! that took the most GPU time over all of them, names shortened. The full
-//! report is `gpu-trace stats`. Text from the traces (kernel names, the
+//! that took the most GPU time over all of them, names shortened. The
+//! numbers are those of `gpu-trace stats` (the same summary,
+//! [`gpu_trace_analysis`]); the full report is `gpu-trace stats`. Text from the traces (kernel names, the
 //! reader's notes, loss keys) is escaped: each line stays one line, and no
 //! control sequence in a trace reaches the terminal.
 
+use gpu_trace_analysis::{Analyzer, FileSummary, ReadOptions};
 use gpu_trace_reader::text::{clip, escape, printable};
-use gpu_trace_reader::{GpuEvent, KernelInfo, Parts, Slice, Stage, Trace, Visitor};
-use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Kernels listed.
 pub(crate) const TOP: usize = 10;
 /// Longest kernel name shown, in characters.
 pub(crate) const NAME_WIDTH: usize = 72;
-
-/// What one trace holds.
-#[derive(Default)]
-struct Counts {
-    first: Option<u64>,
-    last: u64,
-    kernels: u64,
-    copies: u64,
-    memsets: u64,
-    api: u64,
-    ranges: u64,
-    /// GPU time by kernel, found by the kernel's interned record.
-    by_kernel: FxHashMap<usize, (Arc<KernelInfo>, u64, u64)>,
-    /// Kernels without an interned record, by name.
-    by_name: FxHashMap<String, (u64, u64)>,
-}
-
-impl Counts {
-    fn span(&mut self, ts: u64, dur: u64) {
-        self.first = Some(self.first.map_or(ts, |f| f.min(ts)));
-        self.last = self.last.max(ts.saturating_add(dur));
-    }
-}
-
-impl Visitor for Counts {
-    fn parts(&self) -> Parts {
-        Parts {
-            kernel_launch: false,
-        }
-    }
-
-    fn gpu_event(&mut self, e: &GpuEvent) {
-        self.span(e.ts, e.dur);
-        match e.stage {
-            Stage::Kernel => {
-                self.kernels += 1;
-                match &e.kernel {
-                    Some(k) => {
-                        let entry = self
-                            .by_kernel
-                            .entry(Arc::as_ptr(k) as usize)
-                            .or_insert_with(|| (k.clone(), 0, 0));
-                        entry.1 += 1;
-                        entry.2 += e.dur;
-                    }
-                    None => {
-                        let entry = self.by_name.entry(e.name.to_string()).or_default();
-                        entry.0 += 1;
-                        entry.1 += e.dur;
-                    }
-                }
-            }
-            Stage::Memcpy => self.copies += 1,
-            Stage::Memset => self.memsets += 1,
-            Stage::Other(_) => {}
-        }
-    }
-
-    fn slice(&mut self, s: &Slice, _begin: u32) {
-        self.span(s.ts, s.dur);
-        if s.gpu_api.is_some() {
-            self.api += 1;
-        } else {
-            self.ranges += 1;
-        }
-    }
-}
 
 /// `name`, escaped, cut to `width` characters, with `…` where it was cut.
 pub(crate) fn shorten(name: &str, width: usize) -> String {
@@ -133,36 +65,35 @@ fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", count(n), if n == 1 { one } else { many })
 }
 
-/// What was lost in `t`, or `None` when nothing was.
-fn losses(t: &Trace) -> Option<String> {
-    let mut lost: Vec<String> = Vec::new();
-    match t.drop_counts() {
-        None => lost.push("unknown: the trace was not finalised".to_owned()),
-        Some(d) => lost.extend(
-            d.into_iter()
-                .filter(|(_, n)| *n > 0)
-                .map(|(k, n)| format!("{}={n}", printable(&k, 64))),
+/// What was lost in the trace, or `None` when nothing was.
+fn losses(f: &FileSummary) -> Option<String> {
+    match &f.losses {
+        None => Some("unknown: the trace was not finalised".to_owned()),
+        Some(l) if l.is_empty() => None,
+        Some(l) => Some(
+            l.iter()
+                .map(|(k, n)| format!("{}={n}", printable(k, 64)))
+                .collect::<Vec<_>>()
+                .join(" "),
         ),
     }
-    if let Some(l) = t.losses {
-        lost.extend(l.describe().into_iter().map(|d| format!("perfetto_{d}")));
-    }
-    (!lost.is_empty()).then(|| lost.join(" "))
 }
 
 /// The summary of the traces at `paths`, each line prefixed `gpu-trace:`.
 pub(crate) fn render(paths: &[PathBuf]) -> String {
     let mut out = String::new();
-    let mut kernels: FxHashMap<String, (u64, u64)> = FxHashMap::default();
-    let mut gpu_total = 0u64;
+    let mut analyzer = Analyzer::new();
+    let read = ReadOptions {
+        max_bytes: None,
+        progress: Some("gpu-trace:".to_owned()),
+    };
     for p in paths {
-        let bytes = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         let path = p.display().to_string();
         let path = escape(&path);
-        let mut c = Counts::default();
-        let t = match Trace::visit_showing_progress(p, "gpu-trace:", &mut c) {
-            Ok(t) => t,
+        let f = match analyzer.read(p, &read) {
+            Ok(f) => f,
             Err(e) => {
+                let bytes = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
                 let _ = writeln!(
                     out,
                     "gpu-trace: wrote {path} ({}), which cannot be read: {}",
@@ -172,7 +103,7 @@ pub(crate) fn render(paths: &[PathBuf]) -> String {
                 continue;
             }
         };
-        let span = c.first.map_or(0, |f| c.last.saturating_sub(f));
+        let c = f.counts;
         let mut what = vec![
             plural(c.kernels, "kernel", "kernels"),
             plural(c.copies, "copy", "copies"),
@@ -180,13 +111,13 @@ pub(crate) fn render(paths: &[PathBuf]) -> String {
         if c.memsets > 0 {
             what.push(plural(c.memsets, "memset", "memsets"));
         }
-        what.push(plural(c.api, "API call", "API calls"));
+        what.push(plural(c.api_calls, "API call", "API calls"));
         if c.ranges > 0 {
             what.push(plural(c.ranges, "range", "ranges"));
         }
         // A switched run says how much of it was recorded: its events'
         // span alone would read as the whole run.
-        let windows = match crate::stats::read::windows_of(&t.logs, c.last) {
+        let windows = match f.windows {
             Some((n, recorded)) => format!(
                 ", in {} ({} recorded)",
                 plural(u64::from(n), "recording window", "recording windows"),
@@ -197,15 +128,15 @@ pub(crate) fn render(paths: &[PathBuf]) -> String {
         let _ = writeln!(
             out,
             "gpu-trace: wrote {path} ({}): {} over {}{windows}; lost: {}",
-            size(bytes),
+            size(f.size),
             what.join(", "),
-            duration(span),
-            losses(&t).unwrap_or_else(|| "nothing".to_owned())
+            duration(f.span.map_or(0, |s| s.dur())),
+            losses(f).unwrap_or_else(|| "nothing".to_owned())
         );
         // Not losses: what the reader noticed (a range the program left
         // open at exit, a trace cut short), said as it is.
-        if let Some(first) = t.problems.first() {
-            let more = match t.problems.len() - 1 {
+        if let Some(first) = f.problems.first() {
+            let more = match f.problems.len() - 1 {
                 0 => String::new(),
                 n => format!(
                     " (and {} more; gpu-trace stats shows them)",
@@ -218,33 +149,15 @@ pub(crate) fn render(paths: &[PathBuf]) -> String {
                 printable(first, NOTE_WIDTH)
             );
         }
-        for (k, n, d) in c.by_kernel.into_values() {
-            let name = if k.demangled.is_empty() {
-                k.name.clone()
-            } else {
-                k.demangled.clone()
-            };
-            let e = kernels.entry(name).or_default();
-            e.0 += n;
-            e.1 += d;
-            gpu_total += d;
-        }
-        for (name, (n, d)) in c.by_name {
-            let e = kernels.entry(name).or_default();
-            e.0 += n;
-            e.1 += d;
-            gpu_total += d;
-        }
     }
+    // The kernels over all the traces, by GPU time (most first, then name).
+    let kernels = analyzer.finish().all.kernels;
     if !kernels.is_empty() {
-        let mut rows: Vec<(String, u64, u64)> =
-            kernels.into_iter().map(|(k, (n, d))| (k, n, d)).collect();
-        rows.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
-        let shown = rows.len().min(TOP);
+        let shown = kernels.len().min(TOP);
         let _ = writeln!(
             out,
             "gpu-trace: top {shown} of {} kernels by GPU time{}:",
-            rows.len(),
+            kernels.len(),
             if paths.len() > 1 { " (all files)" } else { "" }
         );
         let _ = writeln!(
@@ -252,18 +165,14 @@ pub(crate) fn render(paths: &[PathBuf]) -> String {
             "gpu-trace:   {:>6} {:>10} {:>10}  name",
             "time%", "total", "count"
         );
-        for (name, n, d) in rows.into_iter().take(TOP) {
-            let pct = if gpu_total == 0 {
-                0.0
-            } else {
-                d as f64 * 100.0 / gpu_total as f64
-            };
+        for k in kernels.iter().take(TOP) {
             let _ = writeln!(
                 out,
-                "gpu-trace:   {pct:>5.1}% {:>10} {:>10}  {}",
-                duration(d),
-                count(n),
-                shorten(&name, NAME_WIDTH)
+                "gpu-trace:   {:>5.1}% {:>10} {:>10}  {}",
+                k.pct,
+                duration(k.total),
+                count(k.count),
+                shorten(&k.name, NAME_WIDTH)
             );
         }
     }

@@ -2,6 +2,7 @@
 //! counters, unified-memory events and the device memory curve.
 
 use crate::check::Report;
+use gpu_trace_analysis::Intervals;
 use gpu_trace_reader::pb::Fields;
 use gpu_trace_reader::{GpuEvent, Stage, Trace, wire};
 use std::collections::BTreeMap;
@@ -187,43 +188,29 @@ pub fn is_busy(name: &str) -> bool {
 const INTERVAL: u64 = 10_000_000;
 
 /// The busy points gpu-trace should have written: per (counter, GPU), each
-/// 10 ms interval's share covered by the union of that engine's work,
-/// written where the value changes.
+/// 10 ms interval's share covered by the union of that engine's work
+/// (`gpu-trace stats`'s union, [`Intervals`]), written where the value
+/// changes.
 fn expected_busy(t: &Trace) -> BTreeMap<(String, i64), Vec<(u64, f64)>> {
-    let mut work: BTreeMap<(String, i64), Vec<(u64, u64)>> = BTreeMap::new();
+    let mut work: BTreeMap<(String, i64), Intervals> = BTreeMap::new();
     for e in &t.gpu_events {
         if let (Some(name), Some(gpu)) = (engine(e), e.gpu_id) {
             work.entry((name.to_owned(), gpu))
                 .or_default()
-                .push((e.ts, e.ts + e.dur));
+                .add(e.ts, e.ts.saturating_add(e.dur));
         }
     }
     let mut out = BTreeMap::new();
-    for (key, mut v) in work {
-        v.sort_unstable();
+    for (key, mut union) in work {
+        // Each stretch of the union, split at the interval boundaries.
         let mut busy: BTreeMap<u64, u64> = BTreeMap::new();
-        let mut cur: Option<(u64, u64)> = None;
-        let mut add = |(s, e): (u64, u64)| {
+        for &(s, e) in union.stretches() {
             let mut a = s;
             while a < e {
                 let b = (a / INTERVAL + 1) * INTERVAL;
                 *busy.entry(a / INTERVAL).or_default() += e.min(b) - a;
                 a = b;
             }
-        };
-        for (s, e) in v {
-            match &mut cur {
-                Some(c) if s <= c.1 => c.1 = c.1.max(e),
-                _ => {
-                    if let Some(c) = cur.take() {
-                        add(c);
-                    }
-                    cur = Some((s, e));
-                }
-            }
-        }
-        if let Some(c) = cur {
-            add(c);
         }
         let (Some(&first), Some(&last)) = (busy.keys().next(), busy.keys().next_back()) else {
             continue;

@@ -988,7 +988,12 @@ impl Out<'_> {
             }
             wire::packet::GPU_INFO => self.t.devices = gpu_info(b)?,
             wire::packet::TRACE_STATS => self.t.losses = Some(trace_stats(b)?),
-            wire::packet::TRACE_CONFIG => config_sources(b, &mut self.t)?,
+            wire::packet::TRACE_CONFIG => {
+                config_sources(b, &mut self.t)?;
+                if let Some(st) = &mut self.stream {
+                    st.v.config(&self.t.data_sources);
+                }
+            }
             _ => {}
         }
         Ok(())

@@ -58,6 +58,15 @@ pub trait Visitor {
         let _ = c;
     }
 
+    /// The data sources the session's config (`TraceConfig`) names, once,
+    /// when the trace holds a config. The tracing service writes it before
+    /// any event, so a visitor learns there what the trace can hold: a
+    /// per-kernel counter value, for instance, comes only from a
+    /// `gpu.counters` source.
+    fn config(&mut self, data_sources: &[String]) {
+        let _ = data_sources;
+    }
+
     /// Called once for a track whose events are not in time order in the
     /// file: from there on its slices may pair differently from
     /// [`crate::Trace::open`], which sorts them first.

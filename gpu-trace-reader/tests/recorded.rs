@@ -113,6 +113,9 @@ fn the_sessions_sources_and_categories_are_read() {
 /// Collects what [`Trace::visit`] hands over, in [`Trace::open`]'s order.
 #[derive(Default)]
 struct Collect {
+    /// The config's data sources, with the number of GPU events, slices
+    /// and counter values handed over before them.
+    config: Vec<(Vec<String>, usize)>,
     gpu: Vec<gpu_trace_reader::GpuEvent>,
     slices: Vec<(gpu_trace_reader::Slice, u32)>,
     instants: Vec<gpu_trace_reader::Instant>,
@@ -121,6 +124,10 @@ struct Collect {
 }
 
 impl gpu_trace_reader::Visitor for Collect {
+    fn config(&mut self, data_sources: &[String]) {
+        let before = self.gpu.len() + self.slices.len() + self.counters.len();
+        self.config.push((data_sources.to_vec(), before));
+    }
     fn gpu_event(&mut self, e: &gpu_trace_reader::GpuEvent) {
         self.gpu.push(e.clone());
     }
@@ -159,6 +166,20 @@ fn visit_agrees_with_open(data: &[u8]) -> Trace {
     assert_eq!(rest.losses, whole.losses);
     assert!(rest.gpu_events.is_empty() && rest.slices.is_empty());
     whole
+}
+
+#[test]
+fn a_visitor_learns_the_sessions_sources_before_any_event() {
+    let mut c = Collect::default();
+    Trace::visit(TRACE, &mut c).unwrap();
+    assert_eq!(
+        c.config,
+        [(
+            vec!["track_event".to_owned(), "gpu.renderstages.nv".to_owned()],
+            0
+        )]
+    );
+    assert!(!c.gpu.is_empty());
 }
 
 #[test]

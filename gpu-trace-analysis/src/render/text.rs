@@ -4,23 +4,20 @@
 //! the terminal as `\x1b`, not as an escape sequence, and a newline in one
 //! cannot forge a line.
 
-use super::Options;
-use super::Report;
-use super::dist::Row;
-use super::ranks::{RankRow, Ranks};
-use super::read::Span;
-use super::report::{CounterRow, FileHeader, Summary, Tables, pid_text};
-use super::telemetry::DeviceTelemetry;
+use super::{Options, Report};
+use crate::{
+    CounterRow, DeviceTelemetry, FileSummary, RankRow, Ranks, Row, Span, Summary, Tables, pid_text,
+};
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// `1234567` → `1,234,567`.
-pub(crate) fn int(n: u64) -> String {
+pub fn int(n: u64) -> String {
     group(&n.to_string())
 }
 
 /// `x` with `decimals` decimals and thousands separators.
-pub(crate) fn fixed(x: f64, decimals: usize) -> String {
+pub fn fixed(x: f64, decimals: usize) -> String {
     let s = format!("{x:.decimals$}");
     let (sign, s) = match s.strip_prefix('-') {
         Some(r) => ("-", r),
@@ -51,7 +48,7 @@ fn group(digits: &str) -> String {
 }
 
 /// A duration for people: `850 ns`, `12.345 µs`, `1.234 ms`, `3.210 s`.
-pub(crate) fn human(ns: u64) -> String {
+pub fn human(ns: u64) -> String {
     match ns {
         0..1_000 => format!("{ns} ns"),
         1_000..1_000_000 => format!("{:.3} µs", ns as f64 / 1e3),
@@ -62,7 +59,7 @@ pub(crate) fn human(ns: u64) -> String {
 
 /// `name`, escaped, cut to `width` characters, the last an ellipsis (0:
 /// whole).
-pub(crate) fn clip(name: &str, width: usize) -> Cow<'_, str> {
+pub fn clip(name: &str, width: usize) -> Cow<'_, str> {
     gpu_trace_reader::text::clip(name, width)
 }
 
@@ -587,8 +584,11 @@ fn place(key: &str, apis: &[u64]) -> &'static str {
     }
 }
 
-/// The losses line, and one line per place something was lost.
-pub(crate) fn losses(h: &FileHeader) -> Vec<String> {
+/// The losses line, and one line per place something was lost: our
+/// event batches, the vendor library's record buffers, counter collection,
+/// Perfetto's buffers; `unknown: ...` for a trace cut short, damaged or
+/// never finalised, `none` for one that lost nothing.
+pub fn losses(h: &FileSummary) -> Vec<String> {
     let of = |size: u64| {
         if size == 0 {
             String::new()
@@ -647,7 +647,7 @@ pub(crate) fn losses(h: &FileHeader) -> Vec<String> {
     }
 }
 
-fn sources(h: &FileHeader) -> String {
+fn sources(h: &FileSummary) -> String {
     if h.sources.is_empty() {
         return "not in the trace (it has no TraceConfig)".to_owned();
     }
@@ -664,7 +664,7 @@ fn sources(h: &FileHeader) -> String {
         .join(", ")
 }
 
-fn header(out: &mut String, h: &FileHeader) {
+fn header(out: &mut String, h: &FileSummary) {
     let _ = writeln!(out, "Span: {}", span_line(h.span));
     let pids: Vec<String> = h.pids.iter().map(|&p| pid_text(p)).collect();
     let _ = match pids.len() {
@@ -759,8 +759,8 @@ fn render_parts(s: &Summary, o: &Options) -> String {
         let _ = writeln!(
             out,
             "\n== Process {}{rank} ({}) ==",
-            pid_text(p.pid.unwrap_or_default()),
-            shown(p.file.as_deref().unwrap_or_default())
+            pid_text(p.pid),
+            shown(&p.file)
         );
         let _ = writeln!(out, "Span: {}", span_line(p.tables.span));
         tables(&mut out, &p.tables, None, o, false);
@@ -774,15 +774,15 @@ mod tests {
 
     #[test]
     fn windows_longer_than_their_events_are_not_called_a_share_of_the_span() {
-        let span = |dur| Some(crate::stats::read::Span { start: 0, end: dur });
+        let span = |dur| Some(crate::Span { start: 0, end: dur });
         let line = |windows, span| {
             let mut out = String::new();
             header(
                 &mut out,
-                &FileHeader {
+                &FileSummary {
                     windows: Some(windows),
                     span,
-                    ..FileHeader::default()
+                    ..FileSummary::default()
                 },
             );
             out.lines()

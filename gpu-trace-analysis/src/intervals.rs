@@ -1,5 +1,18 @@
-//! Busy time: the union of intervals (overlapping kernels count once), and
-//! the API calls that keep a thread waiting for the GPU.
+//! The union of time intervals: busy time, where overlapping work counts
+//! once.
+//!
+//! One type, [`Intervals`]: half-open `[start, end)` intervals in ns are
+//! added in any order ([`Intervals::add`]), unions of unions are taken
+//! ([`Intervals::union`]), and the covered time is read whole
+//! ([`Intervals::total`]), inside a window ([`Intervals::within`]) or as the
+//! disjoint stretches themselves ([`Intervals::stretches`]). The semantics
+//! are those of a set of points on the line: an empty or reversed interval
+//! adds nothing, overlapping intervals count once, and intervals that touch
+//! (`[0, 10)` and `[10, 20)`) become one stretch.
+//!
+//! The writer's busy counters (`gpu-trace-core`'s `busy` module) take the
+//! same union per fixed 10 ms interval and forget it once written; this
+//! type keeps the whole union of a trace, exactly, for a summary.
 
 /// A union of `[start, end)` intervals, in ns, built as events stream by.
 ///
@@ -11,7 +24,7 @@
 /// earliest one it reaches (mostly only the last few), so a merge costs
 /// the batch, not the whole history.
 #[derive(Debug, Clone)]
-pub(crate) struct Intervals {
+pub struct Intervals {
     /// Disjoint, sorted, none touching another.
     merged: Vec<(u64, u64)>,
     /// Added since the last merge.
@@ -43,8 +56,15 @@ impl Default for Intervals {
 const BATCH: usize = 4096;
 
 impl Intervals {
+    /// An empty union.
+    pub fn new() -> Intervals {
+        Intervals::default()
+    }
+
+    /// Adds `[start, end)`; an empty or reversed interval adds nothing.
+    /// Amortised constant time for intervals in time order.
     #[inline]
-    pub(crate) fn add(&mut self, start: u64, end: u64) {
+    pub fn add(&mut self, start: u64, end: u64) {
         if end <= start {
             return;
         }
@@ -119,8 +139,8 @@ impl Intervals {
         self.merge();
     }
 
-    /// Adds `other`'s intervals.
-    pub(crate) fn union(&mut self, mut other: Intervals) {
+    /// Adds `other`'s intervals (the union of the two unions).
+    pub fn union(&mut self, mut other: Intervals) {
         self.settle();
         other.settle();
         self.pending.extend(other.merged);
@@ -129,13 +149,24 @@ impl Intervals {
     }
 
     /// The time covered, ns.
-    pub(crate) fn total(&mut self) -> u64 {
+    pub fn total(&mut self) -> u64 {
+        self.stretches().iter().map(|(s, e)| e - s).sum()
+    }
+
+    /// The union as disjoint `[start, end)` stretches in time order, none
+    /// touching another.
+    pub fn stretches(&mut self) -> &[(u64, u64)] {
         self.settle();
-        self.merged.iter().map(|(s, e)| e - s).sum()
+        &self.merged
+    }
+
+    /// Whether nothing was added (or only empty intervals).
+    pub fn is_empty(&self) -> bool {
+        self.merged.is_empty() && self.pending.is_empty() && self.open.0 > self.open.1
     }
 
     /// The time covered within `[start, end)`, ns.
-    pub(crate) fn within(&mut self, start: u64, end: u64) -> u64 {
+    pub fn within(&mut self, start: u64, end: u64) -> u64 {
         self.settle();
         self.merged
             .iter()
@@ -144,17 +175,53 @@ impl Intervals {
     }
 }
 
-/// Whether a call waits for the GPU: the synchronising calls and blocking
-/// copies of the injections' own list (`gpu_trace_core::waits`), so that
-/// `stats` and the trace's GPU-wait tracks agree. An API call that carries
-/// wait arrows in the trace (`GpuCorrelation.wait_ids`, which the
-/// injections set on synchronisations) counts as waiting too, whatever its
-/// name.
-pub(crate) use gpu_trace_core::waits::waits_for_gpu;
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn empty_and_reversed_intervals_add_nothing() {
+        let mut i = Intervals::new();
+        i.add(5, 5);
+        i.add(9, 3);
+        assert!(i.is_empty());
+        assert_eq!(i.total(), 0);
+        assert_eq!(i.stretches(), []);
+        i.add(3, 4);
+        assert!(!i.is_empty());
+    }
+
+    #[test]
+    fn touching_intervals_become_one_stretch_and_gaps_stay() {
+        let mut i = Intervals::new();
+        for (s, e) in [(10, 20), (0, 10), (30, 40), (20, 25), (50, 60), (39, 45)] {
+            i.add(s, e);
+        }
+        assert_eq!(i.stretches(), [(0, 25), (30, 45), (50, 60)]);
+        assert_eq!(i.total(), 25 + 15 + 10);
+        // A stretch inside one already there changes nothing.
+        i.add(31, 44);
+        assert_eq!(i.stretches(), [(0, 25), (30, 45), (50, 60)]);
+    }
+
+    #[test]
+    fn the_union_of_unions_is_the_union_of_all_their_intervals() {
+        let (mut a, mut b, mut c) = (Intervals::new(), Intervals::new(), Intervals::new());
+        for (s, e) in [(0, 5), (20, 30)] {
+            a.add(s, e);
+            c.add(s, e);
+        }
+        for (s, e) in [(3, 8), (40, 50), (30, 31)] {
+            b.add(s, e);
+            c.add(s, e);
+        }
+        a.union(b);
+        assert_eq!(a.stretches(), c.stretches());
+        assert_eq!(a.stretches(), [(0, 8), (20, 31), (40, 50)]);
+        // With an empty union: itself.
+        a.union(Intervals::new());
+        assert_eq!(a.total(), 8 + 11 + 10);
+    }
 
     #[test]
     fn the_time_within_a_span_counts_only_its_overlap() {
@@ -273,32 +340,6 @@ mod tests {
             }
             i.union(j);
             assert_eq!(i.total(), brute(&v), "round {round}");
-        }
-    }
-
-    #[test]
-    fn waiting_calls_are_found_under_their_decorated_names() {
-        for n in [
-            "cudaStreamSynchronize",
-            "cudaStreamSynchronize_v3020",
-            "cuStreamSynchronize_ptsz",
-            "cuMemcpyDtoH_v2",
-            "cudaMemcpy_v3020",
-            "hipStreamSynchronize_spt",
-            "hipDeviceSynchronize",
-            "cuCtxSynchronize",
-        ] {
-            assert!(waits_for_gpu(n), "{n}");
-        }
-        for n in [
-            "cudaMemcpyAsync",
-            "cuMemcpyHtoDAsync_v2",
-            "cudaLaunchKernel",
-            "cudaStreamWaitEvent",
-            "hipMemcpyAsync",
-            "cudaMemcpy_vx",
-        ] {
-            assert!(!waits_for_gpu(n), "{n}");
         }
     }
 }

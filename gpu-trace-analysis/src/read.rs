@@ -1,72 +1,27 @@
-//! One pass over a trace: what `stats` keeps of its events, per process.
+//! One pass over a trace: what the summary keeps of its events, per
+//! process.
 //!
 //! Memory holds, per group (kernel name, API function ...), every duration
 //! (4 bytes each, for exact medians); per device engine, stream and
 //! thread, the union of its busy intervals (16 bytes per idle gap); per
 //! profiled kernel, its counter values; per telemetry sample, its time and
-//! value (16 bytes); and the reader's own state. Not the trace.
+//! value (16 bytes); where the session recorded per-kernel counters, every
+//! kernel's start, compactly (about 3 bytes: see [`KernelStarts`]); and
+//! the reader's own state. Not the trace.
 
-use super::busy::{Intervals, waits_for_gpu};
-use super::dist::Durations;
+use crate::durations::Durations;
+use crate::intervals::Intervals;
+use crate::render::text::int;
+use crate::summary::{Counts, FileSummary, KERNEL_ENGINE, Pid, Span, UNKNOWN_PID};
+use gpu_trace_core::waits::waits_for_gpu;
 use gpu_trace_reader::{
-    CounterValue, DeviceInfo, GpuEvent, KernelInfo, Parts, Slice, Stage, Str, Trace, Visitor,
+    CounterValue, GpuEvent, KernelInfo, Parts, Slice, Stage, Str, Trace, Visitor,
 };
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 use std::sync::Arc;
-
-/// A process id, as the trace has it.
-pub(crate) type Pid = i64;
-
-/// The process of events the trace does not attribute to one.
-pub(crate) const UNKNOWN_PID: Pid = -1;
-
-/// The engine of kernels in [`ProcData::engines`].
-pub(crate) const KERNEL_ENGINE: &str = "Kernels";
-
-/// A time span, ns; empty until something is added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Span {
-    pub(crate) start: u64,
-    pub(crate) end: u64,
-}
-
-impl Default for Span {
-    fn default() -> Span {
-        Span {
-            start: u64::MAX,
-            end: 0,
-        }
-    }
-}
-
-impl Span {
-    #[inline]
-    pub(crate) fn add(&mut self, start: u64, end: u64) {
-        self.start = self.start.min(start);
-        self.end = self.end.max(end);
-    }
-
-    pub(crate) fn join(&mut self, o: Span) {
-        if !o.is_empty() {
-            self.add(o.start, o.end);
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.start > self.end
-    }
-
-    pub(crate) fn dur(&self) -> u64 {
-        if self.is_empty() {
-            0
-        } else {
-            self.end - self.start
-        }
-    }
-}
 
 /// What a group's key is found by: kept alive, so that its address (the
 /// key) is not reused.
@@ -267,6 +222,168 @@ impl IdSet {
     }
 }
 
+/// The start of every kernel of a trace, per GPU, with its group: what
+/// each per-kernel counter value is matched against when the pass ends.
+///
+/// A value and its kernel come in either order in the file (the counters
+/// are on sequences of their own, which the tracing service may hand out
+/// before or after the kernels'), so neither can wait for the other: the
+/// kernels are kept, compactly. Each start is a varint of its distance
+/// from the GPU's previous start (zigzag: kernels of several streams come
+/// a little out of order), then a varint of its group: three bytes or so a
+/// kernel, in blocks, so that the log grows without copying.
+///
+/// A trace whose session's config names no per-kernel counters source
+/// (`gpu.counters...`) before its first kernel can have no value to match:
+/// nothing is kept for it.
+#[derive(Default)]
+pub(crate) struct KernelStarts {
+    gpus: Vec<(i64, StartLog)>,
+    /// The GPU of the last start (work comes in runs on one GPU).
+    last: usize,
+    /// Nothing is kept: the trace can have no per-kernel counter values.
+    off: bool,
+    /// Kept only since the first value: one came although the config named
+    /// no counters source.
+    partial: bool,
+}
+
+/// One GPU's kernel starts; see [`KernelStarts`].
+#[derive(Default)]
+struct StartLog {
+    blocks: Vec<Vec<u8>>,
+    prev: u64,
+}
+
+/// How the data sources of per-kernel counters are named
+/// (`gpu.counters.nv` ...).
+const COUNTERS_SOURCE: &str = "gpu.counters";
+
+/// Bytes of a block of [`StartLog`].
+const START_BLOCK: usize = 64 << 10;
+
+/// Writes `v` as a varint into `out` at `n`; returns the new end.
+fn put_varint(out: &mut [u8; 20], mut n: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        out[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    out[n] = v as u8;
+    n + 1
+}
+
+/// Reads a varint at `*at` of `b`, moving `*at` past it.
+fn get_varint(b: &[u8], at: &mut usize) -> u64 {
+    let (mut v, mut shift) = (0u64, 0);
+    loop {
+        let byte = b[*at];
+        *at += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return v;
+        }
+        shift += 7;
+    }
+}
+
+impl StartLog {
+    fn push(&mut self, ts: u64, group: u32) {
+        let delta = ts.wrapping_sub(self.prev) as i64;
+        self.prev = ts;
+        let mut buf = [0u8; 20];
+        let n = put_varint(&mut buf, 0, ((delta << 1) ^ (delta >> 63)) as u64);
+        let n = put_varint(&mut buf, n, u64::from(group));
+        let block = match self.blocks.last_mut() {
+            Some(b) if b.len() + n <= START_BLOCK => b,
+            _ => {
+                self.blocks.push(Vec::with_capacity(START_BLOCK));
+                self.blocks.last_mut().expect("just pushed")
+            }
+        };
+        block.extend_from_slice(&buf[..n]);
+    }
+
+    /// Every (start, group), in the order pushed.
+    fn for_each(&self, mut f: impl FnMut(u64, u32)) {
+        let mut ts = 0u64;
+        for b in &self.blocks {
+            let mut at = 0;
+            while at < b.len() {
+                let z = get_varint(b, &mut at);
+                let delta = ((z >> 1) as i64) ^ -((z & 1) as i64);
+                ts = ts.wrapping_add(delta as u64);
+                let group = get_varint(b, &mut at) as u32;
+                f(ts, group);
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.blocks.iter().map(Vec::capacity).sum()
+    }
+}
+
+impl KernelStarts {
+    /// The session's config names no source of per-kernel counters: if no
+    /// kernel came yet, none need be kept.
+    fn not_needed(&mut self) {
+        if self.gpus.is_empty() {
+            self.off = true;
+        }
+    }
+
+    /// A per-kernel counter value came: its kernel must be found.
+    #[inline]
+    fn needed(&mut self) {
+        if self.off {
+            self.off = false;
+            self.partial = true;
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, gpu: i64, ts: u64, group: u32) {
+        if self.off {
+            return;
+        }
+        let i = match self.gpus.get(self.last) {
+            Some((g, _)) if *g == gpu => self.last,
+            _ => match self.gpus.iter().position(|(g, _)| *g == gpu) {
+                Some(i) => i,
+                None => {
+                    self.gpus.push((gpu, StartLog::default()));
+                    self.gpus.len() - 1
+                }
+            },
+        };
+        self.last = i;
+        self.gpus[i].1.push(ts, group);
+    }
+
+    /// The group of the kernel that starts at each of `wanted`'s (GPU,
+    /// time): the last in file order, where several do.
+    fn find(&self, wanted: &mut FxHashMap<(i64, u64), Option<u32>>) {
+        if wanted.is_empty() {
+            return;
+        }
+        for (gpu, log) in &self.gpus {
+            log.for_each(|ts, group| {
+                if let Some(slot) = wanted.get_mut(&(*gpu, ts)) {
+                    *slot = Some(group);
+                }
+            });
+        }
+    }
+
+    /// Bytes held.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.gpus.iter().map(|(_, l)| l.bytes()).sum()
+    }
+}
+
 /// A slice whose submissions are not all among the GPU events read so far.
 struct Waiting {
     ts: u64,
@@ -378,8 +495,12 @@ pub(crate) struct Acc {
     counter_by_name: FxHashMap<(i64, String), u32>,
     counter_keep: Vec<Str>,
     /// Every per-kernel value with its device and time, to meet the kernel
-    /// that starts there (see [`KernelsAt`]).
+    /// that starts there (see [`KernelStarts`]).
     pub(crate) samples: Vec<Sample>,
+    /// Every kernel's start and group.
+    pub(crate) starts: KernelStarts,
+    /// Events of each kind.
+    counts: Counts,
     /// Telemetry, per (GPU, counter); found as the per-kernel counters are.
     telemetry: Vec<TelemetryTrack>,
     telemetry_by_ptr: FxHashMap<(i64, usize), u32>,
@@ -415,6 +536,12 @@ impl Visitor for Acc {
         }
     }
 
+    fn config(&mut self, data_sources: &[String]) {
+        if !data_sources.iter().any(|d| d.starts_with(COUNTERS_SOURCE)) {
+            self.starts.not_needed();
+        }
+    }
+
     fn gpu_event(&mut self, e: &GpuEvent) {
         if !self.unchecked && !self.ids.insert(e.event_id) {
             self.stop_checking();
@@ -444,9 +571,16 @@ impl Visitor for Acc {
                     _ => self.kernels.of_str(&e.name, pid),
                 };
                 self.kernels.add(g, e.dur, 0);
+                self.starts.push(gpu, e.ts, g);
+                self.counts.kernels += 1;
                 (0, true)
             }
             Stage::Memcpy | Stage::Memset => {
+                if e.stage == Stage::Memcpy {
+                    self.counts.copies += 1;
+                } else {
+                    self.counts.memsets += 1;
+                }
                 let g = self.memory.of_str(&e.name, pid);
                 self.memory.add(g, e.dur, e.bytes().unwrap_or(0));
                 (g + 1, false)
@@ -472,6 +606,7 @@ impl Visitor for Acc {
         let t = self.track(s.track);
         match s.gpu_api {
             Some(_) => {
+                self.counts.api_calls += 1;
                 let g = self.api.of_str(&s.name, s.track);
                 self.api.add(g, s.dur, 0);
                 let waits = self.api.groups[g as usize].waits || !s.waits.is_empty();
@@ -484,6 +619,7 @@ impl Visitor for Acc {
                 }
             }
             None => {
+                self.counts.ranges += 1;
                 let g = self.ranges.of_str(&s.name, s.track);
                 self.ranges.add(g, s.dur, 0);
                 self.tracks[t as usize].span.add(s.ts, end);
@@ -563,6 +699,7 @@ impl Visitor for Acc {
         let is_value = cs.next_is_value;
         cs.next_is_value = !is_value;
         if is_value {
+            self.starts.needed();
             self.samples.push(Sample {
                 gpu: c.gpu_id,
                 ts: c.ts,
@@ -705,7 +842,7 @@ impl Acc {
             self.telemetry.push(TelemetryTrack {
                 gpu: c.gpu_id,
                 name: c.name.to_string(),
-                unit: super::telemetry::unit_text(&c.units),
+                unit: crate::telemetry::unit_text(&c.units),
                 samples: Vec::new(),
             });
         }
@@ -714,14 +851,42 @@ impl Acc {
         i
     }
 
-    /// What the trace holds, per process, with what `t` holds besides the
-    /// events and, for per-kernel counters, the kernel at each sample's
-    /// time ([`KernelsAt`]).
-    pub(crate) fn finish(
-        self,
-        t: &Trace,
-        kernels_at: &FxHashMap<(i64, u64), Option<(String, Pid)>>,
-    ) -> FileData {
+    /// What the trace holds, per process, with what `t` (the trace
+    /// without its events) holds besides: the header of the file at `path`
+    /// (`size` bytes, 0: not known), and the rest of what the summary
+    /// needs.
+    pub(crate) fn finish(self, t: &Trace, path: String, size: u64) -> (FileSummary, FileData) {
+        // The kernel of each per-kernel counter value: the one that starts
+        // on its GPU at its time.
+        let mut wanted: FxHashMap<(i64, u64), Option<u32>> =
+            self.samples.iter().map(|s| ((s.gpu, s.ts), None)).collect();
+        self.starts.find(&mut wanted);
+        // Kernels before the first value were not kept where the config
+        // named no counters source: say what that left unmatched.
+        let unmatched = if self.starts.partial {
+            let missed: FxHashSet<(i64, u64)> = wanted
+                .iter()
+                .filter(|(_, k)| k.is_none())
+                .map(|(key, _)| *key)
+                .collect();
+            self.samples
+                .iter()
+                .filter(|s| missed.contains(&(s.gpu, s.ts)))
+                .count()
+        } else {
+            0
+        };
+        drop(self.starts);
+        // One allocation per kernel name, shared by its values.
+        let kernel_names: Vec<(Str, Pid)> = if wanted.is_empty() {
+            Vec::new()
+        } else {
+            self.kernels
+                .groups
+                .iter()
+                .map(|g| (Str::from(g.name.as_str()), g.owner))
+                .collect()
+        };
         // What is still awaited was never seen: every GPU event read after
         // a slice answered its wait.
         let mut dangling: Vec<Waiting> = self.waiting.into_iter().flatten().collect();
@@ -738,7 +903,6 @@ impl Acc {
             .iter()
             .map(|e| e.pid)
             .chain(owners.iter().map(|o| o.0))
-            .chain(kernels_at.values().flatten().map(|(_, p)| *p))
             .collect();
         pids.sort_unstable();
         pids.dedup();
@@ -857,14 +1021,18 @@ impl Acc {
             [only] => *only,
             _ => UNKNOWN_PID,
         };
+        let missing = Str::from("(kernel not in the trace)");
         for s in &self.samples {
-            let (kernel, pid) = match kernels_at.get(&(s.gpu, s.ts)).and_then(Option::as_ref) {
-                Some((k, p)) => (k.clone(), fold(*p)),
-                None => ("(kernel not in the trace)".to_owned(), single),
+            let (kernel, pid) = match wanted.get(&(s.gpu, s.ts)).copied().flatten() {
+                Some(g) => {
+                    let (k, p) = &kernel_names[g as usize];
+                    (k.clone(), fold(*p))
+                }
+                None => (missing.clone(), single),
             };
             procs.entry(pid).or_default().counters.push(CounterData {
                 kernel,
-                metric: slots[s.slot as usize].name.to_string(),
+                metric: slots[s.slot as usize].name.clone(),
                 value: s.value,
             });
         }
@@ -878,12 +1046,13 @@ impl Acc {
             .filter(|&e| e != u64::MAX)
             .max()
             .unwrap_or(0);
-        FileData {
-            path: String::new(),
-            size: 0,
-            span,
-            end,
+        let window_spans = window_spans(&t.logs, end);
+        let mut header = FileSummary {
+            path,
+            size,
+            span: (!span.is_empty()).then_some(span),
             devices: t.devices.clone(),
+            pids: procs.keys().copied().collect(),
             sources: t.data_sources.clone(),
             categories: t.track_event_categories.clone(),
             losses: losses(t),
@@ -892,13 +1061,22 @@ impl Acc {
             damaged_packets: t.damaged_packets,
             problems: {
                 let mut p = t.problems.clone();
+                if unmatched > 0 {
+                    p.insert(
+                        0,
+                        format!(
+                            "{} per-kernel counter values are not matched to their kernels: the trace's config names no counters data source, so the kernels before the first value were not kept",
+                            int(unmatched as u64)
+                        ),
+                    );
+                }
                 if self.unchecked {
                     p.insert(
                         0,
                         format!(
                             "API calls are not checked against the GPU work they submit: the GPU event ids and awaited submissions passed this summary's limits ({} pages of ids, {} awaited submissions)",
-                            super::text::int(MAX_ID_PAGES as u64),
-                            super::text::int(MAX_AWAITED as u64)
+                            int(MAX_ID_PAGES as u64),
+                            int(MAX_AWAITED as u64)
                         ),
                     );
                 }
@@ -912,12 +1090,82 @@ impl Acc {
             windows: windows_of(&t.logs, span.end),
             // A window still open lasts until the trace's end here: its
             // telemetry may go on after the last GPU work.
-            window_spans: window_spans(&t.logs, end),
+            window_spans: window_spans.unwrap_or_default(),
+            counts: self.counts,
+            warnings: Vec::new(),
+        };
+        header.warnings = warnings(&header);
+        let data = FileData {
+            end,
             telemetry: self.telemetry,
             procs,
             processes: t.processes.clone(),
-        }
+        };
+        (header, data)
     }
+}
+
+/// The warnings a trace deserves, each one line: a trace cut short says
+/// where, once (with the slices left open and the GPU work missing there).
+fn warnings(f: &FileSummary) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut problems: Vec<&String> = f.problems.iter().collect();
+    if let Some(at) = f.truncated_at {
+        let mut open = 0u64;
+        let mut why = None;
+        problems.retain(|p| {
+            if let Some(w) = p.strip_prefix("trace ends mid-packet: ") {
+                why = Some(w.to_owned());
+                return false;
+            }
+            match p.split_once(" unterminated slices on track ") {
+                Some((n, _)) => {
+                    open += n.parse::<u64>().unwrap_or(0);
+                    false
+                }
+                None => true,
+            }
+        });
+        let mut w = format!(
+            "the trace stops at byte {}{}, in the middle of a packet (cut short: was the process killed, or the file copied while written?); read up to there",
+            int(at),
+            if f.size == 0 {
+                String::new()
+            } else {
+                format!(" of {}", int(f.size))
+            }
+        );
+        if let Some(why) = why {
+            w.push_str(&format!(" ({why})"));
+        }
+        if open > 0 {
+            w.push_str(&format!("; {open} slices still open there are left out"));
+        }
+        if !f.dangling.is_empty() {
+            w.push_str(&format!(
+                "; {} API calls point at GPU work after the cut",
+                f.dangling.len()
+            ));
+        }
+        out.push(w);
+    } else if let Some((name, ts)) = f.dangling.first() {
+        out.push(format!(
+            "{} API calls point at GPU work that is not in the trace (the first: {name} at {ts} ns)",
+            f.dangling.len()
+        ));
+    }
+    let shown = 5;
+    out.extend(problems.iter().take(shown).map(|p| p.to_string()));
+    if problems.len() > shown {
+        out.push(format!("and {} more problems", problems.len() - shown));
+    }
+    if f.pids.is_empty() && f.losses.is_none() {
+        out.push(
+            "no GPU work, API calls, ranges or counters in the trace (not one of gpu-trace's?)"
+                .to_owned(),
+        );
+    }
+    out
 }
 
 /// Everything lost, by kind: the tool's own counts (from its summary line)
@@ -966,34 +1214,6 @@ fn track_owner(t: &Trace, uuid: u64) -> (Pid, Option<i64>) {
     (UNKNOWN_PID, None)
 }
 
-/// Finds the kernels that start where counter samples are (a second,
-/// cheap pass over a trace that has counters: only their keys are kept).
-#[derive(Default)]
-pub(crate) struct KernelsAt {
-    pub(crate) wanted: FxHashMap<(i64, u64), Option<(String, Pid)>>,
-}
-
-impl Visitor for KernelsAt {
-    fn parts(&self) -> Parts {
-        Parts {
-            kernel_launch: false,
-        }
-    }
-
-    fn gpu_event(&mut self, e: &GpuEvent) {
-        if e.stage != Stage::Kernel {
-            return;
-        }
-        if let Some(slot) = self.wanted.get_mut(&(e.gpu_id.unwrap_or(0), e.ts)) {
-            let name = match &e.kernel {
-                Some(k) if !k.demangled.is_empty() => k.demangled.to_string(),
-                _ => e.name.to_string(),
-            };
-            *slot = Some((name, e.context.map_or(UNKNOWN_PID, |c| c.pid)));
-        }
-    }
-}
-
 /// A device engine's work in one process: kernels, or one kind of memory
 /// operation ("Memcpy HtoD", "Memset" ...).
 #[derive(Debug, Default)]
@@ -1028,11 +1248,12 @@ pub(crate) struct ThreadData {
     pub(crate) waiting: Intervals,
 }
 
-/// One per-kernel counter value.
+/// One per-kernel counter value, its names shared with the others (a
+/// profiled trace has many values of few kernels and metrics).
 #[derive(Debug, Clone)]
 pub(crate) struct CounterData {
-    pub(crate) kernel: String,
-    pub(crate) metric: String,
+    pub(crate) kernel: Str,
+    pub(crate) metric: Str,
     pub(crate) value: f64,
 }
 
@@ -1050,34 +1271,13 @@ pub(crate) struct ProcData {
     pub(crate) counters: Vec<CounterData>,
 }
 
-/// One file's events, by process, and what the trace says of itself.
+/// What the summary needs of one file besides its header
+/// ([`FileSummary`]).
 #[derive(Debug, Default)]
 pub(crate) struct FileData {
-    pub(crate) path: String,
-    pub(crate) size: u64,
-    pub(crate) span: Span,
     /// The last time anything happened in the trace, ns (its events, log
     /// lines and telemetry).
     pub(crate) end: u64,
-    pub(crate) devices: Vec<DeviceInfo>,
-    pub(crate) sources: Vec<String>,
-    pub(crate) categories: Vec<String>,
-    pub(crate) losses: Option<Vec<(String, u64)>>,
-    pub(crate) truncated_at: Option<u64>,
-    /// Where the trace is damaged between packets (not read past).
-    pub(crate) damaged_at: Option<u64>,
-    /// Packets left out for damage inside them.
-    pub(crate) damaged_packets: u64,
-    pub(crate) problems: Vec<String>,
-    /// API slices whose submission arrow points at GPU work that is not in
-    /// the trace: (name, start ns), in trace order.
-    pub(crate) dangling: Vec<(String, u64)>,
-    pub(crate) apis: Vec<u64>,
-    /// Recording windows, when the run was switched on and off: how many,
-    /// and their total time, ns.
-    pub(crate) windows: Option<(u32, u64)>,
-    /// The windows themselves, [start, end) ns, sorted and disjoint.
-    pub(crate) window_spans: Option<Vec<(u64, u64)>>,
     /// Device telemetry, per GPU and counter.
     pub(crate) telemetry: Vec<TelemetryTrack>,
     pub(crate) procs: BTreeMap<Pid, ProcData>,
@@ -1151,12 +1351,38 @@ mod tests {
         }
     }
 
+    fn kernel(gpu: i64, ts: u64, name: &str, pid: Pid) -> GpuEvent {
+        GpuEvent {
+            event_id: ts << 22 | pid as u64,
+            ts,
+            dur: 10,
+            gpu_id: Some(gpu),
+            stage: Stage::Kernel,
+            name: name.into(),
+            queue: "stream 7".into(),
+            queue_description: "".into(),
+            context: Some(gpu_trace_reader::Context {
+                iid: 1,
+                pid,
+                api: 4,
+            }),
+            kernel: None,
+            grid: None,
+            block: None,
+            args: Vec::new(),
+            sequence: 1,
+        }
+    }
+
     #[test]
     fn per_kernel_counters_keep_zero_values_and_skip_the_resets() {
         let mut acc = Acc::default();
-        // Kernel at 100 (bytes 0, a real value), at 300 (bytes 64) on GPU 0,
-        // and one at 100 on GPU 1; each followed by its reset to zero. The
-        // name comes from two sequences (two allocations).
+        // Kernel a at 100 (bytes 0, a real value), b at 300 (bytes 64) on
+        // GPU 0, and a at 100 on GPU 1; each value followed by its reset
+        // to zero. The name comes from two sequences (two allocations).
+        // The first kernel comes before its values, the others after them,
+        // as the counters' sequences may come either side of the kernels'.
+        acc.gpu_event(&kernel(0, 100, "a", 7));
         let (a, b) = (Str::from("bytes"), Str::from("bytes"));
         for (gpu, ts, name, v) in [
             (0, 100, &a, 0.0),
@@ -1168,17 +1394,15 @@ mod tests {
         ] {
             acc.counter(&value(gpu, ts, name, v));
         }
+        acc.gpu_event(&kernel(0, 300, "b", 7));
+        acc.gpu_event(&kernel(1, 100, "a", 7));
+        // Not profiled.
+        acc.gpu_event(&kernel(0, 500, "c", 7));
         let got: Vec<(i64, u64, f64)> =
             acc.samples.iter().map(|s| (s.gpu, s.ts, s.value)).collect();
         assert_eq!(got, [(0, 100, 0.0), (1, 100, 8.0), (0, 300, 64.0)]);
-        let at: FxHashMap<(i64, u64), Option<(String, Pid)>> = [
-            ((0, 100), Some(("a".to_owned(), 7))),
-            ((0, 300), Some(("b".to_owned(), 7))),
-            ((1, 100), Some(("a".to_owned(), 7))),
-        ]
-        .into_iter()
-        .collect();
-        let f = acc.finish(&Trace::default(), &at);
+        let (h, f) = acc.finish(&Trace::default(), "t".into(), 0);
+        assert_eq!(h.counts.kernels, 4);
         let c: Vec<(&str, &str, f64)> = f.procs[&7]
             .counters
             .iter()
@@ -1192,6 +1416,125 @@ mod tests {
                 ("b", "bytes", 64.0)
             ]
         );
+    }
+
+    #[test]
+    fn a_value_without_its_kernel_says_so() {
+        let mut acc = Acc::default();
+        acc.gpu_event(&kernel(0, 100, "a", 7));
+        let n = Str::from("bytes");
+        // At 101 on GPU 0, and at 100 on GPU 1: no kernel starts there.
+        for (gpu, ts) in [(0, 101), (0, 102), (1, 100), (1, 110)] {
+            acc.counter(&value(gpu, ts, &n, 1.0));
+        }
+        let (_, f) = acc.finish(&Trace::default(), "t".into(), 0);
+        let c: Vec<&str> = f.procs[&7]
+            .counters
+            .iter()
+            .map(|c| c.kernel.as_str())
+            .collect();
+        assert_eq!(c, ["(kernel not in the trace)"; 2]);
+    }
+
+    #[test]
+    fn a_trace_whose_config_has_no_counters_keeps_no_kernel_starts() {
+        let sources = ["track_event".to_owned(), "gpu.renderstages.nv".to_owned()];
+        let mut acc = Acc::default();
+        acc.config(&sources);
+        acc.gpu_event(&kernel(0, 100, "a", 7));
+        assert!(acc.starts.gpus.is_empty());
+        // Named, or read after a kernel: kept.
+        let mut acc = Acc::default();
+        acc.config(&[sources[1].clone(), "gpu.counters.nv".to_owned()]);
+        acc.gpu_event(&kernel(0, 100, "a", 7));
+        assert_eq!(acc.starts.gpus.len(), 1);
+        let mut acc = Acc::default();
+        acc.gpu_event(&kernel(0, 100, "a", 7));
+        acc.config(&sources);
+        acc.gpu_event(&kernel(0, 200, "a", 7));
+        assert_eq!(acc.starts.bytes(), START_BLOCK);
+        let (h, _) = acc.finish(&Trace::default(), "t".into(), 0);
+        assert!(h.problems.is_empty(), "{:?}", h.problems);
+    }
+
+    #[test]
+    fn values_the_config_did_not_announce_still_find_the_kernels_after_them() {
+        let mut acc = Acc::default();
+        acc.config(&["gpu.renderstages.nv".to_owned()]);
+        acc.gpu_event(&kernel(0, 100, "a", 7));
+        let n = Str::from("bytes");
+        for (ts, v) in [(100, 1.0), (110, 0.0), (300, 2.0), (310, 0.0)] {
+            acc.counter(&value(0, ts, &n, v));
+        }
+        acc.gpu_event(&kernel(0, 300, "b", 7));
+        let (h, f) = acc.finish(&Trace::default(), "t".into(), 0);
+        let c: Vec<&str> = f.procs[&7]
+            .counters
+            .iter()
+            .map(|c| c.kernel.as_str())
+            .collect();
+        assert_eq!(c, ["(kernel not in the trace)", "b"]);
+        assert!(
+            h.problems[0].starts_with("1 per-kernel counter values are not matched"),
+            "{:?}",
+            h.problems
+        );
+    }
+
+    #[test]
+    fn kernel_starts_come_back_as_pushed_whatever_their_order() {
+        let mut k = KernelStarts::default();
+        let starts: Vec<(i64, u64, u32)> = (0..50_000u64)
+            .map(|i| {
+                // Forwards mostly, sometimes back, a few far apart.
+                let ts = match i % 7 {
+                    0 => i * 5_000 - i.min(3) * 100,
+                    3 => u64::MAX - i,
+                    _ => i * 5_000,
+                };
+                ((i % 3) as i64 - 1, ts, (i % 300) as u32)
+            })
+            .collect();
+        for &(gpu, ts, g) in &starts {
+            k.push(gpu, ts, g);
+        }
+        let mut back = Vec::new();
+        for (gpu, log) in &k.gpus {
+            log.for_each(|ts, g| back.push((*gpu, ts, g)));
+        }
+        let mut want = starts.clone();
+        want.sort_by_key(|s| s.0);
+        back.sort_by_key(|s| s.0);
+        assert_eq!(back, want, "per GPU, in the order pushed");
+        // A few bytes a start, whole blocks held.
+        assert!(k.bytes() <= 4 * START_BLOCK + 50_000 * 8, "{}", k.bytes());
+    }
+
+    /// The calls counted as waiting are the injections' own list.
+    #[test]
+    fn waiting_calls_are_found_under_their_decorated_names() {
+        for n in [
+            "cudaStreamSynchronize",
+            "cudaStreamSynchronize_v3020",
+            "cuStreamSynchronize_ptsz",
+            "cuMemcpyDtoH_v2",
+            "cudaMemcpy_v3020",
+            "hipStreamSynchronize_spt",
+            "hipDeviceSynchronize",
+            "cuCtxSynchronize",
+        ] {
+            assert!(waits_for_gpu(n), "{n}");
+        }
+        for n in [
+            "cudaMemcpyAsync",
+            "cuMemcpyHtoDAsync_v2",
+            "cudaLaunchKernel",
+            "cudaStreamWaitEvent",
+            "hipMemcpyAsync",
+            "cudaMemcpy_vx",
+        ] {
+            assert!(!waits_for_gpu(n), "{n}");
+        }
     }
 
     #[test]

@@ -7,11 +7,8 @@
 //! are concatenated or filtered. Names are whole; numbers are plain (ns,
 //! bytes, %).
 
-use super::dist::Row;
-use super::ranks::{RankRow, Ranks};
-use super::report::{CounterRow, Summary, Tables};
-use super::telemetry::DeviceTelemetry;
 use super::{Options, Report};
+use crate::{CounterRow, DeviceTelemetry, RankRow, Ranks, Row, Summary, Tables};
 
 /// A CSV table being written: the `csv` crate quotes what needs quoting
 /// (kernel names hold commas, and may hold quotes).
@@ -475,8 +472,8 @@ pub(crate) fn render(s: &Summary, o: &Options) -> String {
         for p in &s.processes {
             let lead = Lead {
                 scope: "process",
-                file: p.file.as_deref(),
-                pid: p.pid,
+                file: Some(&p.file),
+                pid: Some(p.pid),
             };
             add(&mut tables, r, &lead, &p.tables, o);
         }

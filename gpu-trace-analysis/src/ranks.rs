@@ -6,47 +6,59 @@
 //! table's intervals, steps from the NVTX table (ranges named `step N`),
 //! and the wait share from the threads table.
 
-use super::read::Pid;
-use super::report::{Scope, Tables};
+use crate::render::text::human;
+use crate::summary::{Pid, Process, Tables};
+use serde::{Serialize, Serializer};
 
 /// How far above the median of the other ranks a rank's GPU time must be
 /// to hold them up.
-pub(crate) const SLOWER_BY: f64 = 0.10;
+pub const SLOWER_BY: f64 = 0.10;
 /// How many points of its traced thread time more than the median of the
 /// other ranks a rank must wait on its GPU to stand out.
-pub(crate) const WAITS_MORE_BY: f64 = 10.0;
+pub const WAITS_MORE_BY: f64 = 10.0;
 
 /// One rank.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RankRow {
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankRow {
     /// From the process's `rank=` label.
-    pub(crate) rank: Option<u32>,
-    pub(crate) world_size: Option<u32>,
+    pub rank: Option<u32>,
+    /// From its `world_size=` label.
+    pub world_size: Option<u32>,
     /// Its place among the processes (what names it without a rank).
-    pub(crate) order: usize,
-    pub(crate) file: String,
-    pub(crate) pid: Pid,
+    pub order: usize,
+    /// The trace it is in.
+    pub file: String,
+    /// Its pid.
+    pub pid: Pid,
     /// The `gpu_id`s of its GPU work.
-    pub(crate) devices: Vec<i64>,
-    pub(crate) kernels: u64,
+    #[serde(rename = "gpus")]
+    pub devices: Vec<i64>,
+    /// Kernels run.
+    pub kernels: u64,
     /// Copies (memsets are not).
-    pub(crate) copies: u64,
-    pub(crate) api_calls: u64,
-    pub(crate) gpu_busy: u64,
+    pub copies: u64,
+    /// API calls made.
+    pub api_calls: u64,
+    /// The union of its GPU work on each device, summed, ns.
+    #[serde(rename = "gpu_busy_ns")]
+    pub gpu_busy: u64,
     /// NVTX ranges named `step N`.
-    pub(crate) steps: u64,
+    pub steps: u64,
     /// Their mean duration, ns.
-    pub(crate) step_time: Option<f64>,
+    #[serde(rename = "step_ns")]
+    pub step_time: Option<f64>,
     /// GPU busy time per step, ns.
-    pub(crate) gpu_per_step: Option<f64>,
+    #[serde(rename = "gpu_per_step_ns")]
+    pub gpu_per_step: Option<f64>,
     /// Of its threads' traced time, the share in API calls that wait for
     /// the GPU, %.
-    pub(crate) wait_pct: f64,
+    #[serde(rename = "waiting_pct")]
+    pub wait_pct: f64,
 }
 
 impl RankRow {
     /// How the rank is named: its rank, or `#i` in process order.
-    pub(crate) fn label(&self) -> String {
+    pub fn label(&self) -> String {
         match self.rank {
             Some(r) => r.to_string(),
             None => format!("#{}", self.order),
@@ -56,14 +68,24 @@ impl RankRow {
 
 /// What the verdict compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Measure {
+pub enum Measure {
+    /// GPU busy time per step (`gpu_time_per_step`).
     GpuPerStep,
+    /// GPU busy time in all (`gpu_busy_time`).
     GpuBusy,
+    /// The share of the threads' time waiting for the GPU (`wait_share`).
     WaitShare,
 }
 
+impl Serialize for Measure {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.key())
+    }
+}
+
 impl Measure {
-    pub(crate) fn key(self) -> &'static str {
+    /// Its name in the JSON and CSV.
+    pub fn key(self) -> &'static str {
         match self {
             Measure::GpuPerStep => "gpu_time_per_step",
             Measure::GpuBusy => "gpu_busy_time",
@@ -74,33 +96,94 @@ impl Measure {
 
 /// The rank that holds the others up, with the numbers.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Straggler {
+pub struct Straggler {
     /// Index into [`Ranks::rows`].
-    pub(crate) row: usize,
-    pub(crate) measure: Measure,
+    pub row: usize,
+    /// What it stands out by.
+    pub measure: Measure,
     /// Its value (ns, or % for the wait share).
-    pub(crate) value: f64,
+    pub value: f64,
     /// The median of the other ranks' values.
-    pub(crate) others: f64,
+    pub others: f64,
     /// GPU time: how far above, as a fraction; wait share: points above.
-    pub(crate) excess: f64,
+    pub excess: f64,
 }
 
 /// The ranks of a job.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Ranks {
+pub struct Ranks {
     /// By rank; processes without one after them, in process order.
-    pub(crate) rows: Vec<RankRow>,
+    pub rows: Vec<RankRow>,
     /// Whether every process has a rank label.
-    pub(crate) known: bool,
+    pub known: bool,
     /// What the GPU-time comparison used: time per step when every rank
     /// has steps, else total GPU busy time.
-    pub(crate) measure: Measure,
-    pub(crate) straggler: Option<Straggler>,
+    pub measure: Measure,
+    /// The rank that holds the others up, if one does.
+    pub straggler: Option<Straggler>,
+}
+
+impl Serialize for Ranks {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Total {
+            kernels: u64,
+            copies: u64,
+            api_calls: u64,
+            gpu_busy_ns: u64,
+        }
+        #[derive(Serialize)]
+        struct StragglerView {
+            rank: Option<u32>,
+            order: usize,
+            pid: Pid,
+            measure: Measure,
+            value: f64,
+            median_of_others: f64,
+            excess: f64,
+        }
+        #[derive(Serialize)]
+        struct View<'a> {
+            known: bool,
+            note: Option<String>,
+            compared: Measure,
+            rows: &'a [RankRow],
+            total: Total,
+            straggler: Option<StragglerView>,
+            verdict: String,
+        }
+        let sum = |f: fn(&RankRow) -> u64| self.rows.iter().map(f).sum::<u64>();
+        View {
+            known: self.known,
+            note: self.note(),
+            compared: self.measure,
+            rows: &self.rows,
+            total: Total {
+                kernels: sum(|x| x.kernels),
+                copies: sum(|x| x.copies),
+                api_calls: sum(|x| x.api_calls),
+                gpu_busy_ns: sum(|x| x.gpu_busy),
+            },
+            straggler: self.straggler.as_ref().map(|s| {
+                let x = &self.rows[s.row];
+                StragglerView {
+                    rank: x.rank,
+                    order: x.order,
+                    pid: x.pid,
+                    measure: s.measure,
+                    value: s.value,
+                    median_of_others: s.others,
+                    excess: s.excess,
+                }
+            }),
+            verdict: self.verdict(),
+        }
+        .serialize(s)
+    }
 }
 
 /// Whether a range name is a step: `step 12`, `Step_3`, `step-7`, `step:1`.
-pub(crate) fn is_step(name: &str) -> bool {
+pub fn is_step(name: &str) -> bool {
     let n = name.trim();
     let Some(rest) = n.get(..4).filter(|p| p.eq_ignore_ascii_case("step")) else {
         return false;
@@ -109,7 +192,7 @@ pub(crate) fn is_step(name: &str) -> bool {
     !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit())
 }
 
-fn row(order: usize, s: &Scope) -> RankRow {
+fn row(order: usize, s: &Process) -> RankRow {
     let t: &Tables = &s.tables;
     let mut devices: Vec<i64> = t.devices.iter().map(|e| e.gpu).collect();
     devices.dedup();
@@ -126,17 +209,12 @@ fn row(order: usize, s: &Scope) -> RankRow {
         rank: s.rank.map(|r| r.rank),
         world_size: s.rank.and_then(|r| r.world_size),
         order,
-        file: s.file.clone().unwrap_or_default(),
-        pid: s.pid.unwrap_or_default(),
+        file: s.file.clone(),
+        pid: s.pid,
         devices,
-        kernels: t.kernels.iter().map(|r| r.count).sum(),
-        copies: t
-            .memory
-            .iter()
-            .filter(|r| r.name.starts_with("Memcpy"))
-            .map(|r| r.count)
-            .sum(),
-        api_calls: t.api.iter().map(|r| r.count).sum(),
+        kernels: t.kernel_count(),
+        copies: t.copy_count(),
+        api_calls: t.api_count(),
         gpu_busy: t.gpu_busy,
         steps,
         step_time: (steps > 0).then(|| step_total as f64 / steps as f64),
@@ -187,7 +265,7 @@ fn furthest(
 }
 
 /// The ranks of `processes`, when there are several.
-pub(crate) fn of(processes: &[Scope]) -> Option<Ranks> {
+pub(crate) fn of(processes: &[Process]) -> Option<Ranks> {
     if processes.len() < 2 {
         return None;
     }
@@ -241,7 +319,7 @@ pub(crate) fn of(processes: &[Scope]) -> Option<Ranks> {
 
 impl Ranks {
     /// The one-line verdict.
-    pub(crate) fn verdict(&self) -> String {
+    pub fn verdict(&self) -> String {
         let Some(s) = &self.straggler else {
             return format!("no straggler (ranks within {:.0}%)", SLOWER_BY * 100.0);
         };
@@ -255,9 +333,9 @@ impl Ranks {
                 } else {
                     "in all"
                 },
-                super::text::human(s.value.round() as u64),
+                human(s.value.round() as u64),
                 s.excess * 100.0,
-                super::text::human(s.others.round() as u64),
+                human(s.others.round() as u64),
             ),
             Measure::WaitShare => format!(
                 "slowest rank: {who}: waits on the GPU for {:.1}% of its traced thread time, {:.1} points above the median of the other ranks ({:.1}%)",
@@ -267,7 +345,7 @@ impl Ranks {
     }
 
     /// What the table says of ranks it does not know.
-    pub(crate) fn note(&self) -> Option<String> {
+    pub fn note(&self) -> Option<String> {
         let unknown = self.rows.iter().filter(|r| r.rank.is_none()).count();
         match unknown {
             0 => None,
@@ -306,10 +384,10 @@ mod tests {
         }
     }
 
-    fn scope(pid: Pid, rank: Option<u32>, gpu_busy: u64) -> Scope {
-        Scope {
-            file: Some(format!("{pid}.pftrace")),
-            pid: Some(pid),
+    fn scope(pid: Pid, rank: Option<u32>, gpu_busy: u64) -> Process {
+        Process {
+            file: format!("{pid}.pftrace"),
+            pid,
             rank: rank.map(|rank| gpu_trace_core::rank::Rank {
                 rank,
                 local_rank: None,

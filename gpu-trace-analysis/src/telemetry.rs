@@ -7,10 +7,11 @@
 //! weigh each value by the time it held, and only time inside the
 //! recording windows counts, when the run had windows.
 
-use super::read::TelemetryTrack;
+use crate::read::TelemetryTrack;
 use gpu_trace_core::telemetry::Metric;
 use gpu_trace_reader::CounterUnits;
 use nvml_sys::clocks_event_reasons as cer;
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// A unit as Perfetto's trace processor spells it: numerators joined by
@@ -109,8 +110,8 @@ const REASONS: [(u64, &str, bool); 11] = [
 /// The bits that are not throttling.
 const NOT_THROTTLING: u64 = cer::GPU_IDLE | cer::APPLICATIONS_CLOCKS_SETTING;
 
-/// A reason bit's name, and whether it is throttling.
-pub(crate) fn reason(bit: u64) -> (String, bool) {
+/// A clock-event reason bit's name, and whether it is throttling.
+pub fn reason(bit: u64) -> (String, bool) {
     match REASONS.iter().find(|r| r.0 == bit) {
         Some(&(_, name, throttling)) => (name.to_owned(), throttling),
         None => (format!("unknown reason {bit:#x}"), true),
@@ -348,50 +349,73 @@ pub(crate) fn of_tracks(
 }
 
 /// One metric's row.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct TelemetryRow {
-    pub(crate) metric: String,
-    pub(crate) unit: String,
-    pub(crate) samples: u64,
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TelemetryRow {
+    /// The metric's name (`clocks.sm`, `power.draw` ...).
+    #[serde(rename = "name")]
+    pub metric: String,
+    /// Its unit (`MHz`, `W` ...; empty: none).
+    pub unit: String,
+    /// Samples inside the recording windows.
+    pub samples: u64,
     /// Time its values held inside the windows, ns.
-    pub(crate) sampled: u64,
-    pub(crate) mean: f64,
-    pub(crate) min: f64,
-    pub(crate) max: f64,
+    #[serde(rename = "sampled_ns")]
+    pub sampled: u64,
+    /// Time-weighted mean.
+    pub mean: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
 }
 
 /// One clock-event reason's row.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ReasonRow {
-    pub(crate) bit: u64,
-    pub(crate) reason: String,
-    pub(crate) throttling: bool,
-    pub(crate) time: u64,
-    /// Of the sampled time.
-    pub(crate) pct: f64,
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReasonRow {
+    /// The reason's bit.
+    pub bit: u64,
+    /// Its name.
+    pub reason: String,
+    /// Whether it is throttling (idle and the applications-clocks setting
+    /// are not).
+    pub throttling: bool,
+    /// Time it was set, ns.
+    #[serde(rename = "time_ns")]
+    pub time: u64,
+    /// Of the sampled time, %.
+    #[serde(rename = "time_pct")]
+    pub pct: f64,
 }
 
 /// A GPU's throttling.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Throttle {
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Throttle {
     /// Time the reasons were sampled, ns.
-    pub(crate) sampled: u64,
+    #[serde(rename = "sampled_ns")]
+    pub sampled: u64,
     /// Time with any throttling reason, ns.
-    pub(crate) throttled: u64,
-    pub(crate) pct: f64,
+    #[serde(rename = "throttled_ns")]
+    pub throttled: u64,
+    /// Of the sampled time, %.
+    #[serde(rename = "throttled_pct")]
+    pub pct: f64,
     /// Every reason seen, by bit.
-    pub(crate) reasons: Vec<ReasonRow>,
+    pub reasons: Vec<ReasonRow>,
 }
 
 /// One GPU's telemetry table.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct DeviceTelemetry {
-    pub(crate) gpu: i64,
-    pub(crate) device: String,
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceTelemetry {
+    /// Its `gpu_id` (in the first trace that sampled it).
+    pub gpu: i64,
+    /// Its name, where the trace describes it.
+    pub device: String,
     /// The traces it comes from.
-    pub(crate) files: Vec<String>,
-    pub(crate) metrics: Vec<TelemetryRow>,
-    pub(crate) throttle: Option<Throttle>,
+    pub files: Vec<String>,
+    /// Its metrics, in gpu-trace's track order, others after them by name.
+    pub metrics: Vec<TelemetryRow>,
+    /// Its clock-event reasons, where sampled.
+    pub throttle: Option<Throttle>,
 }
 
 fn pct(part: u64, of: u64) -> f64 {

@@ -1,6 +1,8 @@
 //! Duration statistics of one group (a kernel name, an API function ...),
 //! exact: every duration is kept until the row is computed.
 
+use serde::Serialize;
+
 /// The durations of one group, in ns. Kept whole so that medians and
 /// percentiles are exact: 4 bytes a duration below 2³² ns (4.3 s), 8 above.
 #[derive(Debug, Default, Clone)]
@@ -11,6 +13,7 @@ pub(crate) struct Durations {
 }
 
 impl Durations {
+    /// Adds one duration, ns.
     #[inline]
     pub(crate) fn push(&mut self, d: u64) {
         match u32::try_from(d) {
@@ -20,6 +23,7 @@ impl Durations {
         self.sorted = false;
     }
 
+    /// How many durations.
     pub(crate) fn len(&self) -> usize {
         self.small.len() + self.large.len()
     }
@@ -59,33 +63,42 @@ impl Durations {
     }
 }
 
-/// The statistics of one group.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Row {
+/// The statistics of one group: a row of the kernels, memory operations,
+/// API calls or ranges table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
     /// Group name, whole.
-    pub(crate) name: String,
+    pub name: String,
     /// Number of instances.
-    pub(crate) count: u64,
+    pub count: u64,
     /// Sum of durations, ns.
-    pub(crate) total: u64,
+    #[serde(rename = "total_ns")]
+    pub total: u64,
     /// Share of the table's total time, %.
-    pub(crate) pct: f64,
+    #[serde(rename = "time_pct")]
+    pub pct: f64,
     /// Mean, ns.
-    pub(crate) avg: f64,
+    #[serde(rename = "avg_ns")]
+    pub avg: f64,
     /// Median, ns: the middle value, or the mean of the two middle values
     /// of an even count.
-    pub(crate) median: f64,
+    #[serde(rename = "median_ns")]
+    pub median: f64,
     /// 99th percentile, ns (nearest rank: the smallest value with at least
     /// 99% of the values at or below it).
-    pub(crate) p99: u64,
+    #[serde(rename = "p99_ns")]
+    pub p99: u64,
     /// Minimum, ns.
-    pub(crate) min: u64,
+    #[serde(rename = "min_ns")]
+    pub min: u64,
     /// Maximum, ns.
-    pub(crate) max: u64,
+    #[serde(rename = "max_ns")]
+    pub max: u64,
     /// Standard deviation (of the population), ns.
-    pub(crate) stddev: f64,
-    /// Bytes (memory operations), summed.
-    pub(crate) bytes: Option<u64>,
+    #[serde(rename = "stddev_ns")]
+    pub stddev: f64,
+    /// Bytes (memory operations), summed; `None` in the other tables.
+    pub bytes: Option<u64>,
 }
 
 /// One group's statistics; `pct` is left 0 (see [`table`]).

@@ -1,0 +1,142 @@
+//! Summaries of gpu-trace's Perfetto traces: what `gpu-trace stats` and
+//! the closing lines of `gpu-trace record` show, as one [`Summary`] that
+//! serialises (serde) to the JSON `gpu-trace stats --format json` writes.
+//!
+//! Each trace is read once as it streams by ([`Analyzer::read`], through
+//! [`gpu_trace_reader::Trace::visit`]), per-kernel counter values included:
+//! memory holds every duration of each group (4 bytes each: medians and
+//! percentiles are exact), the union of each engine's, stream's and
+//! thread's busy intervals ([`Intervals`]), the counter values (and, where
+//! the session recorded counters, every kernel's start, about 3 bytes, to
+//! find the kernel of each value) and the telemetry samples; not the
+//! trace. Several traces (one per
+//! process of a job, or a system-mode trace of several processes) are
+//! summarised per process and together, with the ranks of the job side by
+//! side.
+//!
+//! ```no_run
+//! use gpu_trace_analysis::{Analyzer, ReadOptions, render};
+//!
+//! let mut a = Analyzer::new();
+//! let file = a.read("train-1234.pftrace", &ReadOptions::default())?;
+//! for w in &file.warnings {
+//!     eprintln!("{w}");
+//! }
+//! let summary = a.finish();
+//! for k in summary.all.kernels.iter().take(5) {
+//!     println!("{:>12} ns  {:>8}  {}", k.total, k.count, k.name);
+//! }
+//! print!("{}", render::to_text(&summary, &render::Options::default()));
+//! # Ok::<(), gpu_trace_analysis::ReadError>(())
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod durations;
+pub mod intervals;
+mod ranks;
+mod read;
+pub mod render;
+mod summary;
+mod telemetry;
+
+pub use durations::Row;
+pub use gpu_trace_reader::{ReadError, ReadOptions, STREAM_LIMIT};
+pub use intervals::Intervals;
+pub use ranks::{Measure, RankRow, Ranks, SLOWER_BY, Straggler, WAITS_MORE_BY, is_step};
+pub use summary::{
+    CounterRow, Counts, EngineRow, FileSummary, KERNEL_ENGINE, Pid, Process, Span, StreamRow,
+    Summary, Tables, ThreadRow, UNKNOWN_PID, pid_text,
+};
+pub use telemetry::{DeviceTelemetry, ReasonRow, TelemetryRow, Throttle, reason};
+
+use gpu_trace_reader::Trace;
+use std::path::Path;
+
+/// The README's example, compiled.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
+
+/// Reads traces, one at a time, into one [`Summary`].
+#[derive(Default)]
+pub struct Analyzer {
+    files: Vec<(FileSummary, read::FileData)>,
+}
+
+impl Analyzer {
+    /// No traces yet.
+    pub fn new() -> Analyzer {
+        Analyzer::default()
+    }
+
+    /// Reads the trace at `path` once, as it streams by, as `o` says (at
+    /// most so many bytes, with a progress bar), and keeps what the
+    /// summary needs of it. Returns its header, with its warnings.
+    ///
+    /// Slices pair per track in file order, even on a track whose events
+    /// are out of time order there: gpu-trace writes a thread's API calls
+    /// and its NVTX ranges in separate passes onto the same track, so
+    /// nearly every trace with ranges has such tracks, and each pass is
+    /// balanced (a call's begin and end are written together), which file
+    /// order keeps apart where sorting by time may not (a range and a call
+    /// that begin at the same nanosecond). Memory stays bounded either way.
+    ///
+    /// # Errors
+    /// As [`Trace::visit_with`]: the file cannot be read, is not a trace,
+    /// or is larger than the limit. Nothing of it is kept then.
+    pub fn read(
+        &mut self,
+        path: impl AsRef<Path>,
+        o: &ReadOptions,
+    ) -> Result<&FileSummary, ReadError> {
+        let p = path.as_ref();
+        let mut acc = read::Acc::default();
+        let t = Trace::visit_with(p, o, &mut acc)?;
+        // 0: not known (a pipe).
+        let size = std::fs::metadata(p)
+            .ok()
+            .filter(|m| m.is_file())
+            .map_or(0, |m| m.len());
+        Ok(self.keep(acc.finish(&t, p.display().to_string(), size)))
+    }
+
+    /// [`Analyzer::read`] of a trace in memory, named `name` in the summary.
+    ///
+    /// # Errors
+    /// As [`Trace::visit_bytes`].
+    pub fn read_bytes(&mut self, name: &str, data: &[u8]) -> Result<&FileSummary, ReadError> {
+        let mut acc = read::Acc::default();
+        let t = Trace::visit_bytes(data, &mut acc)?;
+        Ok(self.keep(acc.finish(&t, name.to_owned(), data.len() as u64)))
+    }
+
+    fn keep(&mut self, f: (FileSummary, read::FileData)) -> &FileSummary {
+        self.files.push(f);
+        &self.files.last().expect("just pushed").0
+    }
+
+    /// The traces read so far.
+    pub fn files(&self) -> impl Iterator<Item = &FileSummary> {
+        self.files.iter().map(|f| &f.0)
+    }
+
+    /// The summary of the traces read, per process and over all of them,
+    /// in the order read.
+    pub fn finish(self) -> Summary {
+        summary::build(self.files)
+    }
+}
+
+/// The summary of the traces at `paths`, each read once with `o`.
+///
+/// # Errors
+/// The first trace that cannot be read (see [`Analyzer::read`]); to go on
+/// past one, use an [`Analyzer`].
+pub fn summarize<P: AsRef<Path>>(paths: &[P], o: &ReadOptions) -> Result<Summary, ReadError> {
+    let mut a = Analyzer::new();
+    for p in paths {
+        a.read(p, o)?;
+    }
+    Ok(a.finish())
+}

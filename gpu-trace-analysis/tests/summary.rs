@@ -1,0 +1,359 @@
+//! The summary of small traces whose true numbers are known, through the
+//! library's API.
+//!
+//! The traces are recorded through the real in-process path: a tracer owns
+//! process-global Perfetto state, so each scenario runs in a child process
+//! (this test binary, re-run with `GPU_TRACE_ANALYSIS_CHILD=<scenario>`),
+//! which records a scripted program with exact timestamps into a file. The
+//! expectations are worked out by hand from the script.
+
+use gpu_trace_analysis::render::{self, Report};
+use gpu_trace_analysis::{Analyzer, KERNEL_ENGINE, Measure, ReadOptions, Summary, summarize};
+use gpu_trace_core::model::*;
+use gpu_trace_core::{Config, GpuClock, Limits, Tracer, TracerOptions};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const CHILD: &str = "GPU_TRACE_ANALYSIS_CHILD";
+
+// ---------------------------------------------------------------- child side
+
+/// The traced "application", run only as a child process.
+#[test]
+#[ignore = "the traced application of the other tests; runs only in their child processes"]
+fn child() {
+    let scenario = std::env::var(CHILD).expect("run by a test, which sets the scenario");
+    let (config, problems) = Config::from_env();
+    assert!(problems.is_empty(), "{problems:?}");
+    let tracer = Tracer::start(TracerOptions {
+        backend: gpu_trace_core::testing::BACKEND,
+        config,
+        clock: GpuClock::Boottime,
+        limits: Limits::default(),
+        capture_ranges: false,
+    })
+    .expect("tracer");
+    println!("\nPID={}", std::process::id());
+    let app = App::new(&tracer);
+    match scenario.as_str() {
+        "profiled" => profiled(&app),
+        "slow" => step_rank(&app, 2_000),
+        "fast" => step_rank(&app, 1_000),
+        other => panic!("unknown scenario {other}"),
+    }
+    tracer.shutdown(Duration::from_secs(20));
+    println!("DONE");
+}
+
+/// Records events by hand, at `t0` + the times of the script (ns).
+struct App<'a> {
+    tracer: &'a Tracer,
+    t0: u64,
+    tid: u32,
+}
+
+impl App<'_> {
+    fn new(tracer: &Tracer) -> App<'_> {
+        let mut gpu = Device::new(0, "NVIDIA H200");
+        gpu.vendor = Some("NVIDIA".into());
+        // The same GPU in every process's trace.
+        gpu.uuid = Some([7; 16]);
+        gpu.arch_id = "sm_90".into();
+        tracer.add_device(gpu);
+        App {
+            tracer,
+            t0: gpu_trace_core::clock::boottime_ns() + 1_000_000,
+            tid: gpu_trace_core::clock::thread_id(),
+        }
+    }
+
+    fn class(&self, mangled: &str) -> KernelId {
+        let names = self.tracer.names();
+        let n = self.tracer.kernels().names(names, mangled);
+        let desc = KernelDesc::new(n.mangled, n.demangled, n.display, names.intern("sm_90"));
+        self.tracer.kernels().register(desc)
+    }
+
+    fn kernel(&self, corr: u64, stream: u64, span: (u64, u64), k: KernelId) {
+        let mut e = KernelExec::new(0, corr, self.t0 + span.0, self.t0 + span.1, k);
+        e.context = 1;
+        e.stream = stream;
+        self.tracer.recorder().kernel(e);
+    }
+
+    fn copy(&self, corr: u64, span: (u64, u64), bytes: u64) {
+        let kind = MemoryOpKind::Copy {
+            kind: CopyKind::HtoD,
+            src: MemoryKind::Pinned,
+            dst: MemoryKind::Device,
+            peer: None,
+        };
+        let mut op = MemoryOp::new(0, corr, self.t0 + span.0, self.t0 + span.1, bytes, kind);
+        op.context = 1;
+        op.stream = 7;
+        self.tracer.recorder().memory(op);
+    }
+
+    fn api(&self, name: &str, span: (u64, u64), corr: u64, submits: bool) {
+        let n = self.tracer.names().intern(name);
+        let mut call = ApiCall::new(n, self.tid, self.t0 + span.0, self.t0 + span.1, corr);
+        call.submits = submits;
+        self.tracer.recorder().api(call);
+    }
+
+    fn range(&self, text: &str, span: (u64, u64)) {
+        let rec = self.tracer.recorder();
+        rec.marker(self.tid, self.t0 + span.0, text, |text| Marker::Push {
+            domain: None,
+            text,
+        });
+        rec.marker(self.tid, self.t0 + span.1, "", |_| Marker::Pop {
+            domain: None,
+        });
+    }
+}
+
+/// Two kernels overlapping on two streams, a third after a gap, a copy,
+/// their launches and a synchronisation, one range, and a per-kernel
+/// counter on two of the kernels.
+fn profiled(app: &App<'_>) {
+    let gemm = app.class("_Z4gemmv");
+    let relu = app.class("_Z4reluv");
+    app.kernel(1, 7, (0, 1_000), gemm);
+    app.kernel(2, 8, (500, 2_500), gemm);
+    app.kernel(3, 7, (4_000, 4_100), relu);
+    app.copy(4, (3_000, 3_500), 4096);
+    app.api("cudaLaunchKernel", (0, 100), 1, true);
+    app.api("cudaLaunchKernel", (100, 200), 2, true);
+    app.api("cudaLaunchKernel", (200, 300), 3, true);
+    app.api("cudaMemcpyAsync", (300, 400), 4, true);
+    app.api("cudaDeviceSynchronize", (400, 4_200), 100, false);
+    app.range("forward", (0, 4_200));
+    let sm = app.tracer.register_counter(CounterSpec::new(
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        Unit::Percent,
+        CounterGroup::Compute,
+    ));
+    for (corr, span, v) in [(2, (500, 2_500), 80.0), (3, (4_000, 4_100), 20.0)] {
+        app.tracer.recorder().kernel_counters(KernelCounters::new(
+            0,
+            corr,
+            app.t0 + span.0,
+            app.t0 + span.1,
+            vec![(sm, v)].into(),
+        ));
+    }
+}
+
+/// Two training steps of one rank, each a kernel of `kernel_ns`.
+fn step_rank(app: &App<'_>, kernel_ns: u64) {
+    let k = app.class("_Z4stepv");
+    for (i, at) in [(1, 0u64), (2, 10_000)] {
+        app.kernel(i, 7, (at + 100, at + 100 + kernel_ns), k);
+        app.api("cudaLaunchKernel", (at, at + 50), i, true);
+        app.range(&format!("step {i}"), (at, at + 9_000));
+    }
+}
+
+// --------------------------------------------------------------- parent side
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gpu-trace-analysis-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Records `scenario` into `dir` as `name`.pftrace; the trace's path and
+/// the process's pid.
+fn record_as(scenario: &str, dir: &Path, name: &str) -> (PathBuf, i64) {
+    let path = dir.join(format!("{name}.pftrace"));
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "child",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(CHILD, scenario);
+    for v in gpu_trace_core::config::vars::ALL {
+        cmd.env_remove(v);
+    }
+    cmd.env(gpu_trace_core::config::vars::TRACE, "all")
+        .env(gpu_trace_core::config::vars::OUTPUT, &path);
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("DONE"),
+        "{scenario}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("PID="))
+        .expect("PID line")
+        .parse()
+        .unwrap();
+    (path, pid)
+}
+
+/// Records `scenario` into `dir`, named after it.
+fn record(scenario: &str, dir: &Path) -> (PathBuf, i64) {
+    record_as(scenario, dir, scenario)
+}
+
+/// (name, count, total, median) of each row.
+fn rows(r: &[gpu_trace_analysis::Row]) -> Vec<(&str, u64, u64, f64)> {
+    r.iter()
+        .map(|r| (r.name.as_str(), r.count, r.total, r.median))
+        .collect()
+}
+
+#[test]
+fn the_summary_of_a_profiled_program() {
+    let dir = scratch("profiled");
+    let (path, pid) = record("profiled", &dir);
+    let mut a = Analyzer::new();
+    let f = a.read(&path, &ReadOptions::default()).expect("reads");
+    assert!(f.complete(), "{:?}", f.losses);
+    assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+    assert_eq!(f.pids, [pid]);
+    assert_eq!(
+        (f.counts.kernels, f.counts.copies, f.counts.memsets),
+        (3, 1, 0)
+    );
+    assert_eq!((f.counts.api_calls, f.counts.ranges), (5, 1));
+    assert_eq!(f.span.map(|s| s.dur()), Some(4_200));
+    let s = a.finish();
+    assert_eq!(s.processes.len(), 1);
+    assert!(s.ranks.is_none(), "one process is no job");
+    let t = &s.all;
+    assert_eq!(t, &s.processes[0].tables, "one process: its tables are all");
+    assert_eq!(
+        rows(&t.kernels),
+        [("gemm()", 2, 3_000, 1_500.0), ("relu()", 1, 100, 100.0)]
+    );
+    assert_eq!(rows(&t.memory), [("Memcpy HtoD", 1, 500, 500.0)]);
+    assert_eq!(t.memory[0].bytes, Some(4096));
+    assert_eq!(rows(&t.ranges), [("forward", 1, 4_200, 4_200.0)]);
+    assert_eq!(t.api_count(), 5);
+    // Busy: [0, 2500) ∪ [4000, 4100) for kernels, of a 4.2 µs span.
+    let kernels = t
+        .devices
+        .iter()
+        .find(|e| e.engine == KERNEL_ENGINE)
+        .unwrap();
+    assert_eq!((kernels.ops, kernels.busy), (3, 2_600));
+    assert_eq!(kernels.device, "NVIDIA H200");
+    // Copies run apart from the kernels: the GPU was busy 3.1 µs.
+    assert_eq!(t.gpu_busy, 3_100);
+    // The synchronisation waited 3.8 µs of the thread's 4.2 µs.
+    let th = &t.threads[0];
+    assert_eq!((th.waiting_calls, th.waiting, th.span), (1, 3_800, 4_200));
+    // Each counter value found its kernel, in the one pass.
+    let by_kernel: Vec<(&str, f64)> = t
+        .counters_by_kernel
+        .iter()
+        .map(|c| (c.kernel.as_deref().unwrap(), c.mean))
+        .collect();
+    assert_eq!(by_kernel, [("gemm()", 80.0), ("relu()", 20.0)]);
+    assert_eq!((t.counters[0].kernels, t.counters[0].mean), (2, 50.0));
+
+    // In memory, the same summary.
+    let bytes = std::fs::read(&path).unwrap();
+    let mut b = Analyzer::new();
+    b.read_bytes(&path.display().to_string(), &bytes)
+        .expect("reads");
+    assert_eq!(b.finish(), s);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn the_json_is_the_summary_trimmed_to_the_options() {
+    let dir = scratch("json");
+    let (path, pid) = record("profiled", &dir);
+    let s = summarize(&[&path], &ReadOptions::default()).expect("reads");
+    let whole = serde_json::to_value(&s).unwrap();
+    assert_eq!(render::to_json(&s, &render::Options::default()), whole);
+    assert_eq!(whole["files"][0]["counts"]["kernels"], 3);
+    assert_eq!(whole["files"][0]["complete"], true);
+    assert_eq!(whole["processes"][0]["pid"], pid);
+    assert_eq!(whole["kernels"][0]["total_ns"], 3_000);
+    assert_eq!(whole["devices"][0]["busy_ns"], 2_600);
+    assert!(whole.get("ranks").is_none(), "no ranks for one process");
+    let o = render::Options {
+        reports: vec![Report::Kernels, Report::Counters],
+        top: Some(1),
+        ..render::Options::default()
+    };
+    let v = render::to_json(&s, &o);
+    for scope in [&v, &v["processes"][0]] {
+        assert_eq!(scope["kernels"].as_array().unwrap().len(), 1, "{scope}");
+        assert_eq!(scope["counters_by_kernel"][0]["kernel"], "gemm()");
+        assert_eq!(scope["counters_by_kernel"].as_array().unwrap().len(), 1);
+        for gone in ["memops", "api", "devices", "streams", "threads"] {
+            assert!(scope.get(gone).is_none(), "{gone} in {scope}");
+        }
+        assert!(scope.get("span").is_some());
+    }
+    assert!(v.get("telemetry").is_none());
+    // The same tables as text and CSV.
+    let text = render::to_text(&s, &o);
+    assert!(
+        text.contains("GPU kernels") && text.contains("gemm()"),
+        "{text}"
+    );
+    assert!(!text.contains("relu()\n"), "--top 1: {text}");
+    let csv = render::to_csv(&s, &o);
+    assert!(csv.starts_with("report,scope,file,pid,name,count"), "{csv}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn ranks_of_a_job_name_the_slow_one() {
+    let dir = scratch("ranks");
+    let (fast, _) = record("fast", &dir);
+    let (slow, slow_pid) = record("slow", &dir);
+    let (fast2, _) = record_as("fast", &dir, "fast-again");
+    let s: Summary = summarize(&[&fast, &slow, &fast2], &ReadOptions::default()).expect("reads");
+    assert_eq!(s.processes.len(), 3);
+    // One GPU (by UUID) over the three traces.
+    let kernels = s
+        .all
+        .devices
+        .iter()
+        .filter(|e| e.engine == KERNEL_ENGINE)
+        .count();
+    assert_eq!(kernels, 1, "{:?}", s.all.devices);
+    assert_eq!(s.all.kernel_count(), 6);
+    let r = s.ranks.as_ref().expect("several processes");
+    assert_eq!(r.measure, Measure::GpuPerStep, "every rank has steps");
+    let st = r.straggler.as_ref().expect("a straggler");
+    assert_eq!(r.rows[st.row].pid, slow_pid);
+    assert_eq!((st.value, st.others), (2_000.0, 1_000.0));
+    assert!(
+        r.verdict().starts_with("slowest rank: rank #1"),
+        "{}",
+        r.verdict()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_file_that_is_no_trace_is_an_error_and_nothing_is_kept() {
+    let dir = scratch("bad");
+    let bad = dir.join("bad.pftrace");
+    std::fs::write(&bad, b"\xff\xff\xff\xff not a trace").unwrap();
+    let mut a = Analyzer::new();
+    assert!(a.read(&bad, &ReadOptions::default()).is_err());
+    assert!(
+        a.read(dir.join("missing.pftrace"), &ReadOptions::default())
+            .is_err()
+    );
+    assert_eq!(a.files().count(), 0);
+    assert_eq!(a.finish(), Summary::default());
+    assert!(summarize(&[&bad], &ReadOptions::default()).is_err());
+    let _ = std::fs::remove_dir_all(dir);
+}
