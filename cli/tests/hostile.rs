@@ -465,18 +465,23 @@ fn damage_is_said_where_it_is_and_what_came_before_is_summarised() {
 #[test]
 fn a_pipe_is_read_up_to_max_bytes() {
     let dir = scratch("pipe");
-    let fifo = dir.join("fifo");
-    assert!(
-        Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    // One FIFO per case: what a writer left in a shared one could reach
+    // the next case's reader.
+    let fifo_for = |name: &str| {
+        let fifo = dir.join(name);
+        assert!(
+            Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        fifo
+    };
     let good = launches();
     // Endless zero bytes after a trace: damage, not a read forever.
-    let feed = |with_zeros: bool| {
-        let fifo = fifo.clone();
+    let feed = |fifo: &std::path::Path, with_zeros: bool| {
+        let fifo = fifo.to_path_buf();
         let good = good.clone();
         std::thread::spawn(move || {
             use std::io::Write;
@@ -490,7 +495,8 @@ fn a_pipe_is_read_up_to_max_bytes() {
             }
         })
     };
-    let t = feed(true);
+    let fifo = fifo_for("zeros");
+    let t = feed(&fifo, true);
     let (rc, out, err) = stats_limited(0, &["--strict", "--report", "kernels"], &fifo);
     assert_eq!(rc, 1, "{err}");
     assert!(
@@ -500,7 +506,8 @@ fn a_pipe_is_read_up_to_max_bytes() {
     assert!(out.contains("GPU kernels"), "{out}");
     t.join().unwrap();
     // More than --max-bytes: one line, and no summary.
-    let t = feed(false);
+    let fifo = fifo_for("long");
+    let t = feed(&fifo, false);
     let (rc, out, err) = stats_limited(0, &["--max-bytes", "100K"], &fifo);
     t.join().unwrap();
     assert_eq!(rc, 1, "{err}");
