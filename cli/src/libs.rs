@@ -14,9 +14,8 @@ pub(crate) struct Libs {
 
 impl Libs {
     /// With `lib_dir` (`--lib-dir`, `GPU_TRACE_LIB_DIR`), only there, and
-    /// an error if it holds neither; otherwise beside this executable (a
-    /// cargo build), in `../lib/gpu-trace` and in `../lib` (an install
-    /// into a prefix).
+    /// an error if it holds neither; otherwise in the folders
+    /// [`beside_executable`] names for this executable.
     pub(crate) fn find(lib_dir: Option<&Path>) -> Result<Libs, String> {
         let dirs: Vec<PathBuf> = match lib_dir {
             Some(d) => vec![d.to_path_buf()],
@@ -25,10 +24,10 @@ impl Libs {
                     .ok()
                     .and_then(|e| e.canonicalize().ok())
                     .and_then(|e| e.parent().map(Path::to_path_buf));
-                match exe_dir {
-                    Some(d) => vec![d.clone(), d.join("../lib/gpu-trace"), d.join("../lib")],
-                    None => Vec::new(),
-                }
+                exe_dir
+                    .as_deref()
+                    .map(beside_executable)
+                    .unwrap_or_default()
             }
         };
         let find = |name: &str| {
@@ -55,5 +54,55 @@ impl Libs {
 
     pub(crate) fn any(&self) -> bool {
         self.cuda.is_some() || self.hip.is_some()
+    }
+}
+
+/// Where the libraries are looked for, in order, when the executable is in
+/// `exe_dir` (resolved through links, so that a link to it on the PATH, as
+/// pipx makes, finds them too):
+///
+/// - `exe_dir` itself: a cargo build (`target/<profile>/`);
+/// - `exe_dir/../lib/gpu-trace`: an install into a prefix (`<prefix>/bin`
+///   and `<prefix>/lib/gpu-trace`), which is also what the `gpu-trace`
+///   wheel installs: its executable is a script (`<scheme scripts>`, the
+///   venv's `bin`) and the libraries are data files under
+///   `lib/gpu-trace` of the scheme's data folder, the same prefix in
+///   every install scheme (a venv, `--user`, `--prefix`, `--target`);
+/// - `exe_dir/../lib`.
+fn beside_executable(exe_dir: &Path) -> Vec<PathBuf> {
+    vec![
+        exe_dir.to_path_buf(),
+        exe_dir.join("../lib/gpu-trace"),
+        exe_dir.join("../lib"),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A venv with the wheel installed: `bin/gpu-trace` and
+    /// `lib/gpu-trace/*.so` under one prefix (the wheel's `scripts` and
+    /// `data` folders), beside `lib/python3.X/site-packages/gpu_trace`.
+    #[test]
+    fn the_wheels_install_layout_is_searched() {
+        let venv = std::env::temp_dir().join(format!("gpu-trace-libs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&venv);
+        let libs = venv.join("lib/gpu-trace");
+        std::fs::create_dir_all(&libs).unwrap();
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::fs::create_dir_all(venv.join("lib/python3.11/site-packages/gpu_trace")).unwrap();
+        std::fs::write(libs.join(CUDA_LIB), b"").unwrap();
+        let found: Vec<PathBuf> = beside_executable(&venv.join("bin"))
+            .into_iter()
+            .map(|d| d.join(CUDA_LIB))
+            .filter(|p| p.is_file())
+            .collect();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            found[0].canonicalize().unwrap(),
+            libs.join(CUDA_LIB).canonicalize().unwrap()
+        );
+        let _ = std::fs::remove_dir_all(&venv);
     }
 }

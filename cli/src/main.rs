@@ -7,6 +7,7 @@
 
 mod check;
 mod control;
+mod export;
 mod libs;
 mod metrics;
 mod options;
@@ -70,6 +71,11 @@ enum Cmd {
     /// Print the man page (roff) of gpu-trace or of one of its commands
     /// (e.g. `gpu-trace man record | man -l -`).
     Man(ManArgs),
+    /// Write a trace's kernels, memory operations, API calls, ranges and
+    /// counters as CSV tables (what the Python package's `gpu_trace.load`
+    /// reads).
+    #[command(hide = true)]
+    Export(export::ExportArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -142,5 +148,6 @@ fn main() -> ExitCode {
         Cmd::Status(a) => control::run("status", &a),
         Cmd::Completions(a) => completions_cmd(a),
         Cmd::Man(a) => man_cmd(a),
+        Cmd::Export(a) => export::run(a),
     }
 }
