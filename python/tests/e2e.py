@@ -158,10 +158,10 @@ def main():
         check_no_rust()
         check_versions()
         check_check()
-        unit_tests()
         for mode in EXPECTED:
             path = record(mode, out_dir)
             check_trace(mode, path, pandas=False)
+        unit_tests()
     elif what == "pandas":
         for mode in EXPECTED:
             check_trace(mode, os.path.join(out_dir, mode + ".pftrace"), pandas=True)
