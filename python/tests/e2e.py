@@ -15,6 +15,9 @@ Python, no Rust on PATH):
   gpu_trace.load() reads exactly those kernels and ranges;
 - `... start-early`: gpu_trace.start() before CUDA starts records from the
   start;
+- c_api_program.c, compiled against the installed package's gpu_trace.h
+  (strict C99, and as C++), records through the header's gpu_trace_load()
+  exactly the kernels of its window;
 - the package's unit tests (test_*.py) pass.
 """
 
@@ -146,6 +149,29 @@ def check_trace(mode, path, pandas):
     return t
 
 
+def check_c_api(out_dir):
+    """c_api_program.c against the installed header, as C and as C++."""
+    for lang, cmd in (("c", ["cc", "-std=c99", "-pedantic"]),
+                      ("c++", ["c++", "-x", "c++", "-std=c++17"])):
+        exe = os.path.join(out_dir, "c_api_program-" + lang)
+        r = run(cmd + ["-Wall", "-Wextra", "-Werror", "-I", gpu_trace.get_include(),
+                       os.path.join(HERE, "c_api_program.c"), "-o", exe, "-ldl"])
+        if r.returncode != 0:
+            fail("compiling c_api_program.c as %s against gpu_trace.h:\n%s" % (lang, r.stderr))
+        trace = os.path.join(out_dir, "c_api-%s.pftrace" % lang)
+        env = dict(os.environ)
+        env["GPU_TRACE_CUPTI_PATH"] = os.environ["GPU_TRACE_TEST_FAKE_CUPTI"]
+        r = run(["gpu-trace", "record", "-o", trace, "--", exe], env=env)
+        if r.returncode != 0:
+            fail("c_api_program (%s) exited %d\n%s" % (lang, r.returncode, r.stderr))
+        t = gpu_trace.load(trace, pandas=False)
+        kernels, ranges, _, _ = tables(t)
+        if kernels != {"inside()": 3} or ranges != ["c range"]:
+            fail("c_api_program (%s): kernels %s, ranges %s; expected 3 inside(), c range"
+                 % (lang, kernels, ranges))
+    print("e2e: gpu_trace.h: a C and a C++ program record exactly their window's kernels")
+
+
 def unit_tests():
     suite = unittest.defaultTestLoader.discover(HERE, pattern="test_*.py")
     if not unittest.TextTestRunner(verbosity=1).run(suite).wasSuccessful():
@@ -161,6 +187,7 @@ def main():
         for mode in EXPECTED:
             path = record(mode, out_dir)
             check_trace(mode, path, pandas=False)
+        check_c_api(out_dir)
         unit_tests()
     elif what == "pandas":
         for mode in EXPECTED:

@@ -113,33 +113,40 @@ struct gpu_trace_api {
  * request is kept until the tool starts, dlopens the path the environment
  * names itself, as the Python package does). The handle is never closed. */
 static inline int gpu_trace_load(struct gpu_trace_api *api) {
-    char paths[8192];
-    const char *cuda = getenv("CUDA_INJECTION64_PATH");
-    const char *tools = getenv("ROCP_TOOL_LIBRARIES");
-    char *save = NULL, *tok;
+    const char *lists[2];
+    int l;
+    lists[0] = getenv("CUDA_INJECTION64_PATH");
+    lists[1] = getenv("ROCP_TOOL_LIBRARIES");
     memset(api, 0, sizeof *api);
-    if (strlen(cuda ? cuda : "") + strlen(tools ? tools : "") + 2 > sizeof paths)
-        return 0;
-    strcpy(paths, cuda ? cuda : "");
-    strcat(paths, ":");
-    strcat(paths, tools ? tools : "");
-    for (tok = strtok_r(paths, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
-        void *h = dlopen(tok, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-        if (!h) continue;
-        if (!dlsym(h, "gpu_trace_start")) {
-            dlclose(h);
-            continue;
+    for (l = 0; l < 2; l++) {
+        const char *p = lists[l];
+        while (p && *p) {
+            char path[4096];
+            const char *end = strchr(p, ':');
+            size_t n = end ? (size_t)(end - p) : strlen(p);
+            void *h = NULL;
+            if (n > 0 && n < sizeof path) {
+                memcpy(path, p, n);
+                path[n] = '\0';
+                h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+            }
+            p = end ? end + 1 : NULL;
+            if (!h) continue;
+            if (!dlsym(h, "gpu_trace_start")) {
+                dlclose(h);
+                continue;
+            }
+            *(void **)&api->version = dlsym(h, "gpu_trace_version");
+            *(void **)&api->api_version = dlsym(h, "gpu_trace_api_version");
+            *(void **)&api->start = dlsym(h, "gpu_trace_start");
+            *(void **)&api->stop = dlsym(h, "gpu_trace_stop");
+            *(void **)&api->window_begin = dlsym(h, "gpu_trace_window_begin");
+            *(void **)&api->window_end = dlsym(h, "gpu_trace_window_end");
+            *(void **)&api->is_active = dlsym(h, "gpu_trace_is_active");
+            *(void **)&api->range_push = dlsym(h, "gpu_trace_range_push");
+            *(void **)&api->range_pop = dlsym(h, "gpu_trace_range_pop");
+            return 1;
         }
-        *(void **)&api->version = dlsym(h, "gpu_trace_version");
-        *(void **)&api->api_version = dlsym(h, "gpu_trace_api_version");
-        *(void **)&api->start = dlsym(h, "gpu_trace_start");
-        *(void **)&api->stop = dlsym(h, "gpu_trace_stop");
-        *(void **)&api->window_begin = dlsym(h, "gpu_trace_window_begin");
-        *(void **)&api->window_end = dlsym(h, "gpu_trace_window_end");
-        *(void **)&api->is_active = dlsym(h, "gpu_trace_is_active");
-        *(void **)&api->range_push = dlsym(h, "gpu_trace_range_push");
-        *(void **)&api->range_pop = dlsym(h, "gpu_trace_range_pop");
-        return 1;
     }
     return 0;
 }
