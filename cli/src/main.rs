@@ -112,13 +112,18 @@ fn man_cmd(a: ManArgs) -> ExitCode {
     let top = Cli::command();
     let cmd = match &a.command {
         None => top,
-        Some(name) => match top.find_subcommand(name) {
+        // Hidden commands (export, for the Python package) have no page.
+        Some(name) => match top.find_subcommand(name).filter(|c| !c.is_hide_set()) {
             Some(c) => {
                 let c = c.clone().name(format!("gpu-trace-{name}"));
                 c.version(env!("CARGO_PKG_VERSION"))
             }
             None => {
-                let names: Vec<&str> = top.get_subcommands().map(|c| c.get_name()).collect();
+                let names: Vec<&str> = top
+                    .get_subcommands()
+                    .filter(|c| !c.is_hide_set())
+                    .map(|c| c.get_name())
+                    .collect();
                 eprintln!(
                     "gpu-trace: man {name:?}: expected one of {}",
                     names.join(", ")
