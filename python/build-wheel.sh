@@ -54,15 +54,15 @@ check_exports() {
 check_exports target/wheel/libgpu_trace_cuda.so "InitializeInjection InitializeInjectionNvtx2"
 check_exports target/wheel/libgpu_trace_hip.so "rocprofiler_configure"
 
-# The libraries are the wheel's data: pip installs them into
-# <prefix>/lib/gpu-trace, beside <prefix>/bin/gpu-trace.
-data=python/build/wheel-data/data/lib/gpu-trace
-rm -rf python/build/wheel-data python/dist
-mkdir -p "$data"
-cp target/wheel/libgpu_trace_cuda.so target/wheel/libgpu_trace_hip.so "$data/"
+# The libraries go into the package (gpu_trace/_lib), where the executable
+# finds them from its own place in the install.
+lib=python/gpu_trace/_lib
+rm -rf "$lib" python/build python/dist
+mkdir -p "$lib"
+cp target/wheel/libgpu_trace_cuda.so target/wheel/libgpu_trace_hip.so "$lib/"
 
-# maturin builds the executable (same profile and flags: nothing to rebuild
-# but the binary's link) and packs it with the package and the data. It tags
+# maturin builds the executable (same profile and flags) and packs it, as
+# the wheel's script, with the package. It tags
 # the wheel plain `linux`: the tag comes from auditwheel below, which checks
 # every ELF file of the wheel (maturin's own check sees the executable only).
 (cd python && "$tools/bin/maturin" build --locked --compatibility linux \

@@ -59,50 +59,108 @@ impl Libs {
 
 /// Where the libraries are looked for, in order, when the executable is in
 /// `exe_dir` (resolved through links, so that a link to it on the PATH, as
-/// pipx makes, finds them too):
+/// pipx and `uv tool` make, finds them too):
 ///
 /// - `exe_dir` itself: a cargo build (`target/<profile>/`);
-/// - `exe_dir/../lib/gpu-trace`: an install into a prefix (`<prefix>/bin`
-///   and `<prefix>/lib/gpu-trace`), which is also what the `gpu-trace`
-///   wheel installs: its executable is a script (`<scheme scripts>`, the
-///   venv's `bin`) and the libraries are data files under
-///   `lib/gpu-trace` of the scheme's data folder, the same prefix in
-///   every install scheme (a venv, `--user`, `--prefix`, `--target`);
-/// - `exe_dir/../lib`.
+/// - `exe_dir/../lib/gpu-trace` and `exe_dir/../lib`: an install into a
+///   prefix (`<prefix>/bin`, `<prefix>/lib`);
+/// - the `gpu-trace` wheel's install: the executable is the wheel's script
+///   (`<prefix>/bin/gpu-trace`) and the libraries are in the `gpu_trace`
+///   package ([`WHEEL_LIB_DIR`]), in the site-packages of the same prefix
+///   (`<prefix>/lib/python3.X/site-packages`, `dist-packages` on Debian,
+///   `lib64` where platform files go there), or beside `bin` with
+///   `pip install --target DIR`. Where several Python versions installed
+///   it into one prefix, the newest's is taken first.
 fn beside_executable(exe_dir: &Path) -> Vec<PathBuf> {
-    vec![
+    let mut dirs = vec![
         exe_dir.to_path_buf(),
         exe_dir.join("../lib/gpu-trace"),
         exe_dir.join("../lib"),
-    ]
+        exe_dir.join("..").join(WHEEL_LIB_DIR),
+    ];
+    for lib in ["lib", "lib64"] {
+        let mut pythons: Vec<(Vec<u32>, PathBuf)> = std::fs::read_dir(exe_dir.join("..").join(lib))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let version = name.strip_prefix("python")?;
+                let key = version
+                    .split('.')
+                    .map(|n| n.parse().ok())
+                    .collect::<Option<Vec<u32>>>()?;
+                Some((key, e.path()))
+            })
+            .collect();
+        pythons.sort_by(|a, b| b.0.cmp(&a.0));
+        for (_, py) in pythons {
+            for packages in ["site-packages", "dist-packages"] {
+                dirs.push(py.join(packages).join(WHEEL_LIB_DIR));
+            }
+        }
+    }
+    dirs
 }
+
+/// The libraries' folder in the wheel: `_lib` of the `gpu_trace` package
+/// (`python/build-wheel.sh` puts them there).
+pub(crate) const WHEEL_LIB_DIR: &str = "gpu_trace/_lib";
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A venv with the wheel installed: `bin/gpu-trace` and
-    /// `lib/gpu-trace/*.so` under one prefix (the wheel's `scripts` and
-    /// `data` folders), beside `lib/python3.X/site-packages/gpu_trace`.
-    #[test]
-    fn the_wheels_install_layout_is_searched() {
-        let venv = std::env::temp_dir().join(format!("gpu-trace-libs-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&venv);
-        let libs = venv.join("lib/gpu-trace");
-        std::fs::create_dir_all(&libs).unwrap();
-        std::fs::create_dir_all(venv.join("bin")).unwrap();
-        std::fs::create_dir_all(venv.join("lib/python3.11/site-packages/gpu_trace")).unwrap();
-        std::fs::write(libs.join(CUDA_LIB), b"").unwrap();
-        let found: Vec<PathBuf> = beside_executable(&venv.join("bin"))
+    fn found(exe_dir: &Path) -> Vec<PathBuf> {
+        beside_executable(exe_dir)
             .into_iter()
             .map(|d| d.join(CUDA_LIB))
             .filter(|p| p.is_file())
-            .collect();
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!(
-            found[0].canonicalize().unwrap(),
-            libs.join(CUDA_LIB).canonicalize().unwrap()
+            .map(|p| p.canonicalize().unwrap())
+            .collect()
+    }
+
+    /// The wheel installed into a venv (or with `--prefix`, `--user`):
+    /// `bin/gpu-trace` and `lib/python3.X/site-packages/gpu_trace/_lib`;
+    /// with two Python versions, the newest's first. With `--target DIR`:
+    /// `DIR/bin` and `DIR/gpu_trace/_lib`.
+    #[test]
+    fn the_wheels_install_layouts_are_searched() {
+        let tmp = std::env::temp_dir().join(format!("gpu-trace-libs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let lib_in = |dir: &Path| {
+            std::fs::create_dir_all(dir).unwrap();
+            std::fs::write(dir.join(CUDA_LIB), b"").unwrap();
+            dir.join(CUDA_LIB).canonicalize().unwrap()
+        };
+        let venv = tmp.join("venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::fs::create_dir_all(venv.join("lib/python3.9")).unwrap();
+        let old = lib_in(&venv.join("lib/python3.9/site-packages").join(WHEEL_LIB_DIR));
+        let new = lib_in(
+            &venv
+                .join("lib/python3.12/site-packages")
+                .join(WHEEL_LIB_DIR),
         );
-        let _ = std::fs::remove_dir_all(&venv);
+        assert_eq!(found(&venv.join("bin")), [new, old]);
+
+        let debian = tmp.join("usr-local");
+        std::fs::create_dir_all(debian.join("bin")).unwrap();
+        let dist = lib_in(
+            &debian
+                .join("lib/python3.11/dist-packages")
+                .join(WHEEL_LIB_DIR),
+        );
+        assert_eq!(found(&debian.join("bin")), [dist]);
+
+        let target = tmp.join("target");
+        std::fs::create_dir_all(target.join("bin")).unwrap();
+        let t = lib_in(&target.join(WHEEL_LIB_DIR));
+        assert_eq!(found(&target.join("bin")), [t]);
+
+        // An install into a prefix comes first.
+        let prefix = lib_in(&venv.join("lib/gpu-trace"));
+        assert_eq!(found(&venv.join("bin"))[0], prefix);
+        let _ = std::fs::remove_dir_all(&tmp);
     }
 }

@@ -8,7 +8,8 @@ Python, no Rust on PATH):
 - `gpu-trace --version`, `gpu_trace.__version__` and the workspace's
   Cargo.toml agree;
 - `gpu-trace check` runs and finds the injection libraries in the wheel's
-  install, with no path given;
+  install, with no path given: in the venv, and in installs with
+  `pip install --target` and `--prefix`;
 - `gpu-trace record -- python e2e_program.py schedule` under the fake CUDA
   driver and CUPTI (cupti-sim; GPU_TRACE_TEST_FAKE_CUPTI names it) records
   exactly the steps the program's schedule and window ask for, and
@@ -79,17 +80,34 @@ def check_no_rust():
             fail("%s is on PATH (%s): the wheel must work without Rust" % (tool, shutil.which(tool)))
 
 
-def check_check():
-    r = run(["gpu-trace", "check"])
+def check_check(exe="gpu-trace", libs=None):
+    libs = libs or os.path.join(os.path.dirname(gpu_trace.__file__), "_lib")
+    r = run([exe, "check"])
     # Without a GPU nothing can be traced: exit 1, after the report.
     if r.returncode not in (0, 1):
         fail("gpu-trace check exited %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
-    libs = os.path.join(sys.prefix, "lib", "gpu-trace")
     for lib in ("libgpu_trace_cuda.so", "libgpu_trace_hip.so"):
         want = "injection       " + os.path.realpath(os.path.join(libs, lib))
         if want not in r.stdout:
-            fail("gpu-trace check did not find %s in the install:\n%s" % (lib, r.stdout))
-    print("e2e: gpu-trace check finds the libraries in %s" % libs)
+            fail("%s check did not find %s in the install:\n%s" % (exe, lib, r.stdout))
+    print("e2e: %s check finds the libraries in %s" % (exe, libs))
+
+
+def check_other_installs(out_dir):
+    """`pip install --target DIR` (DIR/bin, DIR/gpu_trace) and `--prefix`."""
+    whl = os.environ["GPU_TRACE_TEST_WHEEL"]
+    for how in ("--target", "--prefix"):
+        d = os.path.join(out_dir, "install" + how.replace("-", "_"))
+        r = run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--ignore-installed",
+                 "--disable-pip-version-check", how, d, whl])
+        if r.returncode != 0:
+            fail("pip install %s: %s" % (how, r.stderr))
+        if how == "--target":
+            libs = os.path.join(d, "gpu_trace", "_lib")
+        else:
+            py = "python%d.%d" % sys.version_info[:2]
+            libs = os.path.join(d, "lib", py, "site-packages", "gpu_trace", "_lib")
+        check_check(os.path.join(d, "bin", "gpu-trace"), libs)
 
 
 def record(mode, out_dir):
@@ -184,6 +202,7 @@ def main():
         check_no_rust()
         check_versions()
         check_check()
+        check_other_installs(out_dir)
         for mode in EXPECTED:
             path = record(mode, out_dir)
             check_trace(mode, path, pandas=False)

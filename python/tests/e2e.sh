@@ -33,7 +33,7 @@ python3 -m venv "$work/venv"
 # Only the virtualenv and the system: no cargo, no rustc.
 clean_env=(env -i HOME="$HOME" TMPDIR="${TMPDIR:-/tmp}" LANG=C.UTF-8
     PATH="$work/venv/bin:/usr/local/bin:/usr/bin:/bin"
-    GPU_TRACE_TEST_FAKE_CUPTI="$fake")
+    GPU_TRACE_TEST_FAKE_CUPTI="$fake" GPU_TRACE_TEST_WHEEL="$whl")
 mkdir "$work/out"
 "${clean_env[@]}" "$work/venv/bin/python" python/tests/e2e.py lists "$work/out"
 
