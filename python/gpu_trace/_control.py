@@ -1,6 +1,7 @@
 """Recording windows and ranges of the traced program itself."""
 
 import contextlib
+import threading
 
 from . import _native
 from ._native import OK, PENDING
@@ -45,15 +46,21 @@ class window(contextlib.ContextDecorator):
 
     def __init__(self, name):
         self.name = str(name)
-        self._begun = []
+        self._local = threading.local()
+
+    def _stack(self):
+        # Per thread: one object may be entered by several (a decorator).
+        if not hasattr(self._local, "stack"):
+            self._local.stack = []
+        return self._local.stack
 
     def __enter__(self):
         rc = _native.call("window_begin", self.name)
-        self._begun.append(rc in (OK, PENDING))
+        self._stack().append(rc in (OK, PENDING))
         return self
 
     def __exit__(self, *exc):
-        if self._begun.pop():
+        if self._stack().pop():
             _native.call("window_end")
         return False
 
@@ -68,14 +75,20 @@ class range(contextlib.ContextDecorator):
 
     def __init__(self, name):
         self.name = str(name)
-        self._pushed = []
+        self._local = threading.local()
+
+    def _stack(self):
+        # Per thread: a range is pushed and popped on its own thread.
+        if not hasattr(self._local, "stack"):
+            self._local.stack = []
+        return self._local.stack
 
     def __enter__(self):
-        self._pushed.append(_native.call("range_push", self.name) == OK)
+        self._stack().append(_native.call("range_push", self.name) == OK)
         return self
 
     def __exit__(self, *exc):
-        if self._pushed.pop():
+        if self._stack().pop():
             _native.call("range_pop")
         return False
 

@@ -168,6 +168,40 @@ class WindowAndRangeTest(unittest.TestCase):
         self.assertEqual(rec.calls, [("range_push", "f"), ("range_pop",)] * 2)
 
 
+    def test_one_range_object_on_several_threads_pops_what_each_pushed(self):
+        import threading
+        calls = []
+        b_inside, a_done = threading.Event(), threading.Event()
+
+        def call(what, name=None):
+            me = threading.current_thread().name
+            calls.append((me, what))
+            # Thread b's push fails (gpu-trace off there, say): it pops nothing.
+            return _native.OFF if (me == "b" and what == "range_push") else _native.OK
+
+        r = gpu_trace.range("shared")
+
+        # a enters, b enters, a leaves while b is inside, then b leaves.
+        def a():
+            with r:
+                b_inside.wait(5)
+            a_done.set()
+
+        def b():
+            with r:
+                b_inside.set()
+                a_done.wait(5)
+
+        with mock.patch.object(_native, "call", call):
+            ts = [threading.Thread(target=f, name=f.__name__) for f in (a, b)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        self.assertEqual(sorted(c for c in calls if c[1] == "range_pop"), [("a", "range_pop")])
+        self.assertEqual(len(calls), 3, calls)
+
+
 class LoadTest(unittest.TestCase):
     def test_records_convert_each_column_and_keep_names_that_look_missing(self):
         import tempfile
