@@ -68,10 +68,12 @@ def check_versions():
     cargo = open(os.path.join(ROOT, "Cargo.toml"), encoding="utf-8").read()
     workspace = re.search(r'^\[workspace\.package\][^\[]*?^version\s*=\s*"([^"]+)"',
                           cargo, re.M | re.S).group(1)
-    if out != "gpu-trace " + workspace or gpu_trace.__version__ != workspace:
-        fail("versions disagree: `%s`, gpu_trace.__version__ %s, Cargo.toml %s"
-             % (out, gpu_trace.__version__, workspace))
-    print("e2e: version %s (gpu-trace --version, gpu_trace.__version__, Cargo.toml)" % workspace)
+    by_module = run([sys.executable, "-m", "gpu_trace", "--version"]).stdout.strip()
+    if out != "gpu-trace " + workspace or by_module != out or gpu_trace.__version__ != workspace:
+        fail("versions disagree: `%s`, `python -m gpu_trace`: `%s`, gpu_trace.__version__ %s, "
+             "Cargo.toml %s" % (out, by_module, gpu_trace.__version__, workspace))
+    print("e2e: version %s (gpu-trace --version, python -m gpu_trace --version, "
+          "gpu_trace.__version__, Cargo.toml)" % workspace)
 
 
 def check_no_rust():
