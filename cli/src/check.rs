@@ -293,7 +293,7 @@ impl Report {
         let lib = |l: &Option<PathBuf>, name: &str| match l {
             Some(p) => p.display().to_string(),
             None => format!(
-                "not found: {name} beside gpu-trace, in ../lib/gpu-trace, ../lib or --lib-dir"
+                "not found: {name} beside gpu-trace, in ../lib/gpu-trace, ../lib, the gpu_trace package or --lib-dir"
             ),
         };
         let mut s = String::from("CUDA\n");

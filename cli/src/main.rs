@@ -7,6 +7,7 @@
 
 mod check;
 mod control;
+mod export;
 mod libs;
 mod metrics;
 mod options;
@@ -70,6 +71,11 @@ enum Cmd {
     /// Print the man page (roff) of gpu-trace or of one of its commands
     /// (e.g. `gpu-trace man record | man -l -`).
     Man(ManArgs),
+    /// Write a trace's kernels, memory operations, API calls, ranges and
+    /// counters as CSV tables (what the Python package's `gpu_trace.load`
+    /// reads).
+    #[command(hide = true)]
+    Export(export::ExportArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -106,13 +112,18 @@ fn man_cmd(a: ManArgs) -> ExitCode {
     let top = Cli::command();
     let cmd = match &a.command {
         None => top,
-        Some(name) => match top.find_subcommand(name) {
+        // Hidden commands (export, for the Python package) have no page.
+        Some(name) => match top.find_subcommand(name).filter(|c| !c.is_hide_set()) {
             Some(c) => {
                 let c = c.clone().name(format!("gpu-trace-{name}"));
                 c.version(env!("CARGO_PKG_VERSION"))
             }
             None => {
-                let names: Vec<&str> = top.get_subcommands().map(|c| c.get_name()).collect();
+                let names: Vec<&str> = top
+                    .get_subcommands()
+                    .filter(|c| !c.is_hide_set())
+                    .map(|c| c.get_name())
+                    .collect();
                 eprintln!(
                     "gpu-trace: man {name:?}: expected one of {}",
                     names.join(", ")
@@ -142,5 +153,6 @@ fn main() -> ExitCode {
         Cmd::Status(a) => control::run("status", &a),
         Cmd::Completions(a) => completions_cmd(a),
         Cmd::Man(a) => man_cmd(a),
+        Cmd::Export(a) => export::run(a),
     }
 }

@@ -147,7 +147,7 @@ pub(crate) struct RecordArgs {
     #[arg(long)]
     pub(crate) no_stats: bool,
     /// Directory holding libgpu_trace_cuda.so / libgpu_trace_hip.so
-    /// [default: beside gpu-trace, then ../lib/gpu-trace, then ../lib].
+    /// [default: beside gpu-trace, then ../lib/gpu-trace, ../lib, then the gpu_trace Python package's].
     #[arg(long, env = "GPU_TRACE_LIB_DIR", value_name = "DIR")]
     pub(crate) lib_dir: Option<PathBuf>,
     /// The command to run.

@@ -68,6 +68,10 @@ pub struct Report {
     /// Records still in CUPTI's buffer when the program called `exec` (`Op::Exec`): lost
     /// with the process image, as they would be with the real CUPTI.
     pub records_lost_at_exec: u64,
+    /// The program's calls of the gpu-trace C API (`Op::GpuTrace`) in order: the function
+    /// and what it returned (`None`: the injection does not export it).
+    #[serde(default)]
+    pub gpu_trace_calls: Vec<(String, Option<i32>)>,
     /// Protocol violations by the tool.
     pub violations: Vec<String>,
 }

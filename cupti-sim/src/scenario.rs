@@ -271,6 +271,18 @@ pub enum Op {
         #[serde(default)]
         args: Vec<String>,
     },
+    /// A call of the gpu-trace C API (`gpu_trace.h`) that the injection
+    /// exports: `gpu_trace_<call>` (`start`, `stop`, `window_begin`,
+    /// `window_end`, `is_active`, `range_push`, `range_pop`), with `name`
+    /// for the two that take one (null without it). What it returned is
+    /// appended to `Report::gpu_trace_calls`.
+    GpuTrace {
+        /// The function, without its `gpu_trace_` prefix.
+        call: String,
+        /// The name argument.
+        #[serde(default)]
+        name: Option<String>,
+    },
     /// The ops, `times` times.
     Repeat {
         /// Count.
@@ -602,7 +614,8 @@ impl Scenario {
                         | Op::Announce { .. }
                         | Op::WaitFile { .. }
                         | Op::Fork { .. }
-                        | Op::Exec { .. } => {}
+                        | Op::Exec { .. }
+                        | Op::GpuTrace { .. } => {}
                         Op::Alloc { kind, .. } => {
                             let name = match kind {
                                 AllocKind::Device => Some(("cudaMalloc_v3020", "cuMemAlloc_v2")),

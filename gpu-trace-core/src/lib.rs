@@ -30,6 +30,8 @@ pub mod names;
 pub mod output;
 pub mod private_dir;
 pub mod privilege;
+#[cfg(feature = "perfetto")]
+pub mod program;
 pub mod rank;
 pub mod registry;
 mod sharded;

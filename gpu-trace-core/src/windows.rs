@@ -235,12 +235,16 @@ struct Shared {
     /// Whether the open window's start is drawn, and when it opened.
     marked: AtomicBool,
     opened_at: std::sync::atomic::AtomicU64,
+    /// Held while a window opens or closes: the controller's thread and
+    /// the program's own calls ([`WindowsHandle`]) may switch at once.
+    switching: std::sync::Mutex<()>,
 }
 
 #[cfg(feature = "perfetto")]
 impl Shared {
     /// Opens or closes a window, drawing it as a process-wide range.
     fn set(&self, open: bool, why: &str) {
+        let _one_at_a_time = self.switching.lock().unwrap_or_else(|e| e.into_inner());
         if self.switch.is_open() == open {
             return;
         }
@@ -314,6 +318,7 @@ impl Windows {
             ours: AtomicBool::new(false),
             marked: AtomicBool::new(false),
             opened_at: std::sync::atomic::AtomicU64::new(0),
+            switching: std::sync::Mutex::new(()),
         });
         if plan.open_at_start() {
             shared.set(true, "start");
@@ -352,6 +357,15 @@ impl Windows {
     /// Windows opened so far.
     pub fn opened(&self) -> u32 {
         self.shared.opened.load(Ordering::Relaxed)
+    }
+
+    /// A handle through which the traced program itself opens and closes
+    /// windows ([`crate::program`]).
+    pub fn handle(&self) -> WindowsHandle {
+        WindowsHandle {
+            shared: self.shared.clone(),
+            pid: self.pid,
+        }
     }
 
     /// Stops the controller a tool keeps in `slot`, if any (once: the slot
@@ -399,6 +413,36 @@ impl Windows {
         if let Some(p) = self.socket.take() {
             let _ = std::fs::remove_file(p);
         }
+    }
+}
+
+#[cfg(feature = "perfetto")]
+/// Opens and closes windows as `gpu-trace start|stop` does over the
+/// socket, from inside the process ([`Windows::handle`]). Cheap to clone.
+#[derive(Clone)]
+pub struct WindowsHandle {
+    shared: Arc<Shared>,
+    pid: u32,
+}
+
+#[cfg(feature = "perfetto")]
+impl WindowsHandle {
+    /// Opens (`open`) or closes the window; `why` names the switch in the
+    /// trace's log line. Does nothing once the controller stopped (at
+    /// exit), or in a forked child (the trace is its parent's). Returns
+    /// whether it switched, or found recording already as asked.
+    pub fn switch(&self, open: bool, why: &str) -> bool {
+        if std::process::id() != self.pid || self.shared.stop.load(Ordering::Acquire) {
+            return false;
+        }
+        self.shared.draw.store(true, Ordering::Relaxed);
+        self.shared.set(open, why);
+        true
+    }
+
+    /// Whether a window is open.
+    pub fn is_open(&self) -> bool {
+        self.shared.switch.is_open()
     }
 }
 

@@ -32,17 +32,53 @@ mod records;
 pub mod telemetry;
 mod tool;
 
+use gpu_trace_core::program::{ProgramControl, status};
+use std::ffi::CStr;
 use std::sync::OnceLock;
 
 static TOOL: OnceLock<Option<tool::Tool>> = OnceLock::new();
+
+/// The program's own control of recording (the C API of `gpu_trace.h`,
+/// exported by [`ffi`]).
+static PROGRAM: ProgramControl = ProgramControl::new();
 
 /// Starts the tool once per process (later calls do nothing). Returns
 /// whether it is running.
 fn init() -> bool {
     // Threads made while starting (ours, Perfetto's, CUPTI's) inherit a mask
     // that keeps the application's signals away from them.
-    TOOL.get_or_init(|| gpu_trace_core::thread::with_signals_blocked(tool::Tool::start))
-        .is_some()
+    let running = TOOL
+        .get_or_init(|| gpu_trace_core::thread::with_signals_blocked(tool::Tool::start))
+        .is_some();
+    if !running {
+        PROGRAM.off();
+    }
+    running
+}
+
+/// `gpu_trace_range_push` (`Some(name)`) or `gpu_trace_range_pop`: an NVTX
+/// push or pop of the default domain on this thread, through the same
+/// handler as the application's NVTX calls (recorded while NVTX ranges
+/// are; an NVTX capture range sees it too).
+fn range(push: Option<&CStr>) -> i32 {
+    use cupti::nvtx::{NvtxEvent, NvtxMessage};
+    let rc = PROGRAM.running();
+    if rc != status::OK {
+        return rc;
+    }
+    let Some(Some(t)) = TOOL.get() else {
+        // Still starting, on another thread.
+        return status::PENDING;
+    };
+    t.on_nvtx(&match push {
+        Some(name) => NvtxEvent::Push {
+            domain: None,
+            message: NvtxMessage::Ascii(name),
+            attributes: Default::default(),
+        },
+        None => NvtxEvent::Pop { domain: None },
+    });
+    status::OK
 }
 
 /// An NVTX call through our NVTX injection.

@@ -826,6 +826,9 @@ impl Tool {
         // With cudaProfilerApi ranges nothing is recorded before the
         // application asks, whatever opens windows besides.
         plan.paused |= cuda.capture_range != CaptureRange::Whole;
+        // A window the program opened or closed before this start decides
+        // how recording starts (see `gpu_trace_core::program`).
+        crate::PROGRAM.before_start(&mut plan);
         let cupti = match Cupti::load() {
             Ok(c) => c,
             Err(e) => {
@@ -998,8 +1001,16 @@ impl Tool {
             tracer.capture_switch(),
             tracer.recorder().clone(),
         );
+        // The program's own window, if it asked for one before this start,
+        // opens now; its calls switch recording from here on.
+        let opened = crate::PROGRAM.attach(
+            windows
+                .as_ref()
+                .map(gpu_trace_core::windows::Windows::handle),
+            tracer.capture_switch(),
+        );
         // Paused from the start: detach once the program has a context.
-        if !plan.open_at_start() {
+        if !plan.open_at_start() && !opened {
             detach.paused_at_start();
         }
         Some(Tool {

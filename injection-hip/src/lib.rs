@@ -26,3 +26,8 @@ mod records;
 #[doc(hidden)]
 pub mod telemetry;
 mod tool;
+
+/// The program's own control of recording (the C API of `gpu_trace.h`,
+/// exported by [`ffi`]).
+static PROGRAM: gpu_trace_core::program::ProgramControl =
+    gpu_trace_core::program::ProgramControl::new();

@@ -97,6 +97,8 @@ pub(crate) struct HipTool {
     /// Their controller, while the tracer runs.
     windows: Mutex<Option<gpu_trace_core::windows::Windows>>,
     tracer: OnceLock<Tracer>,
+    /// What callbacks need, once the tracer runs (ranges of the C API use it too).
+    state: OnceLock<Arc<State>>,
     finalized: AtomicBool,
     /// The process that started tracing: a forked child inherits the exit handler and the
     /// SDK's state but none of their threads, and must not wait for them.
@@ -352,6 +354,7 @@ impl Tool for HipTool {
         // caller's (and nothing is announced: the record log is one).
         if let Some(why) = gpu_trace_core::privilege::refusal() {
             gpu_trace_core::warn!("{why}");
+            crate::PROGRAM.off();
             return None;
         }
         let (config, mut problems) = Config::from_env();
@@ -374,6 +377,7 @@ impl Tool for HipTool {
             plan,
             windows: Mutex::new(None),
             tracer: OnceLock::new(),
+            state: OnceLock::new(),
             finalized: AtomicBool::new(false),
             pid: std::process::id(),
         })
@@ -381,6 +385,7 @@ impl Tool for HipTool {
 
     fn initialize(&self, rt: &Runtime) -> rocprofiler::Result<Session> {
         self.start(rt).inspect_err(|e| {
+            crate::PROGRAM.off();
             gpu_trace_core::output::announce_untraced(&format!(
                 "rocprofiler-sdk refused the tool's setup ({e})"
             ));
@@ -527,16 +532,21 @@ impl HipTool {
             }
         }
         let config = self.config.clone();
+        // A window the program opened or closed before this start decides
+        // how recording starts (see `gpu_trace_core::program`).
+        let mut plan = self.plan.clone();
+        crate::PROGRAM.before_start(&mut plan);
         let tracer = match Tracer::start(TracerOptions {
             backend: BACKEND,
             config,
             clock: gpu_clock(rt),
             limits: Limits::default(),
             // The control socket can close and reopen recording at any time.
-            capture_ranges: self.plan.switches() || self.plan.control,
+            capture_ranges: plan.switches() || plan.control,
         }) {
             Ok(t) => t,
             Err(e) => {
+                crate::PROGRAM.off();
                 // The contexts drop unstarted: the application runs untouched.
                 gpu_trace_core::warn!("{e}; the application runs untraced");
                 gpu_trace_core::output::announce_untraced(&e.to_string());
@@ -545,13 +555,21 @@ impl HipTool {
         };
         // Recording opens now unless the plan starts paused or with a delay; the controller
         // switches it from here on, as `gpu-trace start/stop` and the schedule ask.
-        *self.windows.lock().unwrap_or_else(|e| e.into_inner()) =
-            gpu_trace_core::windows::Windows::start(
-                &self.plan,
-                tracer.capture_switch(),
-                tracer.recorder().clone(),
-            );
-        if self.plan.open_at_start() {
+        let windows = gpu_trace_core::windows::Windows::start(
+            &plan,
+            tracer.capture_switch(),
+            tracer.recorder().clone(),
+        );
+        // The program's own window, if it asked for one before this start,
+        // opens now; its calls switch recording from here on.
+        let opened = crate::PROGRAM.attach(
+            windows
+                .as_ref()
+                .map(gpu_trace_core::windows::Windows::handle),
+            tracer.capture_switch(),
+        );
+        *self.windows.lock().unwrap_or_else(|e| e.into_inner()) = windows;
+        if plan.open_at_start() || opened {
             wait_until_recording(&tracer, &self.config);
         }
         let devices: Vec<_> = agents.iter().filter_map(records::describe).collect();
@@ -584,6 +602,7 @@ impl HipTool {
             markers_on: AtomicBool::new(false),
         });
         let _ = gate.set(state.clone());
+        let _ = self.state.set(state.clone());
         if let Err(e) = code_objects.start() {
             self.stop_windows();
             tracer.shutdown(SHUTDOWN_LIMIT);
@@ -649,4 +668,40 @@ pub(crate) fn at_exit(cell: &'static ToolCell<HipTool>) {
         let services = cell.with_session(|s| s.services.clone()).flatten();
         tool.finish(services.as_deref());
     }
+}
+
+/// `gpu_trace_range_push` (`Some(name)`) or `gpu_trace_range_pop`: a roctx push or pop on this
+/// thread, as the marker callback records one (while roctx ranges are recorded; the counters
+/// filter's range tracking sees it too).
+pub(crate) fn range(cell: &'static ToolCell<HipTool>, push: Option<&str>) -> i32 {
+    use gpu_trace_core::filter::tx;
+    use gpu_trace_core::model::Marker;
+    use gpu_trace_core::program::status;
+    let rc = crate::PROGRAM.running();
+    if rc != status::OK {
+        return rc;
+    }
+    let Some(s) = cell.tool().and_then(|t| t.state.get()) else {
+        return status::PENDING;
+    };
+    match push {
+        Some(name) if tx::is_on() => tx::push(0, name),
+        None => tx::pop(0),
+        _ => {}
+    }
+    if !s.markers_on.load(Ordering::Relaxed) {
+        return status::OK;
+    }
+    let thread = gpu_trace_core::clock::thread_id();
+    let now = gpu_trace_core::clock::boottime_ns();
+    match push {
+        Some(name) => s.recorder.marker(thread, now, name, |text| Marker::Push {
+            domain: None,
+            text,
+        }),
+        None => s
+            .recorder
+            .marker(thread, now, "", |_| Marker::Pop { domain: None }),
+    }
+    status::OK
 }

@@ -278,7 +278,8 @@ fn drawn(s: &Scenario) -> BTreeMap<Drawn, u64> {
                 | Op::SleepUs { .. }
                 | Op::Announce { .. }
                 | Op::WaitFile { .. }
-                | Op::WaitTraced { .. } => {}
+                | Op::WaitTraced { .. }
+                | Op::GpuTrace { .. } => {}
                 Op::Repeat { times, ops } => {
                     for _ in 0..*times {
                         walk(ops, stack, out);

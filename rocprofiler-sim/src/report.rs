@@ -36,6 +36,10 @@ pub struct Report {
     pub violations: Vec<String>,
     /// Kernel tids of the simulated application threads.
     pub app_thread_ids: Vec<u64>,
+    /// The program's calls of the gpu-trace C API (`Op::GpuTrace`) in order: the function and
+    /// what it returned (`None`: the tool does not export it).
+    #[serde(default)]
+    pub gpu_trace_calls: Vec<(String, Option<i32>)>,
 }
 
 /// Deliveries to the tool.

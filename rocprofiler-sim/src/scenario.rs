@@ -259,6 +259,17 @@ pub enum Op {
         /// Longest wait, ms.
         timeout_ms: u64,
     },
+    /// A call of the gpu-trace C API (`gpu_trace.h`) that the tool library exports:
+    /// `gpu_trace_<call>` (`start`, `stop`, `window_begin`, `window_end`, `is_active`,
+    /// `range_push`, `range_pop`), with `name` for the two that take one (null without it).
+    /// What it returned is appended to `Report::gpu_trace_calls`.
+    GpuTrace {
+        /// The function, without its `gpu_trace_` prefix.
+        call: String,
+        /// The name argument.
+        #[serde(default)]
+        name: Option<String>,
+    },
     /// The ops, `times` times.
     Repeat {
         /// Count.
@@ -488,7 +499,8 @@ impl Scenario {
                     Op::SleepUs { .. }
                     | Op::Announce { .. }
                     | Op::WaitFile { .. }
-                    | Op::WaitTraced { .. } => {}
+                    | Op::WaitTraced { .. }
+                    | Op::GpuTrace { .. } => {}
                     Op::Repeat { times: n, ops } => walk(s, gpus, ops, times * u64::from(*n), e),
                 }
             }

@@ -844,6 +844,7 @@ impl Thread<'_> {
             Op::Uvm { op, bytes, address } => super::memory::uvm(*op, *bytes, *address),
             Op::Fork { exit_code } => super::process::fork_and_exit(*exit_code),
             Op::Exec { program, args } => super::process::exec(program, args),
+            Op::GpuTrace { call, name } => gpu_trace_call(call, name.as_deref()),
             Op::Repeat { times, ops } => {
                 for _ in 0..*times {
                     self.run(ops);
@@ -851,6 +852,42 @@ impl Thread<'_> {
             }
         }
     }
+}
+
+/// [`Op::GpuTrace`]: calls `gpu_trace_<call>` of the injection the driver loaded (found as the
+/// application finds it: `dlopen` of `CUDA_INJECTION64_PATH` with `RTLD_NOLOAD`).
+fn gpu_trace_call(call: &str, name: Option<&str>) {
+    use libloading::os::unix::{Library, RTLD_NOW};
+    use std::ffi::{CString, c_char, c_int};
+    /// glibc's value (`dlfcn.h`).
+    const RTLD_NOLOAD: c_int = 4;
+    let rc = (|| {
+        let path = std::env::var_os("CUDA_INJECTION64_PATH")?;
+        // SAFETY: only finds the library already loaded; loads nothing.
+        let lib = unsafe { Library::open(Some(&path), RTLD_NOW | RTLD_NOLOAD) }.ok()?;
+        let symbol = format!("gpu_trace_{call}\0");
+        // The functions that take a name get it, or null without one.
+        let rc = if matches!(call, "window_begin" | "range_push") {
+            let n = name.map(CString::new).transpose().ok()?;
+            // SAFETY: the C API's `int (const char *)` functions.
+            let f = unsafe {
+                lib.get::<unsafe extern "C" fn(*const c_char) -> c_int>(symbol.as_bytes())
+            }
+            .ok()?;
+            // SAFETY: null or a NUL-terminated string valid for the call.
+            unsafe { f(n.as_ref().map_or(std::ptr::null(), |n| n.as_ptr())) }
+        } else {
+            // SAFETY: the C API's `int (void)` functions.
+            let f =
+                unsafe { lib.get::<unsafe extern "C" fn() -> c_int>(symbol.as_bytes()) }.ok()?;
+            // SAFETY: no arguments.
+            unsafe { f() }
+        };
+        Some(rc)
+    })();
+    lock(&FAKE.report)
+        .gpu_trace_calls
+        .push((call.to_owned(), rc));
 }
 
 /// What `cuInit` does with `CUDA_INJECTION64_PATH`: load the library, call its entry point.
@@ -890,9 +927,9 @@ fn create_context() {
     CONTEXT_READY.store(true, Ordering::Relaxed);
 }
 
-/// Runs the program; returns once every scripted thread has finished (the process then exits,
-/// which runs the tool's exit handler and the report's).
-pub(crate) fn run(s: &Scenario) -> Result<(), String> {
+/// What `cuInit` and the program's first context do: the profiler's spec, the report's exit
+/// handler, the injection loaded and started, the context announced.
+fn start(s: &Scenario) -> Result<(), String> {
     s.validate()?;
     super::range_profiler::PROFILER.configure(s.profiler.clone());
     super::register_exit_report();
@@ -900,6 +937,62 @@ pub(crate) fn run(s: &Scenario) -> Result<(), String> {
     create_context();
     lock(&FAKE.report).program_thread_id =
         u64::from(rustix::thread::gettid().as_raw_nonzero().get() as u32);
+    Ok(())
+}
+
+/// The scenario of a program driven op by op ([`start_stepped`], [`run_here`]), and the graphs
+/// its threads captured.
+struct Stepped {
+    scenario: Scenario,
+    nodes: std::sync::Mutex<HashMap<String, Vec<Node>>>,
+}
+
+static STEPPED: std::sync::OnceLock<Stepped> = std::sync::OnceLock::new();
+
+thread_local! {
+    /// The allocations and NVTX ranges of this thread's ops, between [`run_here`] calls.
+    static SLOTS: std::cell::RefCell<HashMap<String, u64>> = std::cell::RefCell::new(HashMap::new());
+}
+
+/// [`start`] for a program that its host drives op by op with [`run_here`] (its scripted
+/// threads are not run). Once per process.
+pub(crate) fn start_stepped(s: Scenario) -> Result<(), String> {
+    if STEPPED.get().is_some() {
+        return Err("the program was already started".into());
+    }
+    start(&s)?;
+    let _ = STEPPED.set(Stepped {
+        scenario: s,
+        nodes: std::sync::Mutex::new(HashMap::new()),
+    });
+    Ok(())
+}
+
+/// Runs `ops` on the calling thread, in the program [`start_stepped`] started.
+pub(crate) fn run_here(ops: &[Op]) -> Result<(), String> {
+    let st = STEPPED
+        .get()
+        .ok_or("the program has not started (cupti_sim_start)")?;
+    let check = Scenario {
+        kernels: st.scenario.kernels.clone(),
+        threads: vec![crate::scenario::ThreadSpec { ops: ops.to_vec() }],
+        profiler: Default::default(),
+    };
+    check.validate()?;
+    let mut t = Thread {
+        s: &st.scenario,
+        slots: SLOTS.with(|s| std::mem::take(&mut *s.borrow_mut())),
+        nodes: &st.nodes,
+    };
+    t.run(ops);
+    SLOTS.with(|s| *s.borrow_mut() = t.slots);
+    Ok(())
+}
+
+/// Runs the program; returns once every scripted thread has finished (the process then exits,
+/// which runs the tool's exit handler and the report's).
+pub(crate) fn run(s: &Scenario) -> Result<(), String> {
+    start(s)?;
     let nodes = std::sync::Mutex::new(HashMap::new());
     let tids = std::sync::Mutex::new(Vec::new());
     let failed = std::thread::scope(|scope| {

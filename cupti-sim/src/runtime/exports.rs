@@ -600,3 +600,74 @@ pub unsafe extern "C" fn cupti_sim_run(spec: *const c_char) -> c_int {
         }
     })
 }
+
+/// Starts a program that its host drives op by op: what `cuInit` does with
+/// `CUDA_INJECTION64_PATH` (load, `InitializeInjection`) and the program's context, for the
+/// JSON [`crate::Scenario`] at `scenario` (its kernels; its threads are not run). Then
+/// [`cupti_sim_ops`] runs ops on the caller's threads, as a Python program driving CUDA
+/// through `ctypes` would. Returns 0, or non-zero after a line on stderr. Once per process;
+/// the report is written at exit.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cupti_sim_start(scenario: *const c_char) -> c_int {
+    guard("cupti_sim_start", 2, || {
+        // SAFETY: the host passes null or a NUL-terminated string valid for the call.
+        let Some(text) = (unsafe { json_arg(scenario) }) else {
+            return 1;
+        };
+        let s = match crate::Scenario::from_json(&text) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("cupti-sim: bad scenario: {e}");
+                return 1;
+            }
+        };
+        match super::exec::start_stepped(s) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("cupti-sim: {e}");
+                1
+            }
+        }
+    })
+}
+
+/// Runs the JSON array of [`crate::scenario::Op`]s at `ops` on the calling thread, in the
+/// program [`cupti_sim_start`] started; returns when they are done (0), or non-zero after a
+/// line on stderr. The ops of each call are checked on their own: an allocation or a range
+/// is ended, or a graph launched, by the call that made it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cupti_sim_ops(ops: *const c_char) -> c_int {
+    guard("cupti_sim_ops", 2, || {
+        // SAFETY: the host passes null or a NUL-terminated string valid for the call.
+        let Some(text) = (unsafe { json_arg(ops) }) else {
+            return 1;
+        };
+        let ops: Vec<crate::scenario::Op> = match serde_json::from_str(&text) {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("cupti-sim: bad ops: {e}");
+                return 1;
+            }
+        };
+        match super::exec::run_here(&ops) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("cupti-sim: {e}");
+                1
+            }
+        }
+    })
+}
+
+/// The text at `p`, or `None` (after a line on stderr) when it is null.
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string valid for the call.
+unsafe fn json_arg(p: *const c_char) -> Option<String> {
+    if p.is_null() {
+        eprintln!("cupti-sim: null argument");
+        return None;
+    }
+    // SAFETY: as this function's contract says.
+    Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}

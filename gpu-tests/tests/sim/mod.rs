@@ -211,7 +211,8 @@ impl Walker<'_> {
                 | Op::MemcpyPeer { .. }
                 | Op::Signals { .. }
                 | Op::Fork { .. }
-                | Op::Exec { .. } => {}
+                | Op::Exec { .. }
+                | Op::GpuTrace { .. } => {}
                 // Recorded at its pop; its depth is the number of ranges open around it.
                 Op::NvtxPush { message, domain } => {
                     th.open.push((message.clone(), domain.clone(), 0));

@@ -750,12 +750,43 @@ fn run_ops(sim: &Sim, ops: &[Op], th: &mut ThreadState) {
                     std::thread::sleep(std::time::Duration::from_millis(2));
                 }
             }
+            Op::GpuTrace { call, name } => {
+                let rc = gpu_trace_call(sim, call, name.as_deref());
+                lock(&sim.report).gpu_trace_calls.push((call.clone(), rc));
+            }
             Op::Repeat { times, ops } => {
                 for _ in 0..*times {
                     run_ops(sim, ops, th);
                 }
             }
         }
+    }
+}
+
+/// [`Op::GpuTrace`]: calls `gpu_trace_<call>` of the tool the SDK loaded (found as the
+/// application finds it: `dlopen` of its path with `RTLD_NOLOAD`). `None`: not exported.
+fn gpu_trace_call(sim: &Sim, call: &str, name: Option<&str>) -> Option<i32> {
+    use libloading::os::unix::{Library, RTLD_NOW};
+    use std::ffi::{CString, c_char, c_int};
+    /// glibc's value (`dlfcn.h`).
+    const RTLD_NOLOAD: c_int = 4;
+    // SAFETY: only finds the library already loaded; loads nothing.
+    let lib = unsafe { Library::open(Some(&sim.spec.tool), RTLD_NOW | RTLD_NOLOAD) }.ok()?;
+    let symbol = format!("gpu_trace_{call}\0");
+    // The functions that take a name get it, or null without one.
+    if matches!(call, "window_begin" | "range_push") {
+        let n = name.map(CString::new).transpose().ok()?;
+        // SAFETY: the C API's `int (const char *)` functions.
+        let f =
+            unsafe { lib.get::<unsafe extern "C" fn(*const c_char) -> c_int>(symbol.as_bytes()) }
+                .ok()?;
+        // SAFETY: null or a NUL-terminated string valid for the call.
+        Some(unsafe { f(n.as_ref().map_or(std::ptr::null(), |n| n.as_ptr())) })
+    } else {
+        // SAFETY: the C API's `int (void)` functions.
+        let f = unsafe { lib.get::<unsafe extern "C" fn() -> c_int>(symbol.as_bytes()) }.ok()?;
+        // SAFETY: no arguments.
+        Some(unsafe { f() })
     }
 }
 
