@@ -58,13 +58,19 @@ fn runtime_depth(delta: i32) -> u32 {
         .unwrap_or(0)
 }
 
-/// Runs `f` with API recording suppressed on this thread, for the tool's
-/// own CUDA calls.
-/// The application's CUDA driver, taken once for the process (records,
-/// capture checks and counters share it).
+/// The application's CUDA driver, taken once it is loaded (records, capture
+/// checks and counters share it). `None` until the application has loaded
+/// `libcuda.so.1`; that is asked again on each call, never remembered: a
+/// tool started by an NVTX call before the program's first CUDA call would
+/// otherwise name its GPUs "CUDA device N" for the whole run (seen on the
+/// H200 with a program whose first NVTX mark precedes `cuInit`).
 pub(crate) fn driver() -> Option<&'static Driver> {
-    static DRIVER: OnceLock<Option<Driver>> = OnceLock::new();
-    DRIVER.get_or_init(|| Driver::from_process().ok()).as_ref()
+    static DRIVER: OnceLock<Driver> = OnceLock::new();
+    if let Some(d) = DRIVER.get() {
+        return Some(d);
+    }
+    let d = Driver::from_process().ok()?;
+    Some(DRIVER.get_or_init(|| d))
 }
 
 /// Whether `stream` is capturing into a graph (work launched there runs
@@ -78,6 +84,8 @@ pub(crate) fn is_internal() -> bool {
     INTERNAL.try_with(Cell::get).unwrap_or(true)
 }
 
+/// Runs `f` with API recording suppressed on this thread, for the tool's
+/// own CUDA calls.
 pub(crate) fn internal<R>(f: impl FnOnce() -> R) -> R {
     let prev = INTERNAL.try_with(|i| i.replace(true)).unwrap_or(false);
     let r = f();

@@ -304,6 +304,10 @@ impl RecordState {
                     format!("{}.{}", v / 1000, (v % 1000) / 10),
                 ));
             }
+        } else {
+            gpu_trace_core::verbose!(
+                "CUDA device {ordinal} described without the driver (libcuda.so.1 not loaded)"
+            );
         }
         // Users know GPUs by their nvidia-smi index (PCI order), not the
         // CUDA ordinal, which CUDA_VISIBLE_DEVICES and FASTEST_FIRST reorder.
