@@ -220,7 +220,9 @@ fn a_dead_control_socket_is_given_up_on_at_once() {
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).starts_with(&format!("gpu-trace: process {pid} no longer runs gpu-trace")),
+        stderr(&o).starts_with(&format!(
+            "gpu-trace: process {pid} no longer runs gpu-trace"
+        )),
         "{}",
         stderr(&o)
     );
