@@ -6,7 +6,7 @@
 use gpu_trace_core::Config;
 use gpu_trace_core::config::{Problem, env_lookup, vars};
 use gpu_trace_core::cuda_config::{self, CudaConfig};
-use gpu_trace_core::filter::{self, KernelFilter};
+use gpu_trace_core::filter;
 use gpu_trace_core::windows;
 use std::path::PathBuf;
 
@@ -109,7 +109,7 @@ pub(crate) fn check(flags: &[Flag], verbose: bool) -> Result<Checked, String> {
         p.into_iter()
             .filter(|p| !gpu_trace_core::rank::vars::ALL.contains(&p.var)),
     );
-    problems.extend(KernelFilter::from_lookup(&get).1);
+    problems.extend(filter::from_lookup(&get).1);
     problems.extend(CudaConfig::from_lookup(get).1);
     problems.extend(windows::Plan::from_lookup(&get).1);
     if let Some(p) = problems.first() {

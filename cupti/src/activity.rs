@@ -546,13 +546,9 @@ pub fn configure_unified_memory(
 
 /// CLOCK_BOOTTIME in nanoseconds: the clock Perfetto's trace processor uses by
 /// default, and the one activity timestamps use after
-/// [`register_timestamp_callback`].
-pub fn boottime_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    (t.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(t.tv_nsec as u64)
-}
+/// [`register_timestamp_callback`] (gpu-trace's one clock,
+/// `gpu_trace_model::clock::boottime_ns`).
+pub use gpu_trace_model::clock::boottime_ns;
 
 extern "C" fn boottime_callback() -> u64 {
     boottime_ns()
@@ -574,7 +570,7 @@ pub fn register_timestamp_callback(cupti: &Cupti) -> Result<()> {
         return Err(Error::TimestampAfterEnable);
     }
     // SAFETY: the callback matches CUpti_TimestampCallbackFunc and cannot unwind
-    // (clock_gettime through rustix does not panic).
+    // (clock_gettime does not panic).
     cupti.check(unsafe {
         cupti
             .api()

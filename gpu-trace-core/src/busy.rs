@@ -28,29 +28,12 @@
 //! interval, and a track falls back to 0 at the end of its last busy
 //! interval.
 
+use gpu_trace_model::intervals;
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeMap;
 use std::hash::Hash;
 
-/// Width of one interval: 10 ms, as `perf stat -I 10` and `intel_gpu_top`
-/// sample engine busyness. Short enough to show a training step's phases,
-/// long enough that a busy GPU costs at most a few points per second per
-/// track.
-pub const INTERVAL: u64 = 10_000_000;
-
-/// The counter tracks of engine busy time that the emitter derives from
-/// the GPU activity records (`gpu.renderstages`): kernels, each copy
-/// direction and memsets, as a share of every [`INTERVAL`]. They are in
-/// the SYSTEM and MEMORY groups, as device telemetry is, so a reader tells
-/// them apart by these names.
-pub const ENGINE_COUNTERS: [&str; 6] = [
-    "Compute busy",
-    "Copy HtoD busy",
-    "Copy DtoH busy",
-    "Copy DtoD busy",
-    "Copy peer busy",
-    "Memset busy",
-];
+pub use gpu_trace_model::schema::busy::{ENGINE_COUNTERS, INTERVAL};
 
 /// Most disjoint busy stretches kept for one interval of one track (one
 /// every 0.6 µs of a 10 ms interval, far more kernels than any stream
@@ -157,7 +140,7 @@ impl<K: Copy + Eq + Hash + Ord> Busy<K> {
         } else {
             self.merged += push(t, first, start, (first + 1) * w, max);
             if last > first + 1 {
-                add_range(&mut t.full, first + 1, last);
+                intervals::insert(&mut t.full, first + 1, last);
             }
             self.merged += push(t, last, last * w, end, max);
         }
@@ -175,7 +158,7 @@ impl<K: Copy + Eq + Hash + Ord> Busy<K> {
         };
         t.held = 0;
         for v in t.partial.values_mut() {
-            self.merged += normalize(v, max) as u64;
+            self.merged += intervals::union_at_most(v, max) as u64;
             t.held += v.len();
         }
         let mut runs = Vec::new();
@@ -305,7 +288,7 @@ fn write_track<K: Copy>(
         if runs.iter().any(|&(a, e, _)| a <= b && b < e) {
             continue;
         }
-        *merged += normalize(&mut pieces, max) as u64;
+        *merged += intervals::union_at_most(&mut pieces, max) as u64;
         let busy: u64 = pieces.iter().map(|(s, e)| e - s).sum();
         runs.push((b, b + 1, busy as f64 * 100.0 / w as f64));
     }
@@ -350,67 +333,9 @@ fn push(t: &mut Track, b: u64, s: u64, e: u64, max: usize) -> u64 {
         return 0;
     }
     let before = v.len();
-    let merged = normalize(v, max);
+    let merged = intervals::union_at_most(v, max);
     t.held -= before - v.len();
     merged as u64
-}
-
-/// Sorts `v` and merges what overlaps or touches, so that it holds the
-/// union as disjoint stretches; then, past `max` of them, merges the
-/// shortest gaps until `max` are left (returns whether it had to).
-fn normalize(v: &mut Vec<(u64, u64)>, max: usize) -> bool {
-    v.sort_unstable();
-    let mut n = 0;
-    for i in 0..v.len() {
-        let (s, e) = v[i];
-        if n > 0 && s <= v[n - 1].1 {
-            v[n - 1].1 = v[n - 1].1.max(e);
-        } else {
-            v[n] = (s, e);
-            n += 1;
-        }
-    }
-    v.truncate(n);
-    if v.len() <= max {
-        return false;
-    }
-    while v.len() > max {
-        compact(v);
-    }
-    true
-}
-
-/// Merges the shortest quarter of the gaps of the disjoint sorted `v`
-/// (ties: the earlier gap).
-fn compact(v: &mut Vec<(u64, u64)>) {
-    let mut gaps: Vec<(u64, usize)> = (1..v.len()).map(|k| (v[k].0 - v[k - 1].1, k)).collect();
-    let q = (gaps.len() / 4).max(1);
-    gaps.select_nth_unstable(q - 1);
-    let mut merge = vec![false; v.len()];
-    for &(_, k) in &gaps[..q] {
-        merge[k] = true;
-    }
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len() - q);
-    for (k, &piece) in v.iter().enumerate() {
-        match out.last_mut() {
-            Some(last) if merge[k] => last.1 = piece.1,
-            _ => out.push(piece),
-        }
-    }
-    *v = out;
-}
-
-/// Adds the interval run `[a, b)` to the disjoint sorted runs `v`.
-fn add_range(v: &mut Vec<(u64, u64)>, a: u64, b: u64) {
-    let i = v.partition_point(|&(_, e)| e < a);
-    let mut j = i;
-    let (mut na, mut nb) = (a, b);
-    while j < v.len() && v[j].0 <= b {
-        na = na.min(v[j].0);
-        nb = nb.max(v[j].1);
-        j += 1;
-    }
-    v.splice(i..j, [(na, nb)]);
 }
 
 #[cfg(test)]

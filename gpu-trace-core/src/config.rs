@@ -226,8 +226,7 @@ pub const DEFAULT_OUTPUT: &str = "%n-%p.pftrace";
 pub const DEFAULT_BUFFER_KB: u32 = 64 * 1024;
 /// Default flush period.
 pub const DEFAULT_FLUSH_PERIOD: Duration = Duration::from_millis(1000);
-/// Default queue of recorded events: 32 MiB.
-pub const DEFAULT_QUEUE_KB: u32 = 32 * 1024;
+pub use gpu_trace_model::collector::DEFAULT_QUEUE_KB;
 const MIN_QUEUE_KB: u32 = 64;
 const MAX_QUEUE_KB: u32 = 1024 * 1024;
 const MIN_BUFFER_KB: u32 = 1024;
@@ -509,7 +508,7 @@ impl Config {
         ) {
             c.queue_full_waits = w;
         }
-        let (rank, p) = crate::rank::Rank::from_lookup(&get);
+        let (rank, p) = crate::rank::from_lookup(&get);
         c.rank = rank;
         problems.extend(p);
         // Naming metrics asks for counters.
@@ -614,24 +613,7 @@ fn is_valid_suffix(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
 }
 
-/// Splits a metric list on `,` and `;`, trims, drops empties, de-duplicates
-/// in first-seen order. Names with characters no metric uses are returned
-/// separately so that each can be reported alone.
-pub fn parse_metric_list(v: &str) -> (Vec<String>, Vec<String>) {
-    let mut good: Vec<String> = Vec::new();
-    let mut bad = Vec::new();
-    for m in v.split([',', ';']).map(str::trim).filter(|m| !m.is_empty()) {
-        let ok = m
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b));
-        if !ok {
-            bad.push(m.to_owned());
-        } else if !good.iter().any(|g| g == m) {
-            good.push(m.to_owned());
-        }
-    }
-    (good, bad)
-}
+pub use gpu_trace_model::names::parse_metric_list;
 
 /// Parses `65536` (KiB), `64K`, `64M`, `64MB`, `64MiB`, `1G`.
 pub fn parse_size_kb(v: &str) -> Option<u32> {

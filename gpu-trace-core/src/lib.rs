@@ -14,44 +14,37 @@ pub mod backend;
 pub mod bench;
 #[cfg_attr(not(feature = "perfetto"), allow(dead_code))]
 pub mod busy;
-pub mod clock;
-mod collector;
 pub mod config;
-pub mod correlate;
 pub mod cuda_config;
 #[cfg(feature = "perfetto")]
 mod emit;
 pub mod environment;
 pub mod filter;
-pub mod guard;
-pub mod log;
-pub mod model;
-pub mod names;
 pub mod output;
 pub mod private_dir;
 pub mod privilege;
 pub mod rank;
-pub mod registry;
-mod sharded;
 #[cfg(feature = "perfetto")]
 mod sink;
 pub mod telemetry;
 #[doc(hidden)]
 pub mod testing;
-pub mod thread;
 #[cfg(feature = "perfetto")]
 mod tracer;
-pub mod waits;
 pub mod windows;
 #[cfg(all(test, feature = "perfetto"))]
 mod wire_check;
 
+pub use gpu_trace_model::{
+    clock, collector, correlate, guard, log, model, names, registry, thread, verbose, waits, warn,
+    warn_once,
+};
 pub use gpu_trace_reader as reader;
 
 #[cfg(feature = "perfetto")]
 pub use backend::{BackendInfo, Categories};
-pub use collector::{Batch, Limits, Recorder, STALL_LIMIT};
 pub use config::Config;
+pub use gpu_trace_model::{Batch, Limits, Recorder, STALL_LIMIT};
 pub use output::{Announcement, RECORD_LOG_VAR};
 #[cfg(feature = "perfetto")]
 pub use sink::{RegisterError, SessionError};

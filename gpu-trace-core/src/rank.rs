@@ -9,6 +9,8 @@
 //! `gpu-trace stats` reads back to compare the ranks of a job.
 
 use crate::config::Problem;
+use gpu_trace_model::rank::whole;
+pub use gpu_trace_model::rank::{Rank, labels};
 
 /// The variables read.
 pub mod vars {
@@ -22,144 +24,68 @@ pub mod vars {
     pub const ALL: [&str; 3] = [RANK, LOCAL_RANK, WORLD_SIZE];
 }
 
-/// A process's rank in its job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rank {
-    /// `RANK`.
-    pub rank: u32,
-    /// `LOCAL_RANK`, when set.
-    pub local_rank: Option<u32>,
-    /// `WORLD_SIZE`, when set.
-    pub world_size: Option<u32>,
+/// Reads the process environment. Problems are returned, not printed.
+pub fn from_env() -> (Option<Rank>, Vec<Problem>) {
+    from_lookup(crate::config::env_lookup)
 }
 
-/// The label keys of the process descriptor.
-pub mod labels {
-    /// `rank=N`.
-    pub const RANK: &str = "rank";
-    /// `local_rank=M`.
-    pub const LOCAL_RANK: &str = "local_rank";
-    /// `world_size=W`.
-    pub const WORLD_SIZE: &str = "world_size";
-}
-
-fn whole(v: &str) -> Option<u32> {
-    let v = v.trim();
-    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    v.parse().ok()
-}
-
-impl Rank {
-    /// Reads the process environment. Problems are returned, not printed.
-    pub fn from_env() -> (Option<Rank>, Vec<Problem>) {
-        Self::from_lookup(crate::config::env_lookup)
-    }
-
-    /// Reads the variables through `get`. A value that is not a whole
-    /// number is a [`Problem`] and ignored; so is a `WORLD_SIZE` of 0, and
-    /// a `RANK` or `LOCAL_RANK` not below `WORLD_SIZE`. Without a usable
-    /// `RANK` there is no rank (the other two alone say nothing useful).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> (Option<Rank>, Vec<Problem>) {
-        let mut problems = Vec::new();
-        let mut read = |var: &'static str, expected: &str| -> Option<u32> {
-            let v = get(var)?;
-            let n = whole(&v);
-            if n.is_none() {
-                problems.push(Problem {
-                    var,
-                    value: v,
-                    expected: expected.to_owned(),
-                    using: "no rank labels".to_owned(),
-                });
-            }
-            n
-        };
-        let rank = read(vars::RANK, "a whole number (the process's rank, from 0)");
-        let local = read(
-            vars::LOCAL_RANK,
-            "a whole number (the rank on this machine)",
-        );
-        let world = read(vars::WORLD_SIZE, "a whole number of ranks, at least 1");
-        let world = match world {
-            Some(0) => {
-                problems.push(Problem {
-                    var: vars::WORLD_SIZE,
-                    value: "0".to_owned(),
-                    expected: "a whole number of ranks, at least 1".to_owned(),
-                    using: "no world size".to_owned(),
-                });
-                None
-            }
-            w => w,
-        };
-        let below =
-            |var: &'static str, n: Option<u32>, problems: &mut Vec<Problem>| match (n, world) {
-                (Some(n), Some(w)) if n >= w => {
-                    problems.push(Problem {
-                        var,
-                        value: n.to_string(),
-                        expected: format!("a rank below WORLD_SIZE={w}"),
-                        using: "no rank labels".to_owned(),
-                    });
-                    None
-                }
-                _ => n,
-            };
-        let rank = below(vars::RANK, rank, &mut problems);
-        let local = below(vars::LOCAL_RANK, local, &mut problems);
-        let r = rank.map(|rank| Rank {
-            rank,
-            local_rank: local,
-            world_size: world,
-        });
-        (r, problems)
-    }
-
-    /// What the process's name gets: ` [rank N/W]`, or ` [rank N]`
-    /// without a world size.
-    pub fn name_suffix(&self) -> String {
-        match self.world_size {
-            Some(w) => format!(" [rank {}/{w}]", self.rank),
-            None => format!(" [rank {}]", self.rank),
+/// Reads the variables through `get`. A value that is not a whole
+/// number is a [`Problem`] and ignored; so is a `WORLD_SIZE` of 0, and
+/// a `RANK` or `LOCAL_RANK` not below `WORLD_SIZE`. Without a usable
+/// `RANK` there is no rank (the other two alone say nothing useful).
+pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> (Option<Rank>, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let mut read = |var: &'static str, expected: &str| -> Option<u32> {
+        let v = get(var)?;
+        let n = whole(&v);
+        if n.is_none() {
+            problems.push(Problem {
+                var,
+                value: v,
+                expected: expected.to_owned(),
+                using: "no rank labels".to_owned(),
+            });
         }
-    }
-
-    /// The process descriptor's labels: `rank=N`, then `local_rank=M` and
-    /// `world_size=W` where known.
-    pub fn labels(&self) -> Vec<String> {
-        let mut l = vec![format!("{}={}", labels::RANK, self.rank)];
-        if let Some(m) = self.local_rank {
-            l.push(format!("{}={m}", labels::LOCAL_RANK));
+        n
+    };
+    let rank = read(vars::RANK, "a whole number (the process's rank, from 0)");
+    let local = read(
+        vars::LOCAL_RANK,
+        "a whole number (the rank on this machine)",
+    );
+    let world = read(vars::WORLD_SIZE, "a whole number of ranks, at least 1");
+    let world = match world {
+        Some(0) => {
+            problems.push(Problem {
+                var: vars::WORLD_SIZE,
+                value: "0".to_owned(),
+                expected: "a whole number of ranks, at least 1".to_owned(),
+                using: "no world size".to_owned(),
+            });
+            None
         }
-        if let Some(w) = self.world_size {
-            l.push(format!("{}={w}", labels::WORLD_SIZE));
+        w => w,
+    };
+    let below = |var: &'static str, n: Option<u32>, problems: &mut Vec<Problem>| match (n, world) {
+        (Some(n), Some(w)) if n >= w => {
+            problems.push(Problem {
+                var,
+                value: n.to_string(),
+                expected: format!("a rank below WORLD_SIZE={w}"),
+                using: "no rank labels".to_owned(),
+            });
+            None
         }
-        l
-    }
-
-    /// The rank that `labels` (`key=value` strings, as a trace's process
-    /// descriptor has them) describe; `None` without a whole `rank=`.
-    pub fn from_labels<'a>(labels: impl IntoIterator<Item = &'a str>) -> Option<Rank> {
-        let (mut rank, mut local_rank, mut world_size) = (None, None, None);
-        for l in labels {
-            let Some((k, v)) = l.split_once('=') else {
-                continue;
-            };
-            match k {
-                labels::RANK => rank = whole(v),
-                labels::LOCAL_RANK => local_rank = whole(v),
-                labels::WORLD_SIZE => world_size = whole(v),
-                _ => {}
-            }
-        }
-        Some(Rank {
-            rank: rank?,
-            local_rank,
-            world_size,
-        })
-    }
+        _ => n,
+    };
+    let rank = below(vars::RANK, rank, &mut problems);
+    let local = below(vars::LOCAL_RANK, local, &mut problems);
+    let r = rank.map(|rank| Rank {
+        rank,
+        local_rank: local,
+        world_size: world,
+    });
+    (r, problems)
 }
 
 #[cfg(test)]
@@ -167,7 +93,7 @@ mod tests {
     use super::*;
 
     fn read(pairs: &[(&str, &str)]) -> (Option<Rank>, Vec<String>) {
-        let (r, p) = Rank::from_lookup(|k| {
+        let (r, p) = from_lookup(|k| {
             pairs
                 .iter()
                 .find(|(n, _)| *n == k)

@@ -290,9 +290,8 @@ pub(crate) fn parse_counter_config(cfg: &[u8]) -> CounterRequest {
                 },
                 c::GCC_INSTRUMENTED_SAMPLING_CONFIG => {
                     req.instrumented = true;
-                    let (spec, problems) = crate::filter::FilterSpec::from_sampling_config(
-                        v.as_bytes().unwrap_or_default(),
-                    );
+                    let (spec, problems) =
+                        crate::filter::from_sampling_config(v.as_bytes().unwrap_or_default());
                     for p in problems {
                         crate::warn!("{p}");
                     }

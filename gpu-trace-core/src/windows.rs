@@ -36,6 +36,8 @@ use crate::config::{Problem, env_lookup, parse_var};
 use crate::private_dir::PrivateDir;
 #[cfg(feature = "perfetto")]
 use crate::{CaptureSwitch, Recorder};
+#[cfg(feature = "perfetto")]
+use gpu_trace_model::schema::RecordingWindow;
 
 /// Environment variable names.
 pub mod vars {
@@ -282,17 +284,19 @@ impl Shared {
     }
 }
 
-/// How window lines in the trace's GPU log begin: `recording window N
-/// opened (why)` and `recording window N closed (why)`.
-pub const WINDOW_LOG: &str = "recording window";
+pub use gpu_trace_model::schema::WINDOW_LOG;
 
 #[cfg(feature = "perfetto")]
 /// Writes window `n`'s opening or closing line into the trace's GPU log at
 /// `ts`: the marker every kind of window (socket, schedule, capture range)
 /// leaves, and what `stats` reads back.
 pub fn log_window(recorder: &Recorder, ts: u64, n: u32, opened: bool, why: &str) {
-    let what = if opened { "opened" } else { "closed" };
-    recorder.log(ts, false, &format!("{WINDOW_LOG} {n} {what} ({why})"));
+    let w = if opened {
+        RecordingWindow::opened(n, why)
+    } else {
+        RecordingWindow::closed(n, why)
+    };
+    recorder.window(ts, &w);
 }
 
 #[cfg(feature = "perfetto")]

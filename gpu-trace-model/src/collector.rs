@@ -10,6 +10,10 @@
 //! thread that asks to ([`Recorder::wait_for_room`]). Memory is bounded:
 //! past [`Limits::sealed`] queued batches, events are counted as dropped,
 //! and the counts are written into the trace.
+//!
+//! The recording side is every backend's; the draining side
+//! ([`Recorder::drain_some`], [`Recorder::recycle`], [`mark_drainer_thread`])
+//! is the writer's (`gpu-trace-perfetto`'s emitter thread).
 
 use crate::model::{
     ApiCall, CounterSample, DropKind, Event, KernelCounters, KernelExec, LogEvent, Marker,
@@ -77,7 +81,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self::for_queue_kb(crate::config::DEFAULT_QUEUE_KB)
+        Self::for_queue_kb(DEFAULT_QUEUE_KB)
     }
 }
 
@@ -100,7 +104,7 @@ impl Limits {
 /// Thread names by tid, shared by the recorder (which fills it) and the
 /// emitter.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct ThreadNames(Arc<Mutex<std::collections::HashMap<u32, String>>>);
+pub struct ThreadNames(Arc<Mutex<std::collections::HashMap<u32, String>>>);
 
 impl ThreadNames {
     fn set(&self, tid: u32, name: String) {
@@ -111,7 +115,7 @@ impl ThreadNames {
     }
 
     /// The name recorded for `tid`.
-    pub(crate) fn get(&self, tid: u32) -> Option<String> {
+    pub fn get(&self, tid: u32) -> Option<String> {
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -129,6 +133,10 @@ enum Fill {
     /// Larger than a whole batch (marker text past [`Limits::text`]).
     TooLarge,
 }
+
+/// Default memory for recorded events waiting to be written, KiB: 32 MiB
+/// (`INJECTION_QUEUE_SIZE`).
+pub const DEFAULT_QUEUE_KB: u32 = 32 * 1024;
 
 /// The longest one event waits for room in a full queue, by default.
 pub const STALL_LIMIT: Duration = Duration::from_millis(500);
@@ -198,8 +206,9 @@ impl Drop for VendorWait<'_> {
     }
 }
 
-/// Marks the calling thread as the one that drains (the emitter).
-pub(crate) fn mark_drainer_thread() {
+/// Marks the calling thread as the one that drains (the writer's thread):
+/// it never waits for room, since only it makes room.
+pub fn mark_drainer_thread() {
     DRAINER.with(|d| d.set(true));
 }
 
@@ -249,7 +258,8 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub(crate) fn new(limits: Limits) -> Self {
+    /// A recorder with `limits`, for the writer that will drain it.
+    pub fn new(limits: Limits) -> Self {
         Self {
             shared: Arc::new(Shared {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -271,14 +281,16 @@ impl Recorder {
         }
     }
 
-    pub(crate) fn set_wake(&self, f: Box<dyn Fn() + Send + Sync>) {
+    /// How the recorder wakes its writer (when a batch is half full, or
+    /// the queue is full); set once.
+    pub fn set_wake(&self, f: Box<dyn Fn() + Send + Sync>) {
         // A recorder serves one tracer; a second wake is never installed.
         let _ = self.shared.wake.set(Wake(f));
     }
 
     /// Stops accepting events (after shutdown). Later events are ignored,
     /// not counted as drops: the session is over.
-    pub(crate) fn close(&self) {
+    pub fn close(&self) {
         self.shared.enabled.store(false, Ordering::Release);
     }
 
@@ -365,6 +377,12 @@ impl Recorder {
             b.events.push(Event::Log(LogEvent::new(ts, warning, r)));
             true
         });
+    }
+
+    /// Records a recording window's opening or closing into the GPU log at
+    /// `ts` (see [`crate::schema::RecordingWindow`]).
+    pub fn window(&self, ts: Timestamp, w: &crate::schema::RecordingWindow) {
+        self.log(ts, false, &w.to_string());
     }
 
     /// Counts `n` items of `kind` that a backend could not record.
@@ -610,7 +628,7 @@ impl Recorder {
 
     /// Names of the threads that recorded, as they were when each first
     /// recorded.
-    pub(crate) fn thread_names(&self) -> ThreadNames {
+    pub fn thread_names(&self) -> ThreadNames {
         self.shared.names.clone()
     }
 
@@ -625,7 +643,7 @@ impl Recorder {
     /// threads taken in turn. Room in the queue appears as soon as each
     /// part is taken, so that a thread waiting for room waits for one part
     /// to be written, not for everything queued.
-    pub(crate) fn drain_some(&self, max_events: usize) -> Vec<Batch> {
+    pub fn drain_some(&self, max_events: usize) -> Vec<Batch> {
         let shared = &self.shared;
         let mut out: Vec<Batch> = Vec::new();
         let mut budget = max_events;
@@ -672,7 +690,7 @@ impl Recorder {
     }
 
     /// Returns written batches for reuse.
-    pub(crate) fn recycle(&self, batches: impl IntoIterator<Item = Batch>) {
+    pub fn recycle(&self, batches: impl IntoIterator<Item = Batch>) {
         let mut pool = self.shared.pool.lock().unwrap_or_else(|e| e.into_inner());
         for mut b in batches {
             if pool.len() >= POOL_LIMIT {

@@ -55,6 +55,6 @@ pub fn quiet_panics() {
 }
 
 /// Whether a panic has switched tracing off.
-pub(crate) fn broken() -> bool {
+pub fn broken() -> bool {
     BROKEN.load(Ordering::Relaxed)
 }

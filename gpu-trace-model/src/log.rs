@@ -96,7 +96,7 @@ fn cut(s: &str, limit: usize) -> &str {
 /// reader escapes in what it prints of traces (control characters, and
 /// those that reorder or hide text), so that both say the same.
 fn hidden(c: char) -> bool {
-    gpu_trace_reader::text::needs_escape(c)
+    crate::text::needs_escape(c)
 }
 
 fn escape_into(out: &mut String, s: &str, quotes: bool) {

@@ -252,6 +252,25 @@ fn special_token(s: &str) -> Option<usize> {
     None
 }
 
+/// Splits a metric list on `,` and `;`, trims, drops empties, de-duplicates
+/// in first-seen order. Names with characters no metric uses are returned
+/// separately so that each can be reported alone.
+pub fn parse_metric_list(v: &str) -> (Vec<String>, Vec<String>) {
+    let mut good: Vec<String> = Vec::new();
+    let mut bad = Vec::new();
+    for m in v.split([',', ';']).map(str::trim).filter(|m| !m.is_empty()) {
+        let ok = m
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b));
+        if !ok {
+            bad.push(m.to_owned());
+        } else if !good.iter().any(|g| g == m) {
+            good.push(m.to_owned());
+        }
+    }
+    (good, bad)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

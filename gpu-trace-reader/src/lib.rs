@@ -30,8 +30,9 @@ mod stats;
 pub mod text;
 mod trace;
 mod visit;
-pub mod wire;
 
+/// The field numbers of the traces read: `gpu_trace_model::schema`.
+pub use gpu_trace_model::schema as wire;
 pub use model::*;
 pub use stats::{ServiceLosses, trace_stats};
 pub use trace::{ReadError, ReadOptions, STREAM_LIMIT, Trace};

@@ -56,9 +56,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Once, RwLock};
 use std::time::Duration;
 
-fn boottime_ns() -> u64 {
-    gpu_trace_core::clock::boottime_ns()
-}
+use gpu_trace_model::clock::boottime_ns;
 
 /// Collected when a counters session names none: what a performance
 /// engineer looks at first (ncu's "speed of light", memory and occupancy

@@ -570,20 +570,10 @@ fn system_index(pci: &str) -> Option<u32> {
         .map(|s| s.to_ascii_lowercase())
         .collect();
     all.sort();
-    let want = normalize_bdf(pci);
+    let want = gpu_trace_model::pci::normalize_bdf(pci);
     all.iter()
-        .position(|p| normalize_bdf(p) == want)
+        .position(|p| gpu_trace_model::pci::normalize_bdf(p) == want)
         .map(|i| i as u32)
-}
-
-fn normalize_bdf(s: &str) -> String {
-    // The driver reports "00000000:06:00.0" through CUDA and "0000:00:06.0"
-    // in /proc: compare bus:device.function with a 4-digit domain.
-    let s = s.to_ascii_lowercase();
-    match s.split_once(':') {
-        Some((dom, rest)) => format!("{:0>4}:{rest}", dom.trim_start_matches('0')),
-        None => s,
-    }
 }
 
 fn copy_kind(k: MemcpyKind) -> CopyKind {
@@ -622,10 +612,13 @@ mod tests {
     #[test]
     fn pci_ids_compare_across_spellings() {
         assert_eq!(
-            normalize_bdf("00000000:06:00.0"),
-            normalize_bdf("0000:06:00.0")
+            gpu_trace_model::pci::normalize_bdf("00000000:06:00.0"),
+            gpu_trace_model::pci::normalize_bdf("0000:06:00.0")
         );
-        assert_eq!(normalize_bdf("0000:00:06.0"), "0000:00:06.0");
+        assert_eq!(
+            gpu_trace_model::pci::normalize_bdf("0000:00:06.0"),
+            "0000:00:06.0"
+        );
     }
 
     /// Compute capabilities of shipped NVIDIA GPUs and their architecture, as NVIDIA's

@@ -911,7 +911,7 @@ impl Tool {
         };
 
         let shared = Arc::new(Shared::new(&tracer, &cuda));
-        let (filter, problems) = gpu_trace_core::filter::KernelFilter::from_env();
+        let (filter, problems) = gpu_trace_core::filter::from_env();
         for p in &problems {
             gpu_trace_core::warn!("{p}");
         }

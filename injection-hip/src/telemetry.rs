@@ -64,7 +64,9 @@ pub(crate) fn cards(root: &Path) -> Vec<Card> {
             for l in uevent.lines() {
                 match l.split_once('=') {
                     Some(("DRIVER", v)) => amdgpu = v.trim() == "amdgpu",
-                    Some(("PCI_SLOT_NAME", v)) => pci = Some(normalize_bdf(v)),
+                    Some(("PCI_SLOT_NAME", v)) => {
+                        pci = Some(gpu_trace_model::pci::normalize_bdf(v))
+                    }
                     _ => {}
                 }
             }
@@ -74,14 +76,6 @@ pub(crate) fn cards(root: &Path) -> Vec<Card> {
     out.sort_by(|a, b| a.pci.cmp(&b.pci));
     out.dedup_by(|a, b| a.pci == b.pci);
     out
-}
-
-fn normalize_bdf(s: &str) -> String {
-    let s = s.trim().to_ascii_lowercase();
-    match s.split_once(':') {
-        Some((dom, rest)) => format!("{:0>4}:{rest}", dom.trim_start_matches('0')),
-        None => s,
-    }
 }
 
 /// How a file's text becomes a value.
@@ -212,7 +206,7 @@ pub(crate) fn watch(telemetry: &Telemetry, devices: &[Device]) {
         return;
     }
     for d in with_bus {
-        let pci = normalize_bdf(d.pci_bdf.as_deref().unwrap_or_default());
+        let pci = gpu_trace_model::pci::normalize_bdf(d.pci_bdf.as_deref().unwrap_or_default());
         let (root, gpu_id) = (root.clone(), d.id);
         telemetry.watch(
             gpu_id,

@@ -406,7 +406,7 @@ impl HipTool {
     /// [`Tool::initialize`]: the contexts, then the tracer.
     fn start(&self, rt: &Runtime) -> rocprofiler::Result<Session> {
         gpu_trace_core::guard::quiet_panics();
-        let (filter, filter_problems) = gpu_trace_core::filter::KernelFilter::from_env();
+        let (filter, filter_problems) = gpu_trace_core::filter::from_env();
         for p in self.problems.iter().chain(&filter_problems) {
             gpu_trace_core::warn!("{p}");
         }

@@ -898,8 +898,7 @@ pub(crate) fn run(s: &Scenario) -> Result<(), String> {
     super::register_exit_report();
     load_injection()?;
     create_context();
-    lock(&FAKE.report).program_thread_id =
-        u64::from(rustix::thread::gettid().as_raw_nonzero().get() as u32);
+    lock(&FAKE.report).program_thread_id = u64::from(gpu_trace_model::clock::thread_id());
     let nodes = std::sync::Mutex::new(HashMap::new());
     let tids = std::sync::Mutex::new(Vec::new());
     let failed = std::thread::scope(|scope| {
@@ -912,9 +911,7 @@ pub(crate) fn run(s: &Scenario) -> Result<(), String> {
                 std::thread::Builder::new()
                     .name(format!("app-{i}"))
                     .spawn_scoped(scope, move || {
-                        lock(tids).push(u64::from(
-                            rustix::thread::gettid().as_raw_nonzero().get() as u32
-                        ));
+                        lock(tids).push(u64::from(gpu_trace_model::clock::thread_id()));
                         Thread {
                             s,
                             slots: HashMap::new(),

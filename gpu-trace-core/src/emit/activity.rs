@@ -127,6 +127,8 @@ impl State {
         let engine = match m.kind {
             MemoryOpKind::Copy { kind, .. } => Engine::of_copy(kind),
             MemoryOpKind::Set { .. } => Some(Engine::Memset),
+            // A kind this writer does not know keeps no engine busy.
+            _ => None,
         };
         if let Some(e) = engine {
             self.gpu.add((m.device, e), m.start, m.end);

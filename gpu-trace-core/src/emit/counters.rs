@@ -5,7 +5,7 @@
 
 use super::{ClockSpec, CtrSeq, Encoder, PacketSink, RsSeq};
 use crate::collector::Batch;
-use crate::model::{CounterGroup, CounterSpec, Event, Unit};
+use crate::model::{CounterSpec, Event, Unit};
 use gpu_trace_reader::pb::Writer;
 use gpu_trace_reader::wire;
 
@@ -203,30 +203,6 @@ pub(super) struct CounterPoint<'a> {
     pub(super) zero: bool,
 }
 
-fn unit_code(u: Unit) -> u64 {
-    match u {
-        Unit::None => 0,
-        Unit::Bit => 1,
-        Unit::Byte => 7,
-        Unit::Kilobyte => 8,
-        Unit::Megabyte => 9,
-        Unit::Gigabyte => 10,
-        Unit::Hertz => 13,
-        Unit::Megahertz => 15,
-        Unit::Nanosecond => 19,
-        Unit::Microsecond => 20,
-        Unit::Millisecond => 21,
-        Unit::Second => 22,
-        Unit::Milliwatt => 28,
-        Unit::Watt => 29,
-        Unit::Joule => 31,
-        Unit::Volt => 32,
-        Unit::Celsius => 34,
-        Unit::Percent => 37,
-        Unit::Instruction => 40,
-    }
-}
-
 /// Describes the counters `ids` (`CounterId`s: index into `specs` + 1);
 /// `per_kernel`: values are sampled per kernel (instrumented), not over time.
 fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec], ids: &[u32], per_kernel: bool) {
@@ -241,18 +217,20 @@ fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec], ids: &[u32],
                 sp.string(wire::counters::SPEC_DESCRIPTION, &s.description);
             }
             if s.unit != Unit::None {
-                sp.varint(wire::counters::SPEC_NUM_UNITS, unit_code(s.unit));
+                sp.varint(
+                    wire::counters::SPEC_NUM_UNITS,
+                    wire::counters::unit_code(s.unit),
+                );
             }
             if let Some(per) = s.per {
-                sp.varint(wire::counters::SPEC_DEN_UNITS, unit_code(per));
+                sp.varint(
+                    wire::counters::SPEC_DEN_UNITS,
+                    wire::counters::unit_code(per),
+                );
             }
             sp.varint(
                 wire::counters::SPEC_GROUPS,
-                match s.group {
-                    CounterGroup::Compute => wire::counters::GROUP_COMPUTE,
-                    CounterGroup::Memory => wire::counters::GROUP_MEMORY,
-                    CounterGroup::System => wire::counters::GROUP_SYSTEM,
-                },
+                wire::counters::group_code(s.group),
             )
             .varint(
                 wire::counters::SPEC_VALUE_DIRECTION,
@@ -268,7 +246,7 @@ fn write_counter_descriptor(cd: &mut Writer, specs: &[CounterSpec], ids: &[u32],
 mod tests {
     use super::super::test_support::{Fixture, Packets, all, at, u};
     use super::*;
-    use crate::model::{CounterId, KernelCounters};
+    use crate::model::{CounterGroup, CounterId, KernelCounters};
     use wire::counters as C;
 
     #[test]
@@ -349,7 +327,7 @@ mod tests {
         );
         assert_eq!(
             u(specs[0].as_bytes().unwrap(), &[C::SPEC_NUM_UNITS]),
-            Some(unit_code(Unit::Percent))
+            Some(wire::counters::unit_code(Unit::Percent))
         );
         let iid = u(desc, &[C::IDESC_IID]);
         assert!(
@@ -418,9 +396,15 @@ mod tests {
         let specs = all(desc, C::DESC_SPECS);
         let spec = |i: usize, f: u32| u(specs[i].as_bytes().unwrap(), &[f]);
         assert_eq!(specs.len(), 2);
-        assert_eq!(spec(0, C::SPEC_NUM_UNITS), Some(unit_code(Unit::Megahertz)));
+        assert_eq!(
+            spec(0, C::SPEC_NUM_UNITS),
+            Some(wire::counters::unit_code(Unit::Megahertz))
+        );
         assert_eq!(spec(0, C::SPEC_GROUPS), Some(C::GROUP_SYSTEM));
-        assert_eq!(spec(1, C::SPEC_NUM_UNITS), Some(unit_code(Unit::Byte)));
+        assert_eq!(
+            spec(1, C::SPEC_NUM_UNITS),
+            Some(wire::counters::unit_code(Unit::Byte))
+        );
         assert_eq!(spec(1, C::SPEC_GROUPS), Some(C::GROUP_MEMORY));
         assert_eq!(spec(1, C::SPEC_VALUE_DIRECTION), Some(C::FORWARDS_LOOKING));
         assert_eq!(u(desc, &[C::DESC_SUPPORTS_INSTRUMENTED]), Some(0));

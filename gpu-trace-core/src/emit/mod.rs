@@ -442,6 +442,8 @@ impl Encoder {
                             self.totals.memory_samples += 1;
                             0
                         }
+                        // An event this writer does not know: not written.
+                        _ => 0,
                     })
                     .collect()
             })

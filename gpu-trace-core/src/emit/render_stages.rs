@@ -231,6 +231,8 @@ impl Encoder {
         let (stage, name) = match m.kind {
             MemoryOpKind::Copy { kind, .. } => (STAGE_MEMCPY, self.copy_name(kind)),
             MemoryOpKind::Set { .. } => (STAGE_MEMSET, self.memset_name),
+            // A kind this writer does not know is left out.
+            _ => return,
         };
         self.interned.clear();
         self.intern_queue(seq, queue);
@@ -250,6 +252,7 @@ impl Encoder {
             ],
             MemoryOpKind::Copy { .. } => &[a.device, a.stream, a.bytes, a.src_kind, a.dst_kind],
             MemoryOpKind::Set { .. } => &[a.device, a.stream, a.bytes, a.value, a.memory_kind],
+            _ => &[a.device, a.stream, a.bytes],
         };
         for &n in used {
             self.intern_arg_name(seq, n);
@@ -291,6 +294,7 @@ impl Encoder {
                         arg_uint(l, a.value, value as u64);
                         arg_str(l, a.memory_kind, memory.name());
                     }
+                    _ => {}
                 }
                 if m.graph_node != 0 {
                     arg_uint(l, a.graph_node, m.graph_node);

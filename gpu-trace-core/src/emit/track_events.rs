@@ -89,6 +89,8 @@ impl Encoder {
             }
             Marker::End { id } => self.open_ranges.remove(&id),
             Marker::Mark { .. } => true,
+            // A marker this writer does not know is left out.
+            _ => false,
         }
     }
 
@@ -371,6 +373,7 @@ impl Encoder {
                 self.describe_range_track(uuid, None, sink);
                 (wire::track_event::TYPE_SLICE_END, uuid, None, None)
             }
+            _ => return,
         };
         let text = text.map(|t| b.text(t));
         let interned = text.as_deref().map(|s| {

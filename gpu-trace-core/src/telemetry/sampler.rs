@@ -697,7 +697,7 @@ mod tests {
 
         fn samples(&self) -> Vec<CounterSample> {
             self.rec
-                .drain()
+                .drain_some(usize::MAX)
                 .into_iter()
                 .flat_map(|b| b.events)
                 .filter_map(|e| match e {

@@ -1,10 +1,16 @@
-//! Perfetto field numbers and enum values used by the writer and the reader.
-//!
-//! Literals, so that reading needs no Perfetto SDK. `gpu-trace-core`
-//! checks every one against the field-number enums the SDK crates generate
-//! (its `wire_check` test), so a typo fails a test; the few the crates lack
-//! name the proto they come from.
+//! What gpu-trace's traces hold, for the writer and every reader: the
+//! Perfetto field numbers and enum values the encoder writes with (as
+//! literals, so that reading needs no Perfetto SDK; the test kit's
+//! `wire_check` compares every one with the field-number enums the SDK
+//! crates generate, so a typo fails a test, and the few the crates lack
+//! name the proto they come from), the busy tracks' names and interval
+//! ([`busy`]), and the recording-window markers of the GPU log
+//! ([`RecordingWindow`]).
 #![allow(missing_docs)]
+
+mod window;
+
+pub use window::{RecordingWindow, WINDOW_LOG};
 pub const TRACE_PACKET: u32 = 1;
 
 pub mod packet {
@@ -155,6 +161,42 @@ pub mod counters {
     pub const GROUP_SYSTEM: u64 = 1;
     pub const GROUP_MEMORY: u64 = 5;
     pub const GROUP_COMPUTE: u64 = 6;
+
+    use crate::model::{CounterGroup, Unit};
+
+    /// `GpuCounterDescriptor.MeasureUnit` of a counter's unit.
+    pub fn unit_code(u: Unit) -> u64 {
+        match u {
+            Unit::None => 0,
+            Unit::Bit => 1,
+            Unit::Byte => 7,
+            Unit::Kilobyte => 8,
+            Unit::Megabyte => 9,
+            Unit::Gigabyte => 10,
+            Unit::Hertz => 13,
+            Unit::Megahertz => 15,
+            Unit::Nanosecond => 19,
+            Unit::Microsecond => 20,
+            Unit::Millisecond => 21,
+            Unit::Second => 22,
+            Unit::Milliwatt => 28,
+            Unit::Watt => 29,
+            Unit::Joule => 31,
+            Unit::Volt => 32,
+            Unit::Celsius => 34,
+            Unit::Percent => 37,
+            Unit::Instruction => 40,
+        }
+    }
+
+    /// `GpuCounterDescriptor.GpuCounterGroup` of a counter's group.
+    pub fn group_code(g: CounterGroup) -> u64 {
+        match g {
+            CounterGroup::Compute => GROUP_COMPUTE,
+            CounterGroup::Memory => GROUP_MEMORY,
+            CounterGroup::System => GROUP_SYSTEM,
+        }
+    }
 }
 
 /// `GenericGpuFrequencyEvent`.
@@ -279,4 +321,27 @@ pub mod config {
     /// `InstrumentedSamplingConfig.ActivityRange`.
     pub const AR_SKIP: u32 = 1;
     pub const AR_COUNT: u32 = 2;
+}
+
+/// The busy tracks the writer derives from the GPU activity records.
+pub mod busy {
+    /// Width of one interval: 10 ms, as `perf stat -I 10` and `intel_gpu_top`
+    /// sample engine busyness. Short enough to show a training step's phases,
+    /// long enough that a busy GPU costs at most a few points per second per
+    /// track.
+    pub const INTERVAL: u64 = 10_000_000;
+
+    /// The counter tracks of engine busy time that the emitter derives from
+    /// the GPU activity records (`gpu.renderstages`): kernels, each copy
+    /// direction and memsets, as a share of every [`INTERVAL`]. They are in
+    /// the SYSTEM and MEMORY groups, as device telemetry is, so a reader tells
+    /// them apart by these names.
+    pub const ENGINE_COUNTERS: [&str; 6] = [
+        "Compute busy",
+        "Copy HtoD busy",
+        "Copy DtoH busy",
+        "Copy DtoD busy",
+        "Copy peer busy",
+        "Memset busy",
+    ];
 }
