@@ -12,11 +12,11 @@
 //! `gpu-trace telemetry:` log line and in `--verbose`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use gpu_trace_core::bench::TelemetryRound;
+use gpu_trace_agent::bench::TelemetryRound;
 use nvml_sim::{DeviceSpec, Spec};
 use std::hint::black_box;
 
-fn probe(gpm: bool) -> Box<dyn gpu_trace_core::telemetry::Probe> {
+fn probe(gpm: bool) -> Box<dyn gpu_trace_agent::telemetry::Probe> {
     nvml_sim::configure(Spec {
         devices: vec![DeviceSpec {
             gpm,

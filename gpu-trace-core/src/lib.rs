@@ -14,27 +14,21 @@ pub mod backend;
 pub mod bench;
 #[cfg_attr(not(feature = "perfetto"), allow(dead_code))]
 pub mod busy;
-pub mod config;
-pub mod cuda_config;
 #[cfg(feature = "perfetto")]
 mod emit;
-pub mod environment;
 pub mod filter;
-pub mod output;
-pub mod private_dir;
-pub mod privilege;
-pub mod rank;
 #[cfg(feature = "perfetto")]
 mod sink;
-pub mod telemetry;
 #[doc(hidden)]
 pub mod testing;
 #[cfg(feature = "perfetto")]
 mod tracer;
-pub mod windows;
 #[cfg(all(test, feature = "perfetto"))]
 mod wire_check;
 
+pub use gpu_trace_agent::{
+    config, cuda_config, environment, output, private_dir, privilege, rank, telemetry, windows,
+};
 pub use gpu_trace_model::{
     clock, collector, correlate, guard, log, model, names, registry, thread, verbose, waits, warn,
     warn_once,

@@ -11,6 +11,7 @@ use crate::registry::{Counters, Devices};
 use crate::sink::{self, CounterRequest, DsSink, FileSession, TeSink};
 use crate::telemetry::Telemetry;
 use arc_swap::ArcSwapOption;
+use gpu_trace_model::capture::RecordingSwitch;
 use perfetto_sdk::producer::Backends;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -885,7 +886,8 @@ impl Tracer {
 }
 
 /// Opens and closes capture ranges: recording runs (as far as the session
-/// asks for it) only while a range is open. Cheap to clone.
+/// asks for it) only while a range is open. Cheap to clone. The agent's
+/// recording windows drive it as a [`RecordingSwitch`].
 #[derive(Clone)]
 pub struct CaptureSwitch(Arc<Inner>);
 
@@ -926,6 +928,16 @@ impl CaptureSwitch {
     /// application never asked for recording).
     pub fn ever_opened(&self) -> bool {
         self.0.captured.load(Ordering::Relaxed)
+    }
+}
+
+impl RecordingSwitch for CaptureSwitch {
+    fn set(&self, open: bool) {
+        CaptureSwitch::set(self, open);
+    }
+
+    fn is_open(&self) -> bool {
+        CaptureSwitch::is_open(self)
     }
 }
 

@@ -23,6 +23,7 @@
 //! or an analysis tool depends on this crate alone.
 #![forbid(unsafe_code)]
 
+pub mod capture;
 pub mod clock;
 pub mod collector;
 pub mod correlate;

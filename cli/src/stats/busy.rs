@@ -145,12 +145,12 @@ impl Intervals {
 }
 
 /// Whether a call waits for the GPU: the synchronising calls and blocking
-/// copies of the injections' own list (`gpu_trace_core::waits`), so that
+/// copies of the injections' own list (`gpu_trace_model::waits`), so that
 /// `stats` and the trace's GPU-wait tracks agree. An API call that carries
 /// wait arrows in the trace (`GpuCorrelation.wait_ids`, which the
 /// injections set on synchronisations) counts as waiting too, whatever its
 /// name.
-pub(crate) use gpu_trace_core::waits::waits_for_gpu;
+pub(crate) use gpu_trace_model::waits::waits_for_gpu;
 
 #[cfg(test)]
 mod tests {

@@ -310,7 +310,7 @@ mod tests {
         Scope {
             file: Some(format!("{pid}.pftrace")),
             pid: Some(pid),
-            rank: rank.map(|rank| gpu_trace_core::rank::Rank {
+            rank: rank.map(|rank| gpu_trace_model::rank::Rank {
                 rank,
                 local_rank: None,
                 world_size: None,

@@ -546,7 +546,7 @@ impl Visitor for Acc {
         {
             // Engine busy time, drawn from the activity, is in those groups
             // too: the devices table has it exactly.
-            if gpu_trace_core::busy::ENGINE_COUNTERS.contains(&c.name.as_str()) {
+            if gpu_trace_model::schema::busy::ENGINE_COUNTERS.contains(&c.name.as_str()) {
                 return;
             }
             let i = self.telemetry_track(c);
@@ -1087,7 +1087,7 @@ pub(crate) struct FileData {
 
 /// The window lines of a trace's log, (ts, opened), in time order.
 fn window_lines(logs: &[gpu_trace_reader::LogLine]) -> Vec<(u64, bool)> {
-    let prefix = gpu_trace_core::windows::WINDOW_LOG;
+    let prefix = gpu_trace_model::schema::WINDOW_LOG;
     let mut lines: Vec<(u64, bool)> = logs
         .iter()
         .filter_map(|l| {
@@ -1102,7 +1102,7 @@ fn window_lines(logs: &[gpu_trace_reader::LogLine]) -> Vec<(u64, bool)> {
 
 /// The recording windows of a trace, [start, end) ns, from its log lines
 /// (`recording window N opened (why)` / `... closed (why)`, see
-/// `gpu_trace_core::windows`); a window still open at the end lasts until
+/// `gpu_trace_agent::windows`); a window still open at the end lasts until
 /// `end`. `None` when the run was never switched.
 pub(crate) fn window_spans(
     logs: &[gpu_trace_reader::LogLine],

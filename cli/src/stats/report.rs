@@ -95,7 +95,7 @@ pub(crate) struct Scope {
     pub(crate) file: Option<String>,
     pub(crate) pid: Option<Pid>,
     /// Its rank in the job, from its descriptor's labels.
-    pub(crate) rank: Option<gpu_trace_core::rank::Rank>,
+    pub(crate) rank: Option<gpu_trace_model::rank::Rank>,
     pub(crate) tables: Tables,
 }
 
@@ -590,7 +590,7 @@ pub(crate) fn build(files: Vec<FileData>) -> Summary {
             };
             let tables = process(&f.path, i, &f.devices, pid, p, recorded, all.as_mut());
             let rank = f.processes.iter().find(|d| d.pid == pid).and_then(|d| {
-                gpu_trace_core::rank::Rank::from_labels(d.labels.iter().map(String::as_str))
+                gpu_trace_model::rank::Rank::from_labels(d.labels.iter().map(String::as_str))
             });
             out.processes.push(Scope {
                 file: Some(f.path.clone()),

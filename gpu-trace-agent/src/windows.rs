@@ -2,7 +2,7 @@
 //! by time (a delay, a duration, a duty cycle) or from outside
 //! (`gpu-trace start|stop|status PID`).
 //!
-//! Windows drive the tracer's [`CaptureSwitch`], the same switch that
+//! Windows drive the writer's [`RecordingSwitch`], the same switch that
 //! `cudaProfilerStart`/`Stop` capture ranges use: outside a window nothing
 //! of the vendor's tracing is enabled, and each window holds everything
 //! submitted inside it, including work still running when it closes. Each
@@ -26,17 +26,14 @@
 
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
-#[cfg(feature = "perfetto")]
 use std::sync::Arc;
-#[cfg(feature = "perfetto")]
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::config::{Problem, env_lookup, parse_var};
 use crate::private_dir::PrivateDir;
-#[cfg(feature = "perfetto")]
-use crate::{CaptureSwitch, Recorder};
-#[cfg(feature = "perfetto")]
+use gpu_trace_model::Recorder;
+use gpu_trace_model::capture::RecordingSwitch;
 use gpu_trace_model::schema::RecordingWindow;
 
 /// Environment variable names.
@@ -208,7 +205,6 @@ pub fn socket_path(dir: &Path, pid: u32) -> PathBuf {
     dir.join(socket_name(pid))
 }
 
-#[cfg(feature = "perfetto")]
 /// The running window controller of this process; stops its thread and
 /// removes its socket on drop.
 pub struct Windows {
@@ -221,9 +217,8 @@ pub struct Windows {
     pid: u32,
 }
 
-#[cfg(feature = "perfetto")]
 struct Shared {
-    switch: CaptureSwitch,
+    switch: Box<dyn RecordingSwitch>,
     recorder: Recorder,
     stop: AtomicBool,
     /// Windows opened so far.
@@ -239,7 +234,6 @@ struct Shared {
     opened_at: std::sync::atomic::AtomicU64,
 }
 
-#[cfg(feature = "perfetto")]
 impl Shared {
     /// Opens or closes a window, drawing it as a process-wide range.
     fn set(&self, open: bool, why: &str) {
@@ -286,7 +280,6 @@ impl Shared {
 
 pub use gpu_trace_model::schema::WINDOW_LOG;
 
-#[cfg(feature = "perfetto")]
 /// Writes window `n`'s opening or closing line into the trace's GPU log at
 /// `ts`: the marker every kind of window (socket, schedule, capture range)
 /// leaves, and what `stats` reads back.
@@ -299,17 +292,20 @@ pub fn log_window(recorder: &Recorder, ts: u64, n: u32, opened: bool, why: &str)
     recorder.window(ts, &w);
 }
 
-#[cfg(feature = "perfetto")]
 impl Windows {
     /// Starts the controller for `plan`: opens the first window now when
     /// the plan starts recording at once, schedules the others, and listens
     /// on the control socket. Returns `None` when there is nothing to do.
-    pub fn start(plan: &Plan, switch: CaptureSwitch, recorder: Recorder) -> Option<Windows> {
+    pub fn start(
+        plan: &Plan,
+        switch: impl RecordingSwitch + 'static,
+        recorder: Recorder,
+    ) -> Option<Windows> {
         if !plan.switches() && !plan.control {
             return None;
         }
         let shared = Arc::new(Shared {
-            switch,
+            switch: Box::new(switch),
             recorder,
             stop: AtomicBool::new(false),
             opened: AtomicU32::new(0),
@@ -406,14 +402,12 @@ impl Windows {
     }
 }
 
-#[cfg(feature = "perfetto")]
 impl Drop for Windows {
     fn drop(&mut self) {
         self.stop();
     }
 }
 
-#[cfg(feature = "perfetto")]
 fn bind() -> Result<(UnixDatagram, PathBuf), String> {
     let dir = ensure_control_dir(&control_dir())?;
     let name = socket_name(std::process::id());
@@ -499,7 +493,6 @@ impl Schedule {
     }
 }
 
-#[cfg(feature = "perfetto")]
 fn run(s: &Shared, sock: Option<UnixDatagram>, mut schedule: Schedule) {
     let mut buf = [0u8; 64];
     if let Some(sock) = &sock
@@ -573,7 +566,6 @@ fn run(s: &Shared, sock: Option<UnixDatagram>, mut schedule: Schedule) {
 
 /// Waits until `sock` has a datagram or `wait` has passed (forever
 /// without one); whether it has one.
-#[cfg(feature = "perfetto")]
 fn readable(sock: &UnixDatagram, wait: Option<Duration>) -> bool {
     use rustix::event::{PollFd, PollFlags, poll};
     let timeout = wait.map(|w| rustix::time::Timespec {
@@ -818,7 +810,9 @@ mod tests {
     /// root's: it is refused as it is, and the folder keeps its mode.
     #[test]
     fn a_control_folder_linked_to_a_folder_of_roots_is_refused_and_left_alone() {
-        use crate::testing::users::{SharedTmp, can_switch, mode_of, other_mkdir, other_symlink};
+        use gpu_trace_testkit::users::{
+            SharedTmp, can_switch, mode_of, other_mkdir, other_symlink,
+        };
         use std::os::unix::fs::PermissionsExt;
         if !can_switch("a_control_folder_linked_to_a_folder_of_roots_is_refused_and_left_alone") {
             return;
@@ -883,7 +877,7 @@ mod tests {
     /// by the kernel (EACCES), and the socket gets nothing.
     #[test]
     fn other_users_cannot_reach_a_control_socket() {
-        use crate::testing::users::{SharedTmp, as_other, can_switch, exe_copy};
+        use gpu_trace_testkit::users::{SharedTmp, as_other, can_switch, exe_copy};
         if !can_switch("other_users_cannot_reach_a_control_socket") {
             return;
         }
@@ -1019,7 +1013,6 @@ mod tests {
     /// The controller's wait for the next switch is as long as asked: a
     /// socket receive timeout woke 166 ms late for 3 s here and up to
     /// 1.2 s late for 19 s on the H200, which cut duty-cycle windows short.
-    #[cfg(feature = "perfetto")]
     #[test]
     fn the_wait_for_the_next_switch_is_as_long_as_asked() {
         let dir = std::env::temp_dir().join(format!("gpu-trace-wait-{}", std::process::id()));

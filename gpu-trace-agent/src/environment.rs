@@ -324,8 +324,8 @@ pub fn find(name: &str) -> Option<&'static Variable> {
 pub fn markdown() -> String {
     let mut out = String::from(
         "# Environment variables\n\n\
-         <!-- Generated from gpu-trace-core/src/environment.rs by \
-         `GPU_TRACE_BLESS=1 cargo test -p gpu-trace-core --test reference`; \
+         <!-- Generated from gpu-trace-agent/src/environment.rs by \
+         `GPU_TRACE_BLESS=1 cargo test -p gpu-trace-agent --test reference`; \
          do not edit. -->\n\n\
          `gpu-trace record` sets these for the program it runs, from its \
          options; without the launcher, set them yourself. Each is read once, \

@@ -539,7 +539,7 @@ pub fn env_lookup(var: &str) -> Option<String> {
 /// same way:
 ///
 /// ```
-/// use gpu_trace_core::config::{parse_choice, parse_var};
+/// use gpu_trace_agent::config::{parse_choice, parse_var};
 /// let get = |_: &str| Some("fast".to_owned());
 /// let speeds = [("slow", 1), ("quick", 2)];
 /// let p = parse_var(&get, "MY_SPEED", "slow or quick", "slow", |v| parse_choice(v, &speeds));

@@ -506,7 +506,7 @@ mod tests {
     /// launcher finds it gone) and never reached through a link.
     #[test]
     fn the_record_log_is_only_appended_to_never_made_or_followed() {
-        use crate::testing::users::SharedTmp;
+        use gpu_trace_testkit::users::SharedTmp;
         let tmp = SharedTmp::new("record-log");
         let dir = PrivateDir::create(&tmp.join("gpu-trace-x")).unwrap();
         drop(

@@ -429,7 +429,7 @@ fn check_runtime_base(dir: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::users::{SharedTmp, can_switch, mode_of};
+    use gpu_trace_testkit::users::{SharedTmp, can_switch, mode_of};
     use std::os::unix::fs::{PermissionsExt, chown, symlink};
     use std::os::unix::net::UnixDatagram;
 

@@ -1,9 +1,9 @@
 //! The environment reference page is generated from
-//! `gpu_trace_core::environment::VARIABLES`, and that table lists exactly
+//! `gpu_trace_agent::environment::VARIABLES`, and that table lists exactly
 //! the variables the product reads. Regenerate the page with
-//! `GPU_TRACE_BLESS=1 cargo test -p gpu-trace-core --test reference`.
+//! `GPU_TRACE_BLESS=1 cargo test -p gpu-trace-agent --test reference`.
 
-use gpu_trace_core::environment::{VARIABLES, markdown};
+use gpu_trace_agent::environment::{VARIABLES, markdown};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -22,14 +22,16 @@ fn the_environment_reference_is_current() {
     let have = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         have == want,
-        "{} differs from what gpu-trace-core/src/environment.rs generates; \
-         regenerate it with `GPU_TRACE_BLESS=1 cargo test -p gpu-trace-core --test reference`",
+        "{} differs from what gpu-trace-agent/src/environment.rs generates; \
+         regenerate it with `GPU_TRACE_BLESS=1 cargo test -p gpu-trace-agent --test reference`",
         path.display()
     );
 }
 
 /// The crates that ship, whose sources may read a variable.
-const SHIPPED: [&str; 10] = [
+const SHIPPED: [&str; 12] = [
+    "gpu-trace-model/src",
+    "gpu-trace-agent/src",
     "gpu-trace-core/src",
     "gpu-trace-reader/src",
     "injection-cuda/src",
@@ -110,7 +112,7 @@ fn the_table_lists_exactly_the_variables_the_code_reads() {
     let unread: Vec<&String> = listed.difference(&read).collect();
     assert!(
         unlisted.is_empty() && unread.is_empty(),
-        "read but not in gpu-trace-core/src/environment.rs: {unlisted:?}; \
+        "read but not in gpu-trace-agent/src/environment.rs: {unlisted:?}; \
          listed there but read nowhere: {unread:?}"
     );
 }

@@ -28,7 +28,7 @@ pub(crate) mod sampler;
 pub use lock::lock_dir;
 pub use sampler::{Report, Stats, Telemetry};
 
-use crate::model::Timestamp;
+use gpu_trace_model::model::Timestamp;
 pub use gpu_trace_model::telemetry::Metric;
 
 /// What one probe read in one round.

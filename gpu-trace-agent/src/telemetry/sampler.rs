@@ -3,10 +3,10 @@
 
 use super::lock::{Lock, lock_dir, try_lock};
 use super::{DeviceProbes, Metric, Opener, Probe, Reading};
-use crate::Recorder;
 use crate::config::{TelemetryConfig, format_period};
-use crate::model::{CounterId, CounterSample};
-use crate::registry::Counters;
+use gpu_trace_model::Recorder;
+use gpu_trace_model::model::{CounterId, CounterSample};
+use gpu_trace_model::registry::Counters;
 use std::os::fd::OwnedFd;
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -594,8 +594,8 @@ impl Report {
 mod tests {
     use super::super::DeviceProbes;
     use super::*;
-    use crate::collector::Limits;
-    use crate::model::Event;
+    use gpu_trace_model::collector::Limits;
+    use gpu_trace_model::model::Event;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     /// A probe that reads a clock, a temperature and (from its second

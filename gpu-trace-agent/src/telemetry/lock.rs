@@ -81,7 +81,7 @@ pub(crate) fn try_lock(dir: &Path, key: &str) -> Lock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::users::{SharedTmp, can_switch, other_mkdir, other_symlink};
+    use gpu_trace_testkit::users::{SharedTmp, can_switch, other_mkdir, other_symlink};
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
