@@ -4,8 +4,8 @@
 //! this thread's CPU); the probe's rounds are run at the default 10 ms
 //! period, so GPM samples at its own 100 ms cadence as in a traced run.
 
-use gpu_trace_core::clock::thread_cpu_ns;
-use gpu_trace_core::telemetry::Reading;
+use gpu_trace_agent::telemetry::Reading;
+use gpu_trace_model::clock::thread_cpu_ns;
 use nvml::{Clock, Nvml, Pcie};
 use std::time::{Duration, Instant};
 
@@ -143,7 +143,7 @@ fn main() {
     let start = Instant::now();
     for i in 0..rounds {
         let t = thread_cpu_ns();
-        let mut r = Reading::new(gpu_trace_core::clock::boottime_ns());
+        let mut r = Reading::new(gpu_trace_model::clock::boottime_ns());
         probes.fast.read(&mut r);
         let dt = thread_cpu_ns() - t;
         cpu += dt;

@@ -5,7 +5,7 @@
 //! `gpu-trace stats` reads through); `open` (the default) decodes it whole.
 
 use gpu_trace_benches::recorded_trace;
-use gpu_trace_core::reader::{GpuEvent, Parts, Slice, Stage, Trace, Visitor};
+use gpu_trace_reader::{GpuEvent, Parts, Slice, Stage, Trace, Visitor};
 use std::time::Instant;
 
 fn main() {

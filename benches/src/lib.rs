@@ -1,10 +1,12 @@
 //! Shared fixtures for the overhead benchmarks: a tracer writing to a
 //! throw-away file, and synthetic events shaped like real ones.
 
-use gpu_trace_core::model::{
+use gpu_trace_model::Limits;
+use gpu_trace_model::model::{
     ApiCall, ArgValue, Device, Dim3, KernelDesc, KernelExec, KernelId, NameId,
 };
-use gpu_trace_core::{Config, GpuClock, Limits, Tracer, TracerOptions};
+use gpu_trace_model::writer::TraceSettings;
+use gpu_trace_perfetto::{Tracer, TracerOptions};
 use std::path::PathBuf;
 
 /// A tracer in standalone mode writing into the temp directory, recording
@@ -12,24 +14,21 @@ use std::path::PathBuf;
 pub fn file_tracer(tag: &str) -> (Tracer, PathBuf) {
     let dir = std::env::temp_dir().join(format!("gpu-trace-bench-{}-{tag}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
-    let config = Config {
-        output: dir.join("bench.pftrace").display().to_string(),
-        buffer_kb: 256 * 1024,
-        ..Config::default()
+    // A free name: a tag may be used twice in one process.
+    let path = (0..)
+        .map(|n| dir.join(format!("bench-{n}.pftrace")))
+        .find(|p| !p.exists())
+        .expect("a free name");
+    let mut settings = TraceSettings::file(path);
+    settings.buffer_kb = 256 * 1024;
+    settings.limits = Limits {
+        events: 1 << 20,
+        text: 1 << 20,
+        sealed: 64,
+        ..Limits::default()
     };
-    let tracer = Tracer::start(TracerOptions {
-        backend: gpu_trace_core::testing::BACKEND,
-        config,
-        clock: GpuClock::Boottime,
-        limits: Limits {
-            events: 1 << 20,
-            text: 1 << 20,
-            sealed: 64,
-            ..Limits::default()
-        },
-        capture_ranges: false,
-    })
-    .expect("tracer");
+    let tracer =
+        Tracer::start(TracerOptions::new(gpu_trace_testkit::BACKEND, settings)).expect("tracer");
     let mut gpu = Device::new(0, "Bench GPU");
     gpu.vendor = Some("NVIDIA".into());
     gpu.arch_id = "sm_90".into();
@@ -81,7 +80,7 @@ pub fn launch(name: NameId, thread: u32, corr: u64, t: u64) -> ApiCall {
 /// eighth followed by an asynchronous copy with its API slice, from two
 /// threads over 64 kernel classes. Written once into `dir` and reused.
 pub fn recorded_trace(dir: &std::path::Path, launches: u64) -> PathBuf {
-    use gpu_trace_core::model::{CopyKind, MemoryKind, MemoryOp, MemoryOpKind};
+    use gpu_trace_model::model::{CopyKind, MemoryKind, MemoryOp, MemoryOpKind};
     let path = dir.join(format!("recorded-{launches}.pftrace"));
     if path.is_file() {
         return path;
@@ -91,8 +90,8 @@ pub fn recorded_trace(dir: &std::path::Path, launches: u64) -> PathBuf {
     let launch_name = tracer.names().intern("cudaLaunchKernel");
     let copy_name = tracer.names().intern("cudaMemcpyAsync");
     let rec = tracer.recorder().clone();
-    let threads = [gpu_trace_core::clock::thread_id(), 1_000_001];
-    let t0 = gpu_trace_core::clock::boottime_ns();
+    let threads = [gpu_trace_model::clock::thread_id(), 1_000_001];
+    let t0 = gpu_trace_model::clock::boottime_ns();
     let mut corr = 0;
     for chunk in 0..launches.div_ceil(10_000) {
         for i in 0..10_000.min(launches - chunk * 10_000) {

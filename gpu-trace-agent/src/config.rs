@@ -7,6 +7,9 @@
 //! its own to parse, with the same helpers and the same messages:
 //! [`parse_var`] (or [`parse_env`]) and [`parse_choice`].
 
+use crate::output::NoOutput;
+use gpu_trace_model::Limits;
+use gpu_trace_model::writer::TraceSettings;
 use std::fmt;
 use std::time::Duration;
 
@@ -67,85 +70,7 @@ pub mod vars {
     ];
 }
 
-/// Where the trace goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// An in-process Perfetto session streams a `.pftrace` file (default).
-    File,
-    /// Register data sources with a running `traced`; its config drives us.
-    System,
-    /// Both at once.
-    Both,
-}
-
-impl Mode {
-    /// Whether the in-process file session runs.
-    pub fn file(self) -> bool {
-        matches!(self, Mode::File | Mode::Both)
-    }
-
-    /// Whether the system backend is connected.
-    pub fn system(self) -> bool {
-        matches!(self, Mode::System | Mode::Both)
-    }
-}
-
-/// What standalone mode records. In system mode the trace config decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Recording {
-    /// Kernels, copies and memsets (`gpu.renderstages`).
-    pub gpu: bool,
-    /// Runtime/driver API calls on CPU threads.
-    pub api: bool,
-    /// NVTX / roctx ranges and marks.
-    pub markers: bool,
-    /// Per-kernel hardware counters (`gpu.counters`).
-    pub counters: bool,
-    /// Periodic device telemetry: clocks, power, utilisation
-    /// (`gpu.telemetry`).
-    pub telemetry: bool,
-    /// Unified-memory migrations, faults and thrashing (with `gpu.renderstages`).
-    pub uvm: bool,
-    /// Device memory in use, from allocation and free calls.
-    pub memory: bool,
-}
-
-impl Default for Recording {
-    fn default() -> Self {
-        Self {
-            gpu: true,
-            api: true,
-            markers: true,
-            counters: false,
-            telemetry: true,
-            uvm: false,
-            memory: false,
-        }
-    }
-}
-
-impl Recording {
-    /// Nothing at all.
-    pub const NONE: Recording = Recording {
-        gpu: false,
-        api: false,
-        markers: false,
-        counters: false,
-        telemetry: false,
-        uvm: false,
-        memory: false,
-    };
-    /// Everything.
-    pub const ALL: Recording = Recording {
-        gpu: true,
-        api: true,
-        markers: true,
-        counters: true,
-        telemetry: true,
-        uvm: true,
-        memory: true,
-    };
-}
+pub use gpu_trace_model::writer::{Mode, Recording};
 
 /// How device telemetry is sampled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -222,11 +147,9 @@ pub struct Config {
 
 /// Default output pattern: `<program>-<pid>.pftrace` in the working directory.
 pub const DEFAULT_OUTPUT: &str = "%n-%p.pftrace";
-/// Default in-process buffer: 64 MiB.
-pub const DEFAULT_BUFFER_KB: u32 = 64 * 1024;
-/// Default flush period.
-pub const DEFAULT_FLUSH_PERIOD: Duration = Duration::from_millis(1000);
 pub use gpu_trace_model::collector::DEFAULT_QUEUE_KB;
+pub use gpu_trace_model::writer::DEFAULT_BUFFER_KB;
+pub use gpu_trace_model::writer::DEFAULT_FLUSH_PERIOD;
 const MIN_QUEUE_KB: u32 = 64;
 const MAX_QUEUE_KB: u32 = 1024 * 1024;
 const MIN_BUFFER_KB: u32 = 1024;
@@ -283,6 +206,66 @@ impl fmt::Display for Problem {
 }
 
 impl Config {
+    /// What the writer needs of this configuration, settled: in file mode
+    /// the output pattern expanded and checked (a free name in a writable
+    /// folder: see [`crate::output::resolve`], whose notes on why another
+    /// file than the one asked for is used are said here, on stderr), the
+    /// queue's limits from `INJECTION_QUEUE_SIZE` and `INJECTION_QUEUE_FULL`.
+    ///
+    /// # Errors
+    ///
+    /// In file mode, when no file can be written anywhere.
+    pub fn trace_settings(&self) -> Result<TraceSettings, NoOutput> {
+        let output = if self.mode.file() {
+            let resolved = crate::output::resolve(
+                &self.output,
+                std::process::id(),
+                &crate::output::program_name(),
+            )?;
+            for n in &resolved.notes {
+                crate::warn!("{n}");
+            }
+            Some(resolved.path)
+        } else {
+            None
+        };
+        // The default limits, unless INJECTION_QUEUE_SIZE asked for other
+        // sizes; a thread that finds the queue full waits for room unless
+        // INJECTION_QUEUE_FULL=drop.
+        let limits = if self.queue_kb == DEFAULT_QUEUE_KB {
+            Limits::default()
+        } else {
+            Limits::for_queue_kb(self.queue_kb)
+        };
+        let limits = Limits {
+            stall: if self.queue_full_waits {
+                limits.stall
+            } else {
+                Duration::ZERO
+            },
+            ..limits
+        };
+        let mut s = TraceSettings::file(output.clone().unwrap_or_default());
+        s.mode = self.mode;
+        s.output = output;
+        s.suffix = self.suffix.clone();
+        s.buffer_kb = self.buffer_kb;
+        s.flush_period = self.flush_period;
+        s.recording = self.recording;
+        s.metrics = self.metrics.clone();
+        s.rank = self.rank;
+        s.limits = limits;
+        Ok(s)
+    }
+
+    /// The telemetry sampler's settings. A system session records telemetry
+    /// only when its config names the data source: that is asking for it.
+    pub fn sampler_config(&self) -> TelemetryConfig {
+        let mut t = self.telemetry.clone();
+        t.asked |= self.mode == Mode::System;
+        t
+    }
+
     /// Reads the process environment. Problems are returned, not printed.
     pub fn from_env() -> (Config, Vec<Problem>) {
         Self::from_lookup(env_lookup)

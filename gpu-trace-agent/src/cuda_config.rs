@@ -236,6 +236,59 @@ impl CudaConfig {
     }
 }
 
+/// The CUDA backend's settings, each refused here in one line when set to anything but the
+/// values that ask for nothing: HIP has no such calls to follow or layers to choose.
+const IGNORED_BY_HIP: [(&str, &[&str], &str); 6] = [
+    (
+        vars::CAPTURE_RANGE,
+        &["", "none"],
+        "capture ranges are CUDA-only for now; recording the whole run",
+    ),
+    (
+        vars::CAPTURE_COUNT,
+        &[""],
+        "capture ranges are CUDA-only for now",
+    ),
+    (
+        vars::API_LAYER,
+        &[""],
+        "HIP has one API layer, whose runtime calls are recorded",
+    ),
+    (
+        vars::COUNTERS_REPLAY,
+        &[""],
+        "counters are collected by rocprofiler's dispatch counting, without replay",
+    ),
+    (
+        vars::COUNTERS_BATCH,
+        &[""],
+        "counters are collected by rocprofiler's dispatch counting, without replay",
+    ),
+    (
+        vars::DETACH,
+        &["", "on"],
+        "between windows the SDK's contexts are stopped; there is nothing to detach",
+    ),
+];
+
+/// Lines for the CUDA-only settings set in the environment (through
+/// `get`) to anything but what asks for nothing: the HIP backend refuses
+/// each in one line rather than ignoring it silently.
+pub fn ignored_by_hip(get: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (var, inert, why) in IGNORED_BY_HIP {
+        if let Some(v) = get(var)
+            && !inert.contains(&v.trim().to_ascii_lowercase().as_str())
+        {
+            out.push(format!(
+                "{var}={} is ignored: it is a CUDA setting ({why})",
+                crate::log::quoted(&v)
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

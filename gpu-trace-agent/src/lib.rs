@@ -20,16 +20,19 @@ pub mod bench;
 pub mod config;
 pub mod cuda_config;
 pub mod environment;
+pub mod exit;
 pub mod filter;
 pub mod output;
 pub mod private_dir;
 pub mod privilege;
 pub mod rank;
+pub mod startup;
 pub mod telemetry;
 pub mod windows;
 
 pub use config::Config;
 pub use output::{Announcement, RECORD_LOG_VAR};
+pub use startup::{Backend, Startup};
 
 // The model's process helpers, under the names this crate's modules use.
 use gpu_trace_model::{clock, guard, log, thread, verbose, warn, warn_once};

@@ -23,6 +23,7 @@
 //! or an analysis tool depends on this crate alone.
 #![forbid(unsafe_code)]
 
+pub mod backend;
 pub mod capture;
 pub mod clock;
 pub mod collector;
@@ -43,5 +44,6 @@ pub mod telemetry;
 pub mod text;
 pub mod thread;
 pub mod waits;
+pub mod writer;
 
 pub use collector::{Batch, DEFAULT_QUEUE_KB, Limits, Recorder, STALL_LIMIT};

@@ -34,7 +34,7 @@ mod visit;
 /// The field numbers of the traces read: `gpu_trace_model::schema`.
 pub use gpu_trace_model::schema as wire;
 pub use model::*;
-pub use stats::{ServiceLosses, trace_stats};
+pub use stats::{ServiceLosses, loss_counts, trace_stats};
 pub use trace::{ReadError, ReadOptions, STREAM_LIMIT, Trace};
 pub use visit::{Parts, Visitor};
 

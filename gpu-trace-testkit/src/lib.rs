@@ -7,8 +7,10 @@
 //! - reading what a test looks for: [`kernel_counts`],
 //!   [`recording_windows`];
 //! - running simulated programs: [`wait_announce`];
+//! - a backend descriptor for tests and benches: [`BACKEND`];
 //! - a second local user for the shared-folder tests ([`users`]).
 
+use gpu_trace_model::backend::{BackendInfo, Categories, Category};
 use gpu_trace_reader::{GpuEvent, Slice, Trace};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -568,6 +570,22 @@ fn same_multiset<T: Ord + std::fmt::Debug>(what: &str, mut tp: Vec<T>, mut ours:
         &only_ours[..only_ours.len().min(10)],
     );
 }
+
+/// A backend for tests and benches that mimics the CUDA one (its category
+/// names, `gpu_api` 4 and suffix "nv"), so that their trace configs and
+/// checks read like real ones. The writer itself names no backend.
+pub static BACKEND: BackendInfo = BackendInfo::new(
+    "CUDA",
+    Categories {
+        api: Category::new(
+            "cuda",
+            "API calls of the tests' simulated CUDA-like backend",
+        ),
+        markers: Category::new("nvtx", "Markers of the tests' simulated CUDA-like backend"),
+    },
+    4,
+    "nv",
+);
 
 /// A simulated program's Announce: waits (at most 60 s) until it has written
 /// its pid into `path`, and returns the pid.

@@ -12,11 +12,11 @@ use cupti::callback::{ApiCallback, Site};
 use cupti::cbid::{ApiDomain, CallKind, SyncKind};
 use cupti::driver::Driver;
 use cupti::nvtx::{NvtxEvent, NvtxMessage};
-use gpu_trace_core::Recorder;
-use gpu_trace_core::clock::boottime_ns;
-use gpu_trace_core::correlate::{Correlator, StreamKey, Wait};
-use gpu_trace_core::model::{ApiCall, Marker, NameId};
-use gpu_trace_core::names::Names;
+use gpu_trace_model::Recorder;
+use gpu_trace_model::clock::boottime_ns;
+use gpu_trace_model::correlate::{Correlator, StreamKey, Wait};
+use gpu_trace_model::model::{ApiCall, Marker, NameId};
+use gpu_trace_model::names::Names;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::cell::Cell;
@@ -92,11 +92,11 @@ pub(crate) fn tid() -> u32 {
         if v != 0 {
             return v;
         }
-        let v = gpu_trace_core::clock::thread_id();
+        let v = gpu_trace_model::clock::thread_id();
         t.set(v);
         v
     })
-    .unwrap_or_else(|_| gpu_trace_core::clock::thread_id())
+    .unwrap_or_else(|_| gpu_trace_model::clock::thread_id())
 }
 
 /// Everything the API and NVTX callbacks share.
@@ -327,10 +327,10 @@ impl ApiState {
     /// An NVTX call (from our NVTX injection, or CUPTI's NVTX callbacks
     /// when NVTX was pointed at libcupti). `markers`: record it as a
     /// marker; push/pop ranges also go to the counters filter's range
-    /// tracking ([`gpu_trace_core::filter::tx`]), and domains and
+    /// tracking ([`gpu_trace_model::filter::tx`]), and domains and
     /// registered strings are always kept.
     pub(crate) fn on_nvtx(&self, ev: &NvtxEvent<'_>, markers: bool) {
-        use gpu_trace_core::filter::tx;
+        use gpu_trace_model::filter::tx;
         match *ev {
             NvtxEvent::Push {
                 domain, message, ..

@@ -4,7 +4,7 @@
 use crate::tool::Shared;
 use cupti::activity::Records;
 use cupti::callback::Callback;
-use gpu_trace_core::Tracer;
+use gpu_trace_perfetto::Tracer;
 
 /// What the injection runs for each CUPTI callback and activity buffer,
 /// recording into `tracer`.
@@ -13,7 +13,11 @@ pub struct Paths(Shared);
 impl Paths {
     /// The same state `InitializeInjection` builds.
     pub fn new(tracer: &Tracer) -> Self {
-        Self(Shared::new(tracer, &crate::config::CudaConfig::default()))
+        Self(Shared::new(
+            tracer,
+            &crate::config::CudaConfig::default(),
+            None,
+        ))
     }
 
     /// Whether API calls are recorded (a session asks for them).

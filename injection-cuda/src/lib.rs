@@ -41,7 +41,7 @@ static TOOL: OnceLock<Option<tool::Tool>> = OnceLock::new();
 fn init() -> bool {
     // Threads made while starting (ours, Perfetto's, CUPTI's) inherit a mask
     // that keeps the application's signals away from them.
-    TOOL.get_or_init(|| gpu_trace_core::thread::with_signals_blocked(tool::Tool::start))
+    TOOL.get_or_init(|| gpu_trace_model::thread::with_signals_blocked(tool::Tool::start))
         .is_some()
 }
 

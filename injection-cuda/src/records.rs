@@ -12,12 +12,12 @@ use cupti::activity::{
     MemoryKind as CuptiMemoryKind, MemsetRecord, MigrationCause, Record, Records, RemoteMapCause,
     UnifiedMemoryCounterKind, UnifiedMemoryRecord,
 };
-use gpu_trace_core::Recorder;
-use gpu_trace_core::model::{
+use gpu_trace_model::Recorder;
+use gpu_trace_model::model::{
     ArgValue, CopyKind, Device, Dim3, DropKind, KernelDesc, KernelExec, KernelId, MemoryKind,
     MemoryOp, MemoryOpKind, NameId, UnifiedMemoryEvent, UvmKind,
 };
-use gpu_trace_core::names::{Kernels, Names};
+use gpu_trace_model::names::{Kernels, Names};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -137,7 +137,7 @@ impl RecordState {
                 Ok(Record::UnifiedMemory(u)) => self.unified_memory(&u),
                 Ok(_) => {}
                 Err(e) => {
-                    gpu_trace_core::warn_once!("an activity buffer could not be read: {e}");
+                    gpu_trace_model::warn_once!("an activity buffer could not be read: {e}");
                     self.recorder.dropped(DropKind::InvalidRecords, 1);
                     break;
                 }

@@ -6,8 +6,8 @@
 use cupti_sim::counters::{Fault, ProfilerCall};
 use cupti_sim::scenario::{CopyKind, KernelSpec, Layer, Op, ThreadSpec};
 use cupti_sim::{Expected, Outcome, RunSpec, Scenario};
-use gpu_trace_core::reader::{GpuEvent, Stage, Trace};
-use gpu_trace_core::testing::{tp_check, validate};
+use gpu_trace_reader::{GpuEvent, Stage, Trace};
+use gpu_trace_testkit::{tp_check, validate};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -33,7 +33,7 @@ pub(crate) fn register_exit_handler() {
         // SAFETY: `at_exit` is a plain `extern "C" fn()` that never unwinds.
         let rc = unsafe { atexit(at_exit) };
         if rc != 0 {
-            gpu_trace_core::warn!(
+            gpu_trace_model::warn!(
                 "cannot register the exit handler; the trace holds data up to the last periodic write unless rocprofiler-sdk finalises the tool first"
             );
         }
@@ -41,7 +41,7 @@ pub(crate) fn register_exit_handler() {
 }
 
 extern "C" fn at_exit() {
-    gpu_trace_core::guard::catch("exit handler", || crate::tool::at_exit(&TOOL));
+    gpu_trace_model::guard::catch("exit handler", || crate::tool::at_exit(&TOOL));
 }
 
 unsafe extern "C" {

@@ -18,8 +18,8 @@
 //! `pread` each). The root is `/sys`, or `GPU_TRACE_SYSFS_ROOT` (tests
 //! point it at a fake tree).
 
-use gpu_trace_core::model::Device;
-use gpu_trace_core::telemetry::{DeviceProbes, Metric, Probe, Reading, Telemetry};
+use gpu_trace_agent::telemetry::{DeviceProbes, Metric, Probe, Reading, Telemetry};
+use gpu_trace_model::model::Device;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};

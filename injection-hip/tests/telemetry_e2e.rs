@@ -3,8 +3,8 @@
 //! amdgpu sysfs tree (`GPU_TRACE_SYSFS_ROOT`) for the simulated GPUs, matched
 //! by PCI bus id.
 
-use gpu_trace_core::reader::Trace;
-use gpu_trace_core::testing::{tp_tables, validate};
+use gpu_trace_reader::Trace;
+use gpu_trace_testkit::{tp_tables, validate};
 use rocprofiler_sim::scenario::Op;
 use rocprofiler_sim::{Outcome, RunSpec, Scenario};
 use std::path::{Path, PathBuf};

@@ -7,6 +7,7 @@ use crate::config::{TelemetryConfig, format_period};
 use gpu_trace_model::Recorder;
 use gpu_trace_model::model::{CounterId, CounterSample};
 use gpu_trace_model::registry::Counters;
+use gpu_trace_model::writer::WriterListener;
 use std::os::fd::OwnedFd;
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -101,6 +102,31 @@ pub struct Report {
     pub lines: Vec<(bool, String)>,
     /// `None` when no thread ran or it did not end within the limit.
     pub stats: Option<Stats>,
+}
+
+/// How long the trace's end waits for the telemetry threads (a slow
+/// reading takes ~21 ms; a vendor call that hangs must not hang the exit).
+const STOP_LIMIT: Duration = Duration::from_secs(1);
+
+/// The writer tells the sampler when telemetry is recorded, and asks it for
+/// its last lines when the trace ends.
+impl WriterListener for Telemetry {
+    fn telemetry(&self, on: bool) {
+        self.set_enabled(on);
+    }
+
+    /// Ends sampling before the last events are written; what it said and
+    /// what it cost go into the trace's log.
+    fn ending(&self) -> Vec<(bool, String)> {
+        let report = self.stop(STOP_LIMIT);
+        let mut lines = report.lines;
+        if let Some(stats) = report.stats.filter(|s| s.rounds > 0) {
+            let line = Report::cost_line(&stats, self.config());
+            crate::verbose!("{line}");
+            lines.push((false, line));
+        }
+        lines
+    }
 }
 
 impl Telemetry {

@@ -1,17 +1,18 @@
 //! The tracer: the one root object a backend cdylib creates and keeps.
 
-use crate::backend::{API, BackendInfo, MARKERS};
+use crate::categories::{API, MARKERS, SdkCategories};
 use crate::collector::{Limits, Recorder};
-use crate::config::{Config, Mode};
 use crate::emit::{ClockSpec, Encoder, Totals};
 use crate::model::{CounterId, CounterSpec, Device, DropKind};
 use crate::names::{Kernels, Names};
-use crate::reader::ServiceLosses;
 use crate::registry::{Counters, Devices};
-use crate::sink::{self, CounterRequest, DsSink, FileSession, TeSink};
-use crate::telemetry::Telemetry;
+use crate::sink::{self, DsSink, FileSession, TeSink};
+use crate::trace_config::CounterRequest;
 use arc_swap::ArcSwapOption;
+use gpu_trace_model::backend::BackendInfo;
 use gpu_trace_model::capture::RecordingSwitch;
+use gpu_trace_model::writer::{Mode, TraceSettings, WriterListener};
+use gpu_trace_reader::ServiceLosses;
 use perfetto_sdk::producer::Backends;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,10 +35,10 @@ pub struct Sources {
     pub counters: Option<Vec<String>>,
     /// Which kernels get counters, when the counters session says
     /// (`instrumented_sampling_config`); `None`: the environment's filter.
-    pub kernel_filter: Option<crate::filter::SessionFilter>,
-    /// Device telemetry (`gpu.telemetry`). The tracer's own sampler
-    /// follows it; backends only [`crate::telemetry::Telemetry::watch`]
-    /// their GPUs.
+    pub kernel_filter: Option<gpu_trace_model::filter::SessionFilter>,
+    /// Device telemetry (`gpu.telemetry`). The agent's sampler follows it
+    /// (through the [`WriterListener`]); backends only say which GPUs
+    /// they use.
     pub telemetry: bool,
     /// Unified-memory migrations and faults (`INJECTION_TRACE=...,uvm`).
     pub uvm: bool,
@@ -136,18 +137,31 @@ impl GpuClock {
 
 /// Everything needed to start a tracer.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct TracerOptions {
     /// Who the backend is.
     pub backend: BackendInfo,
-    /// Validated configuration.
-    pub config: Config,
+    /// Where the trace goes and what it records, settled by the agent
+    /// (`gpu_trace_agent::Config::trace_settings`).
+    pub settings: TraceSettings,
     /// GPU clock.
     pub clock: GpuClock,
-    /// Per-thread buffer limits.
-    pub limits: Limits,
     /// Whether recording waits for the backend to open a capture range
     /// (see [`CaptureSwitch`]); otherwise it runs from start to exit.
     pub capture_ranges: bool,
+}
+
+impl TracerOptions {
+    /// A tracer for `backend` with `settings`, on the BOOTTIME clock,
+    /// recording from start to exit.
+    pub fn new(backend: BackendInfo, settings: TraceSettings) -> Self {
+        Self {
+            backend,
+            settings,
+            clock: GpuClock::Boottime,
+            capture_ranges: false,
+        }
+    }
 }
 
 /// Why a tracer did not start. The application runs on regardless.
@@ -156,9 +170,9 @@ pub enum StartError {
     /// Data-source registration failed.
     #[error(transparent)]
     Register(#[from] sink::RegisterError),
-    /// No output file could be created.
-    #[error(transparent)]
-    Output(#[from] crate::output::NoOutput),
+    /// File mode without a file ([`TraceSettings::output`]).
+    #[error("file mode needs an output path")]
+    NoOutput,
     /// The in-process session did not start.
     #[error(transparent)]
     Session(#[from] sink::SessionError),
@@ -198,15 +212,19 @@ struct Ctl {
 }
 
 pub(crate) struct Inner {
-    config: Config,
+    settings: TraceSettings,
     info: BackendInfo,
+    cats: &'static SdkCategories,
     clock: GpuClock,
     recorder: Recorder,
     names: Arc<Names>,
     kernels: Arc<Kernels>,
     devices: Arc<Devices>,
     counters: Arc<Counters>,
-    telemetry: Telemetry,
+    /// The agent, told of telemetry and of the trace's end.
+    listener: ArcSwapOption<Box<dyn WriterListener>>,
+    /// Telemetry is recorded, as the listener was last told.
+    telemetry_on: Mutex<Option<bool>>,
     backend: ArcSwapOption<Box<dyn Backend>>,
     ctl: Mutex<Ctl>,
     cv: Condvar,
@@ -239,7 +257,7 @@ pub(crate) struct Inner {
 /// for another selection get the first one's, which is said once.
 fn kernel_filter<'a>(
     mut reqs: impl Iterator<Item = &'a CounterRequest>,
-) -> Option<crate::filter::SessionFilter> {
+) -> Option<gpu_trace_model::filter::SessionFilter> {
     let first = reqs.next()?;
     if reqs.any(|r| r.selection != first.selection) {
         crate::log::once(
@@ -256,7 +274,7 @@ fn kernel_filter<'a>(
     first
         .selection
         .as_ref()
-        .map(|spec| crate::filter::SessionFilter {
+        .map(|spec| gpu_trace_model::filter::SessionFilter {
             session: first.session,
             spec: spec.clone(),
         })
@@ -307,7 +325,7 @@ impl Inner {
         if !self.capturing.load(Ordering::Acquire) {
             return Sources::default();
         }
-        let gpu_wanted = self.config.recording.gpu || self.config.mode.system();
+        let gpu_wanted = self.settings.recording.gpu || self.settings.mode.system();
         let (counters, kernel_filter) = if reg.ctr.is_enabled() {
             let reqs = self
                 .counter_requests
@@ -322,7 +340,7 @@ impl Inner {
                 }
             }
             if names.is_empty() {
-                names = self.config.metrics.clone();
+                names = self.settings.metrics.clone();
             }
             (Some(names), kernel_filter(reqs.iter().flatten()))
         } else {
@@ -332,13 +350,13 @@ impl Inner {
         let rs = reg.rs.is_enabled();
         Sources {
             gpu: gpu_wanted && rs,
-            api: self.info.categories.enabled(API),
-            markers: self.info.categories.enabled(MARKERS),
+            api: self.cats.enabled(API),
+            markers: self.cats.enabled(MARKERS),
             counters,
             kernel_filter,
             telemetry: reg.tel.is_enabled(),
-            uvm: self.config.recording.uvm && rs,
-            memory: self.config.recording.memory && rs,
+            uvm: self.settings.recording.uvm && rs,
+            memory: self.settings.recording.memory && rs,
         }
     }
 
@@ -347,11 +365,24 @@ impl Inner {
     /// [`Inner::deliver_aside`]).
     fn refresh_sources(&self) {
         let now = self.compute_sources();
-        self.telemetry.set_enabled(now.telemetry);
+        self.tell_telemetry(now.telemetry);
         let mut s = self.sources.lock().unwrap_or_else(|e| e.into_inner());
         if *s != now {
             crate::verbose!("sources now {now:?}");
             *s = now;
+        }
+    }
+
+    /// Tells the listener whether telemetry is recorded, when that changed
+    /// (or it was never told).
+    fn tell_telemetry(&self, on: bool) {
+        let mut told = self.telemetry_on.lock().unwrap_or_else(|e| e.into_inner());
+        if *told == Some(on) {
+            return;
+        }
+        if let Some(l) = self.listener.load_full() {
+            crate::guard::catch("telemetry switch", || l.telemetry(on));
+            *told = Some(on);
         }
     }
 
@@ -489,64 +520,49 @@ impl Tracer {
         if crate::guard::broken() {
             return Err(StartError::Broken);
         }
-        let config = opts.config;
-        crate::log::set_verbose(config.verbose);
-        let suffix = config
+        let settings = opts.settings;
+        let suffix = settings
             .suffix
             .clone()
             .unwrap_or_else(|| opts.backend.suffix.to_owned());
+        let output = match (settings.mode.file(), &settings.output) {
+            (true, Some(p)) => Some(p.clone()),
+            (true, None) => return Err(StartError::NoOutput),
+            (false, _) => None,
+        };
         let mut backends = Backends::empty();
-        if config.mode.file() {
+        if settings.mode.file() {
             backends |= Backends::IN_PROCESS;
         }
-        if config.mode.system() {
+        if settings.mode.system() {
             backends |= Backends::SYSTEM;
         }
-        let cats = opts.backend.categories;
-        let reg = sink::register(&suffix, cats, backends)?;
-        // The backend's limits, unless INJECTION_QUEUE_SIZE asked for other
-        // sizes; how long a thread may wait stays the backend's.
-        let limits = if config.queue_kb == crate::config::DEFAULT_QUEUE_KB {
-            opts.limits
-        } else {
-            Limits {
-                stall: opts.limits.stall,
-                ..Limits::for_queue_kb(config.queue_kb)
-            }
-        };
+        let reg = sink::register(&suffix, &opts.backend.categories, backends)?;
         // A batch is written whole between two pacing checks: keep it to an
         // eighth of the buffer.
         let limits = Limits {
-            stall: if config.queue_full_waits {
-                limits.stall
-            } else {
-                Duration::ZERO
-            },
-            events: limits
+            events: settings
+                .limits
                 .events
                 .min(
-                    config.buffer_kb as usize * 1024
+                    settings.buffer_kb as usize * 1024
                         / 8
                         / std::mem::size_of::<crate::model::Event>(),
                 )
                 .max(64),
-            ..limits
+            ..settings.limits
         };
         let recorder = Recorder::new(limits);
         let names = Arc::new(Names::default());
         let counters = Arc::new(Counters::default());
-        let mut telemetry_config = config.telemetry.clone();
-        // A system session records telemetry only when its config names the
-        // data source: that is asking for it.
-        telemetry_config.asked |= config.mode == Mode::System;
-        let telemetry = Telemetry::new(recorder.clone(), counters.clone(), telemetry_config);
         let inner = Arc::new(Inner {
             recorder: recorder.clone(),
             names: names.clone(),
             kernels: Arc::new(Kernels::default()),
             devices: Arc::new(Devices::default()),
             counters,
-            telemetry,
+            listener: ArcSwapOption::const_empty(),
+            telemetry_on: Mutex::new(None),
             backend: ArcSwapOption::const_empty(),
             ctl: Mutex::new(Ctl::default()),
             cv: Condvar::new(),
@@ -562,8 +578,9 @@ impl Tracer {
             notes: Notes::default(),
             summary_written: AtomicBool::new(false),
             info: opts.backend,
+            cats: &reg.categories,
             clock: opts.clock,
-            config: config.clone(),
+            settings: settings.clone(),
         });
         let weak = Arc::downgrade(&inner);
         recorder.set_wake(Box::new(move || {
@@ -590,40 +607,32 @@ impl Tracer {
             shut: AtomicBool::new(false),
         };
 
-        if config.mode.file() {
-            let resolved =
-                crate::output::resolve(&config.output, tracer.pid, &crate::output::program_name())
-                    .inspect_err(|_| tracer.abandon())?;
-            for n in &resolved.notes {
-                crate::warn!("{n}");
-            }
-            let cats_of = opts.backend.categories;
+        if let Some(path) = output {
             let mut cats = Vec::new();
-            if config.recording.api {
-                cats.push(cats_of.name(API));
+            if settings.recording.api {
+                cats.push(reg.categories.name(API));
             }
-            if config.recording.markers {
-                cats.push(cats_of.name(MARKERS));
+            if settings.recording.markers {
+                cats.push(reg.categories.name(MARKERS));
             }
             let cfg = sink::file_trace_config(
                 &suffix,
-                config.buffer_kb,
+                settings.buffer_kb,
                 &cats,
-                config.recording.counters,
-                config.recording.telemetry,
+                settings.recording.counters,
+                settings.recording.telemetry,
             );
-            let session = FileSession::start(cfg, &resolved.path, config.flush_period)
+            let session = FileSession::start(cfg, &path, settings.flush_period)
                 .inspect_err(|_| tracer.abandon())?;
             if !reg.rs.is_enabled() {
                 session.stop(Duration::from_secs(2));
                 tracer.abandon();
-                return Err(StartError::NotEnabled(resolved.path));
+                return Err(StartError::NotEnabled(path));
             }
             *inner.reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.reader());
             *tracer.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
-            crate::verbose!("writing {}", resolved.path.display());
-            crate::output::announce_trace(&resolved.path);
-            tracer.output = Some(resolved.path);
+            crate::verbose!("writing {}", path.display());
+            tracer.output = Some(path);
         }
         inner.refresh_sources();
         inner.notify_backend();
@@ -682,10 +691,23 @@ impl Tracer {
         &self.inner.counters
     }
 
-    /// The telemetry sampler: backends watch the GPUs they use (see
-    /// [`crate::telemetry`]); it samples while `gpu.telemetry` is recorded.
-    pub fn telemetry(&self) -> &Telemetry {
-        &self.inner.telemetry
+    /// Installs the agent's listener and tells it at once whether telemetry
+    /// is recorded now; it is told again whenever that changes, and asked
+    /// for its last lines when the trace ends.
+    pub fn set_listener(&self, l: Box<dyn WriterListener>) {
+        self.inner.listener.store(Some(Arc::new(l)));
+        *self
+            .inner
+            .telemetry_on
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = None;
+        let on = self
+            .inner
+            .sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .telemetry;
+        self.inner.tell_telemetry(on);
     }
 
     /// Who the backend is.
@@ -693,9 +715,9 @@ impl Tracer {
         &self.inner.info
     }
 
-    /// The configuration the tracer runs with.
-    pub fn config(&self) -> &Config {
-        &self.inner.config
+    /// The settings the tracer runs with.
+    pub fn settings(&self) -> &TraceSettings {
+        &self.inner.settings
     }
 
     /// Installs the backend hooks and tells it what is enabled now.
@@ -725,12 +747,12 @@ impl Tracer {
 
     /// Whether API calls are recorded: one relaxed load.
     pub fn api_enabled(&self) -> bool {
-        self.inner.info.categories.enabled(API)
+        self.inner.cats.enabled(API)
     }
 
     /// Whether NVTX / roctx are recorded: one relaxed load.
     pub fn markers_enabled(&self) -> bool {
-        self.inner.info.categories.enabled(MARKERS)
+        self.inner.cats.enabled(MARKERS)
     }
 
     /// The switch a backend flips at the application's capture-range calls
@@ -745,14 +767,15 @@ impl Tracer {
         self.run_cycle(CycleKind::Flush, limit)
     }
 
-    /// Flushes, stops the session and finalises the file. Idempotent, does
-    /// nothing in a forked child, and never waits longer than `limit`
-    /// overall.
-    pub fn shutdown(&self, limit: Duration) {
+    /// Flushes, stops the session and finalises the file, and returns what
+    /// was lost on the way (for the agent's line on stderr). Idempotent
+    /// (`None` after the first), does nothing in a forked child (`None`),
+    /// and never waits longer than `limit` overall.
+    pub fn shutdown(&self, limit: Duration) -> Option<Losses> {
         if std::process::id() != self.pid || self.shut.swap(true, Ordering::AcqRel) {
-            return;
+            return None;
         }
-        self.stop_telemetry();
+        self.stop_listener();
         let session = self
             .session
             .lock()
@@ -810,28 +833,33 @@ impl Tracer {
                     .unwrap_or_else(|e| e.into_inner()) = r.losses;
             }
         }
-        self.say_losses();
         if let (Some(p), Some(r)) = (&self.output, &report) {
             crate::verbose!("trace written to {} ({} bytes)", p.display(), r.bytes);
         }
+        Some(Losses {
+            drops: self.inner.recorder.drop_counts().to_vec(),
+            service: *self
+                .inner
+                .service_losses
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        })
     }
 
-    /// Ends sampling before the last events are written, and puts what it
-    /// said and what it cost into the trace's log.
-    fn stop_telemetry(&self) {
-        let t = &self.inner.telemetry;
-        let report = t.stop(TELEMETRY_STOP_LIMIT);
-        for (warning, line) in report.lines {
+    /// Asks the agent to stop what feeds the trace (the telemetry
+    /// sampler) before the last events are written, and puts the lines it
+    /// gives into the trace's log.
+    fn stop_listener(&self) {
+        let Some(l) = self.inner.listener.load_full() else {
+            return;
+        };
+        let lines = crate::guard::catch("trace end", || l.ending()).unwrap_or_default();
+        for (warning, line) in lines {
             if warning {
                 self.inner.notes.warn(line);
             } else {
                 self.inner.notes.info(line);
             }
-        }
-        if let Some(stats) = report.stats.filter(|s| s.rounds > 0) {
-            let line = crate::telemetry::Report::cost_line(&stats, t.config());
-            crate::verbose!("{line}");
-            self.inner.notes.info(line);
         }
     }
 
@@ -844,23 +872,6 @@ impl Tracer {
             }),
         );
         rx.recv_timeout(limit).is_ok()
-    }
-
-    /// One line on stderr when anything was lost anywhere, with the counts
-    /// and what would avoid it.
-    fn say_losses(&self) {
-        let lines = loss_report(
-            &self.inner.recorder.drop_counts(),
-            *self
-                .inner
-                .service_losses
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-            &self.inner.config,
-        );
-        if let Some(l) = lines {
-            crate::warn!("{l}");
-        }
     }
 
     fn stop_emitter(&self) {
@@ -883,6 +894,16 @@ impl Tracer {
     pub fn recorder_drops(&self) -> Vec<(DropKind, u64)> {
         self.inner.recorder.drop_counts().to_vec()
     }
+}
+
+/// What a trace lost, as [`Tracer::shutdown`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Losses {
+    /// Events dropped before they were written, by kind.
+    pub drops: Vec<(DropKind, u64)>,
+    /// The tracing service's losses, as last learnt (file mode).
+    pub service: Option<ServiceLosses>,
 }
 
 /// Opens and closes capture ranges: recording runs (as far as the session
@@ -942,9 +963,6 @@ impl RecordingSwitch for CaptureSwitch {
 }
 
 const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
-/// How long exit waits for the telemetry threads (a slow reading takes
-/// ~21 ms; a vendor call that hangs must not hang the exit).
-const TELEMETRY_STOP_LIMIT: Duration = Duration::from_secs(1);
 const SNAPSHOT_INTERVAL: Duration = Duration::from_secs(1);
 
 fn emitter_loop(inner: Arc<Inner>) {
@@ -970,17 +988,17 @@ fn emitter_loop(inner: Arc<Inner>) {
             thread_names: inner.recorder.thread_names(),
         },
     );
-    if inner.config.mode.system() {
+    if inner.settings.mode.system() {
         // A system session's file holds every traced process of the host.
         enc.name_process_in_queues();
     }
-    enc.set_rank(inner.config.rank);
+    enc.set_rank(inner.settings.rank);
     let mut last_backend_flush = Instant::now();
     let mut last_snapshot: Option<Instant> = None;
     let mut marks = Watermarks::default();
     let limits = inner.recorder.limits();
     let mut pacer = Pacer::new(
-        inner.config.buffer_kb as u64 * 1024,
+        inner.settings.buffer_kb as u64 * 1024,
         limits.events * limits.sealed,
     );
     loop {
@@ -1013,7 +1031,7 @@ fn emitter_loop(inner: Arc<Inner>) {
                     .load()
                     .as_ref()
                     .is_some_and(|b| b.wants_flush_soon());
-            if !requests.is_empty() || since >= inner.config.flush_period || soon {
+            if !requests.is_empty() || since >= inner.settings.flush_period || soon {
                 let started = activity_now(&inner.clock);
                 inner.backend_flush(forced, || {
                     cycle(&inner, &mut enc, &mut pacer, false);
@@ -1125,7 +1143,7 @@ fn write_activity(inner: &Inner, enc: &mut Encoder, points: &crate::emit::Activi
         );
     }
     if !points.waits.is_empty() {
-        inner.info.categories.trace(API, &mut |ctx| {
+        inner.cats.trace(API, &mut |ctx| {
             enc.write_waits(&points.waits, &mut TeSink(ctx))
         });
     }
@@ -1207,10 +1225,7 @@ impl Pacer {
     /// in the buffer when it is answered).
     fn sync(&mut self, inner: &Inner, enc: &mut Encoder) {
         self.wait_acks();
-        sink::flush_writers(inner.info.categories, &mut |s| {
-            enc.describe_process_on_reset(s)
-        })
-        .wait(ACK_LIMIT);
+        sink::flush_writers(inner.cats, &mut |s| enc.describe_process_on_reset(s)).wait(ACK_LIMIT);
         self.flushed_at = sink::bytes_written();
     }
 
@@ -1226,7 +1241,7 @@ impl Pacer {
         let now = sink::bytes_written();
         if now - self.flushed_at >= self.ack_mark {
             self.wait_acks();
-            self.acks = Some(sink::flush_writers(inner.info.categories, &mut |s| {
+            self.acks = Some(sink::flush_writers(inner.cats, &mut |s| {
                 enc.describe_process_on_reset(s)
             }));
             self.flushed_at = now;
@@ -1280,7 +1295,7 @@ fn write_group(inner: &Inner, enc: &mut Encoder, batches: &[crate::collector::Ba
     );
     let has = |f: fn(&crate::model::Event) -> bool| batches.iter().any(|b| b.events.iter().any(f));
     if has(|e| matches!(e, crate::model::Event::Api(_))) {
-        inner.info.categories.trace(API, &mut |ctx| {
+        inner.cats.trace(API, &mut |ctx| {
             enc.write_api_calls(batches, &mut TeSink(ctx))
         });
     }
@@ -1291,7 +1306,7 @@ fn write_group(inner: &Inner, enc: &mut Encoder, batches: &[crate::collector::Ba
         );
     }
     if has(|e| matches!(e, crate::model::Event::Marker(_))) {
-        inner.info.categories.trace(MARKERS, &mut |ctx| {
+        inner.cats.trace(MARKERS, &mut |ctx| {
             enc.write_markers(batches, &mut TeSink(ctx))
         });
     }
@@ -1331,7 +1346,7 @@ fn write_summary(inner: &Inner, enc: &mut Encoder) {
         .service_losses
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    let dropped = loss_counts(&drops, losses);
+    let dropped = gpu_trace_reader::loss_counts(&drops, losses);
     let mut notes = inner.notes.take();
     let late = enc.activity_late();
     if late > 0 {
@@ -1361,82 +1376,15 @@ fn write_summary(inner: &Inner, enc: &mut Encoder) {
             enc,
         );
     }
-    if inner.config.mode == Mode::System {
+    if inner.settings.mode == Mode::System {
         crate::verbose!("{}", lines[0].1);
     }
-}
-
-/// `key=count` for every non-zero loss: ours by [`DropKind`], the tracing
-/// service's prefixed `perfetto_`.
-fn loss_counts(drops: &[(DropKind, u64)], service: Option<ServiceLosses>) -> Vec<String> {
-    let mut out: Vec<String> = drops
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(k, n)| format!("{}={n}", k.key()))
-        .collect();
-    if let Some(l) = service {
-        out.extend(l.describe().into_iter().map(|d| format!("perfetto_{d}")));
-    }
-    out
-}
-
-/// The exit line when anything was lost: the counts, and for each kind the
-/// setting that would avoid it.
-fn loss_report(
-    drops: &[(DropKind, u64)],
-    service: Option<ServiceLosses>,
-    config: &Config,
-) -> Option<String> {
-    let counts = loss_counts(drops, service);
-    let lost_service = service.is_some_and(|l| l.lost() > 0);
-    if !drops.iter().any(|(_, n)| *n > 0) && !lost_service {
-        return None;
-    }
-    let n = |k: DropKind| drops.iter().find(|(d, _)| *d == k).map_or(0, |x| x.1);
-    let mut advice = Vec::new();
-    if n(DropKind::ThreadBuffer) > 0 {
-        advice.push(if config.queue_full_waits {
-            format!(
-                "events came faster than they could be written: raise {} (now {} KiB) or trace fewer sources",
-                crate::config::vars::QUEUE_SIZE,
-                config.queue_kb
-            )
-        } else {
-            format!(
-                "events came faster than they could be written: leave {}=drop out (threads then wait briefly for room) or raise {} (now {} KiB)",
-                crate::config::vars::QUEUE_FULL,
-                crate::config::vars::QUEUE_SIZE,
-                config.queue_kb
-            )
-        });
-    }
-    if n(DropKind::VendorRecords) > 0 {
-        advice.push("the vendor library ran out of record buffers while the writer was behind: trace fewer sources (-t gpu)".to_owned());
-    }
-    if lost_service {
-        advice.push(format!(
-            "Perfetto's buffer overflowed: raise {} (now {} KiB)",
-            crate::config::vars::BUFFER_SIZE,
-            config.buffer_kb
-        ));
-    }
-    if n(DropKind::InvalidRecords) > 0 {
-        advice.push("records without an end (work still running at exit) were left out".to_owned());
-    }
-    if n(DropKind::Counters) > 0 {
-        advice.push("some counter values could not be collected".to_owned());
-    }
-    Some(format!(
-        "the trace is incomplete: {}; {}",
-        counts.join(" "),
-        advice.join("; ")
-    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::filter::FilterSpec;
+    use gpu_trace_model::filter::FilterSpec;
 
     fn request(session: u64, tx: Option<&str>) -> CounterRequest {
         CounterRequest {

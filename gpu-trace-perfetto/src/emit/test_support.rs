@@ -73,7 +73,7 @@ impl Fixture {
         let counters = Arc::new(Counters::default());
         let enc = Encoder::new(
             PID,
-            crate::testing::BACKEND,
+            gpu_trace_testkit::BACKEND,
             clock,
             None,
             Tables {

@@ -528,7 +528,7 @@ mod tests {
         ));
         let mut enc = Encoder::new(
             42,
-            crate::testing::BACKEND,
+            gpu_trace_testkit::BACKEND,
             ClockSpec::Boottime,
             None,
             Tables {
@@ -560,7 +560,7 @@ mod tests {
         for p in &sink.0 {
             file.bytes(wire::TRACE_PACKET, p);
         }
-        let t = crate::reader::Trace::from_bytes(file.as_bytes()).expect("a trace");
+        let t = gpu_trace_reader::Trace::from_bytes(file.as_bytes()).expect("a trace");
         let clocks: Vec<&String> = t
             .problems
             .iter()

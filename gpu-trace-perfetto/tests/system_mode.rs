@@ -10,10 +10,12 @@
 //! ...`, `ROUND n`, `DISABLED`, `DONE`) and, in the `loop` scenario, runs
 //! until its stdin is closed.
 
-use gpu_trace_core::model::*;
-use gpu_trace_core::reader::{Stage, Trace};
-use gpu_trace_core::testing::{EXIT_FLUSH_FAILURES, tp_check, tp_tables, validate};
-use gpu_trace_core::{Backend, Config, GpuClock, Limits, Recorder, Sources, Tracer, TracerOptions};
+use gpu_trace_agent::Config;
+use gpu_trace_model::Recorder;
+use gpu_trace_model::model::*;
+use gpu_trace_perfetto::{Backend, Sources, Tracer, TracerOptions};
+use gpu_trace_reader::{Stage, Trace};
+use gpu_trace_testkit::{EXIT_FLUSH_FAILURES, tp_check, tp_tables, validate};
 use perfetto_testd::{PRODUCER_SOCK_VAR, Traced};
 use smallvec::smallvec;
 use std::io::{BufRead, BufReader, Read};
@@ -72,14 +74,9 @@ fn child() {
     for p in &problems {
         eprintln!("gpu-trace: {p}");
     }
-    let tracer = Tracer::start(TracerOptions {
-        backend: gpu_trace_core::testing::BACKEND,
-        config,
-        clock: GpuClock::Boottime,
-        limits: Limits::default(),
-        capture_ranges: false,
-    })
-    .expect("the tracer starts in system mode");
+    let settings = config.trace_settings().expect("the settings");
+    let tracer = Tracer::start(TracerOptions::new(gpu_trace_testkit::BACKEND, settings))
+        .expect("the tracer starts in system mode");
     println!("PID={}", std::process::id());
     let w = Workload::new(&tracer);
     match scenario.as_str() {
@@ -283,7 +280,7 @@ impl Workload {
         std::thread::scope(|scope| {
             for t in 0..THREADS {
                 scope.spawn(move || {
-                    let tid = gpu_trace_core::clock::thread_id();
+                    let tid = gpu_trace_model::clock::thread_id();
                     let mut clock = now();
                     if s.markers {
                         self.rec
@@ -312,7 +309,7 @@ impl Workload {
             }
         });
         if s.markers {
-            let tid = gpu_trace_core::clock::thread_id();
+            let tid = gpu_trace_model::clock::thread_id();
             self.rec
                 .marker(tid, now(), "checkpoint", |text| Marker::Mark {
                     domain: None,
@@ -323,7 +320,7 @@ impl Workload {
 
     /// One round of the `loop`: a range holding a few launches.
     fn round(&self, s: &Sources, round: u64) {
-        let tid = gpu_trace_core::clock::thread_id();
+        let tid = gpu_trace_model::clock::thread_id();
         let mut clock = now();
         if s.markers {
             self.rec.marker(tid, clock, "round", |text| Marker::Push {
@@ -343,7 +340,7 @@ impl Workload {
 }
 
 fn now() -> u64 {
-    gpu_trace_core::clock::boottime_ns()
+    gpu_trace_model::clock::boottime_ns()
 }
 
 // --------------------------------------------------------------- parent side
@@ -394,7 +391,7 @@ impl App {
         ])
         .current_dir(traced.dir())
         .env(CHILD, scenario);
-        for v in gpu_trace_core::config::vars::ALL {
+        for v in gpu_trace_agent::config::vars::ALL {
             cmd.env_remove(v);
         }
         cmd.env_remove("PERFETTO_CONSUMER_SOCK_NAME")

@@ -3,11 +3,13 @@
 //! processor and the schema validator. Each scenario is a child process
 //! (a tracer owns process-global Perfetto state).
 
-use gpu_trace_core::model::Device;
-use gpu_trace_core::reader::Trace;
-use gpu_trace_core::telemetry::{DeviceProbes, Metric, Probe, Reading};
-use gpu_trace_core::testing::{tp_problems, tp_tables, validate};
-use gpu_trace_core::{Config, GpuClock, Limits, Tracer, TracerOptions};
+use gpu_trace_agent::Config;
+use gpu_trace_agent::telemetry::Telemetry;
+use gpu_trace_agent::telemetry::{DeviceProbes, Metric, Probe, Reading};
+use gpu_trace_model::model::Device;
+use gpu_trace_perfetto::{Tracer, TracerOptions};
+use gpu_trace_reader::Trace;
+use gpu_trace_testkit::{tp_problems, tp_tables, validate};
 use perfetto_testd::{PRODUCER_SOCK_VAR, Traced};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -44,14 +46,16 @@ fn child() {
     for p in &problems {
         eprintln!("gpu-trace: {p}");
     }
-    let tracer = Tracer::start(TracerOptions {
-        backend: gpu_trace_core::testing::BACKEND,
-        config,
-        clock: GpuClock::Boottime,
-        limits: Limits::default(),
-        capture_ranges: false,
-    })
-    .expect("tracer");
+    let settings = config.trace_settings().expect("the settings");
+    let tracer =
+        Tracer::start(TracerOptions::new(gpu_trace_testkit::BACKEND, settings)).expect("tracer");
+    // The agent's sampler, which the writer switches with the sessions.
+    let telemetry = Telemetry::new(
+        tracer.recorder().clone(),
+        tracer.counters().clone(),
+        config.sampler_config(),
+    );
+    tracer.set_listener(Box::new(telemetry.clone()));
     if let Some(p) = tracer.output_path() {
         println!("OUTPUT={}", p.display());
     }
@@ -60,7 +64,7 @@ fn child() {
     gpu.vendor = Some("Test".into());
     tracer.add_device(gpu);
     let o = opened.clone();
-    tracer.telemetry().watch(
+    telemetry.watch(
         0,
         "GPU-e2e-scripted",
         Box::new(move || {
@@ -73,7 +77,7 @@ fn child() {
         }),
     );
     if scenario == "missing" {
-        tracer.telemetry().watch(
+        telemetry.watch(
             1,
             "GPU-e2e-missing",
             Box::new(|| Err("NVML is not usable (libnvidia-ml not found); no telemetry".into())),
@@ -98,11 +102,11 @@ fn run_child(scenario: &str, dir: &Path, envs: &[(&str, &str)]) -> Output {
     cmd.args(["--ignored", "--exact", "child", "--nocapture"])
         .current_dir(dir)
         .env(CHILD, scenario);
-    for v in gpu_trace_core::config::vars::ALL {
+    for v in gpu_trace_agent::config::vars::ALL {
         cmd.env_remove(v);
     }
     cmd.env(
-        gpu_trace_core::config::vars::TELEMETRY_LOCK_DIR,
+        gpu_trace_agent::config::vars::TELEMETRY_LOCK_DIR,
         dir.join("locks"),
     );
     for (k, v) in envs {

@@ -6,11 +6,13 @@
 //! so the registration is process-global. Its callbacks reach the running
 //! tracer through [`ROUTE`], which [`crate::Tracer`] sets and clears.
 
-use crate::backend::Categories;
+use crate::categories::{API, MARKERS, SdkCategories};
 use crate::emit::{CtrSeq, PacketSink, RsSeq, TrackEventSink};
-use crate::reader::ServiceLosses;
+use crate::trace_config::{NEXT_SESSION, parse_counter_config};
 use crate::tracer::Inner;
 use arc_swap::ArcSwapOption;
+use gpu_trace_model::backend::Categories;
+use gpu_trace_reader::ServiceLosses;
 use perfetto_sdk::data_source::{
     DataSource, DataSourceArgsBuilder, DataSourceBufferExhaustedPolicy, TraceContext,
 };
@@ -27,7 +29,7 @@ pub(crate) struct Registry {
     pub(crate) ctr: &'static DataSource<'static, CtrSeq>,
     pub(crate) tel: &'static DataSource<'static, CtrSeq>,
     pub(crate) suffix: String,
-    pub(crate) categories: &'static Categories,
+    pub(crate) categories: SdkCategories,
 }
 
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
@@ -83,7 +85,7 @@ fn perfetto_log(_level: perfetto_log_sys::Level, file: &str, line: u32, message:
 /// Initialises the producer and registers everything, once per process.
 pub(crate) fn register(
     suffix: &str,
-    categories: &'static Categories,
+    categories: &Categories,
     backends: Backends,
 ) -> Result<&'static Registry, RegisterError> {
     if let Some(r) = REGISTRY.get() {
@@ -91,9 +93,9 @@ pub(crate) fn register(
         crate::thread::with_signals_blocked(|| {
             Producer::init(ProducerInitArgsBuilder::new().backends(backends).build());
         });
-        return if !std::ptr::eq(r.categories, categories) {
+        return if r.categories.declared() != categories {
             Err(RegisterError::CategoriesMismatch {
-                registered: r.categories.names(),
+                registered: r.categories.declared().names(),
                 wanted: categories.names(),
             })
         } else if r.suffix == suffix {
@@ -119,15 +121,10 @@ pub(crate) fn register(
         );
         TrackEvent::init();
     });
-    categories.register();
-    for i in [crate::backend::API, crate::backend::MARKERS] {
-        categories.set_callback(
-            i,
-            Box::new(|_inst, _enabled, _global| {
-                crate::guard::catch("category callback", || with_route(|r| r.wake()));
-            }),
-        );
-    }
+    let categories = SdkCategories::register(categories, || {
+        crate::guard::catch("category callback", || with_route(|r| r.wake()));
+    })
+    .map_err(RegisterError::Refused)?;
     let (rs_name, ctr_name) = data_source_names(suffix);
 
     let mut rs: DataSource<'static, RsSeq> = DataSource::new_with_incremental_state_type();
@@ -241,74 +238,6 @@ fn with_route(f: impl FnOnce(&Inner)) {
     }
 }
 
-/// What a counters session asked for.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct CounterRequest {
-    /// `GpuCounterConfig.counter_names`; empty means the tool's defaults.
-    pub names: Vec<String>,
-    /// Whether per-kernel (instrumented) sampling was asked for.
-    pub instrumented: bool,
-    /// `instrumented_sampling_config`: which kernels (`None`: the
-    /// environment's filter decides).
-    pub selection: Option<Arc<crate::filter::FilterSpec>>,
-    /// Tells sessions apart (set up one after the other).
-    pub session: u64,
-}
-
-/// Numbers the counters sessions set up in this process.
-static NEXT_SESSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-
-/// Reads `GpuCounterConfig` out of a `DataSourceConfig`.
-pub(crate) fn parse_counter_config(cfg: &[u8]) -> CounterRequest {
-    use gpu_trace_reader::pb::Fields;
-    use gpu_trace_reader::wire::config as c;
-    let mut req = CounterRequest::default();
-    for f in Fields::new(cfg).map_while(Result::ok) {
-        if f.0 != c::DSC_GPU_COUNTER_CONFIG {
-            continue;
-        }
-        let Some(body) = f.1.as_bytes() else { continue };
-        for (n, v) in Fields::new(body).map_while(Result::ok) {
-            match n {
-                c::GCC_COUNTER_NAMES => match v.as_str() {
-                    Some(s) => {
-                        let (good, bad) = crate::config::parse_metric_list(s);
-                        for b in bad {
-                            crate::warn!(
-                                "trace config counter_names {b:?}: expected a metric name of letters, digits, '_', '.', ':' or '-'; ignored"
-                            );
-                        }
-                        for g in good {
-                            if !req.names.contains(&g) {
-                                req.names.push(g);
-                            }
-                        }
-                    }
-                    None => {
-                        crate::warn!("trace config counter_names: expected UTF-8 text; ignored")
-                    }
-                },
-                c::GCC_INSTRUMENTED_SAMPLING_CONFIG => {
-                    req.instrumented = true;
-                    let (spec, problems) =
-                        crate::filter::from_sampling_config(v.as_bytes().unwrap_or_default());
-                    for p in problems {
-                        crate::warn!("{p}");
-                    }
-                    req.selection = Some(Arc::new(spec));
-                }
-                // The other arm of the oneof: every kernel again.
-                c::GCC_INSTRUMENTED_SAMPLING => {
-                    req.instrumented = v.as_u64() == Some(1);
-                    req.selection = None;
-                }
-                _ => {}
-            }
-        }
-    }
-    req
-}
-
 /// Bytes of packets written through our sinks, all sequences together. Only
 /// the emitter writes, so this is the producer side of the emitter's pacing
 /// (see `tracer::Pacer`).
@@ -335,7 +264,7 @@ fn count(n: usize) {
 /// service has cleared makes the SDK describe it again (see
 /// [`crate::emit::Encoder::describe_process_on_reset`]).
 pub(crate) fn flush_writers(
-    cats: &Categories,
+    cats: &SdkCategories,
     on_entry: &mut dyn FnMut(&mut dyn crate::emit::TrackEventSink),
 ) -> Acks {
     let acks = Acks(Arc::new((Mutex::new(0usize), std::sync::Condvar::new())));
@@ -354,7 +283,7 @@ pub(crate) fn flush_writers(
     reg.rs.trace(|ctx| ctx.flush(ack(&acks)));
     reg.ctr.trace(|ctx| ctx.flush(ack(&acks)));
     reg.tel.trace(|ctx| ctx.flush(ack(&acks)));
-    for c in [crate::backend::API, crate::backend::MARKERS] {
+    for c in [API, MARKERS] {
         cats.trace(c, &mut |ctx| {
             on_entry(&mut TeSink(ctx));
             ctx.flush(ack(&acks))
@@ -500,16 +429,16 @@ impl Out {
         use gpu_trace_reader::pb::Fields;
         let Some(p) = Fields::new(data)
             .map_while(Result::ok)
-            .filter(|(n, _)| *n == gpu_trace_reader::wire::TRACE_PACKET)
+            .filter(|(n, _)| *n == gpu_trace_model::schema::TRACE_PACKET)
             .last()
             .and_then(|(_, v)| v.as_bytes())
         else {
             return;
         };
         for (f, v) in Fields::new(p).map_while(Result::ok) {
-            if f == gpu_trace_reader::wire::packet::TRACE_STATS
+            if f == gpu_trace_model::schema::packet::TRACE_STATS
                 && let Some(b) = v.as_bytes()
-                && let Ok(l) = crate::reader::trace_stats(b)
+                && let Ok(l) = gpu_trace_reader::trace_stats(b)
             {
                 self.losses = Some(l);
                 self.fresh_stats = true;
@@ -787,7 +716,7 @@ pub(crate) fn file_trace_config(
     counters: bool,
     telemetry: bool,
 ) -> Vec<u8> {
-    use gpu_trace_reader::wire::config as c;
+    use gpu_trace_model::schema::config as c;
     let (rs, ctr) = data_source_names(suffix);
     let mut w = gpu_trace_reader::pb::Writer::new();
     w.nested(c::BUFFERS, |b| {
@@ -861,54 +790,4 @@ pub(crate) fn file_trace_config(
 /// Convenience for the tracer.
 pub(crate) fn set_route(inner: Option<Arc<Inner>>) {
     ROUTE.store(inner);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use gpu_trace_reader::wire::config as c;
-
-    fn data_source_config(f: impl FnOnce(&mut gpu_trace_reader::pb::Writer)) -> Vec<u8> {
-        let mut w = gpu_trace_reader::pb::Writer::new();
-        w.string(c::DSC_NAME, "gpu.counters.nv")
-            .nested(c::DSC_GPU_COUNTER_CONFIG, f);
-        w.as_bytes().to_vec()
-    }
-
-    #[test]
-    fn a_sampling_config_selects_kernels_and_the_bool_does_not() {
-        let cfg = data_source_config(|g| {
-            g.string(c::GCC_COUNTER_NAMES, "sm__cycles_elapsed.avg")
-                .nested(c::GCC_INSTRUMENTED_SAMPLING_CONFIG, |isc| {
-                    isc.string(c::ISC_ACTIVITY_TX_INCLUDE_GLOBS, "train*")
-                        .nested(c::ISC_ACTIVITY_RANGES, |r| {
-                            r.varint(c::AR_SKIP, 1).varint(c::AR_COUNT, 2);
-                        });
-                });
-        });
-        let req = parse_counter_config(&cfg);
-        assert!(req.instrumented);
-        assert_eq!(req.names, ["sm__cycles_elapsed.avg"]);
-        let spec = req.selection.expect("a selection");
-        assert_eq!(spec.tx_include, ["train*"]);
-        assert_eq!(
-            spec.windows,
-            [crate::filter::Window {
-                skip: 1,
-                count: Some(2)
-            }]
-        );
-
-        let plain = parse_counter_config(&data_source_config(|g| {
-            g.bool(c::GCC_INSTRUMENTED_SAMPLING, true);
-        }));
-        assert!(plain.instrumented && plain.selection.is_none());
-        // An empty sampling config is a selection of every kernel (it
-        // replaces the environment's filter).
-        let empty = parse_counter_config(&data_source_config(|g| {
-            g.bytes(c::GCC_INSTRUMENTED_SAMPLING_CONFIG, &[]);
-        }));
-        assert!(empty.instrumented);
-        assert!(empty.selection.is_some_and(|s| s.is_everything()));
-    }
 }

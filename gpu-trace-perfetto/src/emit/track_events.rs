@@ -486,7 +486,7 @@ pub(super) fn sdk_process_name() -> String {
                 .filter(|a| !a.is_empty())
                 .map(|a| String::from_utf8_lossy(a).into_owned())
         })
-        .unwrap_or_else(crate::output::program_name)
+        .unwrap_or_else(gpu_trace_model::process::program_name)
 }
 
 /// The SDK's process track, parent of process-wide range tracks.
@@ -568,7 +568,7 @@ mod tests {
         );
         assert_eq!(
             u(launch, &[T::GPU_API]),
-            Some(crate::testing::BACKEND.gpu_api)
+            Some(gpu_trace_testkit::BACKEND.gpu_api)
         );
         let wait = ev[2];
         assert_eq!(u(wait, &[T::GPU_CORRELATION, T::SUBMISSION_IDS]), None);
@@ -673,7 +673,7 @@ mod tests {
         assert!(process_descriptors(&write(&mut f.enc, &b, true).packets).is_empty());
 
         f.enc.process_uuid = Some(0xabc);
-        f.enc.set_rank(Some(crate::rank::Rank {
+        f.enc.set_rank(Some(gpu_trace_model::rank::Rank {
             rank: 1,
             local_rank: Some(0),
             world_size: Some(2),

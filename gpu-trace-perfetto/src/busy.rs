@@ -33,17 +33,17 @@ use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeMap;
 use std::hash::Hash;
 
-pub use gpu_trace_model::schema::busy::{ENGINE_COUNTERS, INTERVAL};
+pub(crate) use gpu_trace_model::schema::busy::{ENGINE_COUNTERS, INTERVAL};
 
 /// Most disjoint busy stretches kept for one interval of one track (one
 /// every 0.6 µs of a 10 ms interval, far more kernels than any stream
 /// launches). Past it the shortest quarter of the gaps between them are
 /// merged (those gaps then count as busy).
-pub const MAX_PIECES: usize = 16_384;
+pub(crate) const MAX_PIECES: usize = 16_384;
 
 /// Most stretches one track holds across its pending intervals, 16 bytes
 /// each (1 MiB); past it the oldest intervals are written early.
-pub const TRACK_BUDGET: usize = 65_536;
+pub(crate) const TRACK_BUDGET: usize = 65_536;
 
 /// A counter value at a point in time.
 #[derive(Debug, Clone, Copy, PartialEq)]

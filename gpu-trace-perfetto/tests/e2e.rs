@@ -7,9 +7,10 @@
 //! re-runs itself with `GPU_TRACE_TEST_CHILD=<scenario>` and the `child`
 //! test plays the traced application.
 
-use gpu_trace_core::model::*;
-use gpu_trace_core::reader::{ArgVal, CounterUnits, Stage, Trace};
-use gpu_trace_core::{Backend, Config, GpuClock, Limits, Sources, Tracer, TracerOptions};
+use gpu_trace_agent::Config;
+use gpu_trace_model::model::*;
+use gpu_trace_perfetto::{Backend, GpuClock, Sources, Tracer, TracerOptions};
+use gpu_trace_reader::{ArgVal, CounterUnits, Stage, Trace};
 use smallvec::smallvec;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -38,25 +39,33 @@ fn child() {
         GpuClock::Custom {
             name: "test.gpu_clock",
             sample: std::sync::Arc::new(|| {
-                let b = gpu_trace_core::clock::boottime_ns();
+                let b = gpu_trace_model::clock::boottime_ns();
                 Some((b - GPU_CLOCK_OFFSET, b))
             }),
         }
     } else {
         GpuClock::Boottime
     };
-    let tracer = match Tracer::start(TracerOptions {
-        backend: gpu_trace_core::testing::BACKEND,
-        config,
-        clock,
-        limits: Limits {
-            stall: std::env::var(STALL_MS).map_or(gpu_trace_core::STALL_LIMIT, |ms| {
-                Duration::from_millis(ms.parse().expect("GPU_TRACE_TEST_STALL_MS in ms"))
-            }),
-            ..Limits::default()
-        },
-        capture_ranges: std::env::var_os(CAPTURE_RANGES).is_some(),
-    }) {
+    // As an injection starts: the settings settled by the agent (the
+    // output's fallbacks said on stderr), then the writer.
+    let mut settings = match config.trace_settings() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("gpu-trace: {e}");
+            println!("NO-TRACER");
+            return;
+        }
+    };
+    if let Ok(ms) = std::env::var(STALL_MS)
+        && config.queue_full_waits
+    {
+        settings.limits.stall =
+            Duration::from_millis(ms.parse().expect("GPU_TRACE_TEST_STALL_MS in ms"));
+    }
+    let mut options = TracerOptions::new(gpu_trace_testkit::BACKEND, settings);
+    options.clock = clock;
+    options.capture_ranges = std::env::var_os(CAPTURE_RANGES).is_some();
+    let tracer = match Tracer::start(options) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("gpu-trace: {e}");
@@ -108,7 +117,9 @@ fn child() {
         "busy_live" => busy_live(&tracer),
         other => panic!("unknown scenario {other}"),
     }
-    tracer.shutdown(Duration::from_secs(20));
+    if let Some(l) = tracer.shutdown(Duration::from_secs(20)) {
+        gpu_trace_agent::exit::report_losses(&l.drops, l.service, &config);
+    }
     println!("DONE");
 }
 
@@ -184,7 +195,7 @@ fn workload(tracer: &Tracer, gpu_offset: u64) {
         for t in 0..THREADS {
             let rec = rec.clone();
             s.spawn(move || {
-                let tid = gpu_trace_core::clock::thread_id();
+                let tid = gpu_trace_model::clock::thread_id();
                 let device = (t % 2) as u32;
                 let stream = 10 + t;
                 rec.marker(tid, now(), &format!("worker {t}"), |text| Marker::Push {
@@ -268,7 +279,7 @@ fn workload(tracer: &Tracer, gpu_offset: u64) {
         }
     });
     // A graph with GRAPH_NODES kernels shares one correlation id.
-    let tid = gpu_trace_core::clock::thread_id();
+    let tid = gpu_trace_model::clock::thread_id();
     let start = now();
     let corr = 777_777;
     let mut call = ApiCall::new(graph, tid, start, start + 3_000, corr);
@@ -294,7 +305,7 @@ fn workload(tracer: &Tracer, gpu_offset: u64) {
     std::thread::spawn({
         let rec = rec.clone();
         move || {
-            let t2 = gpu_trace_core::clock::thread_id();
+            let t2 = gpu_trace_model::clock::thread_id();
             rec.marker(t2, now() + 1_000, "", |_| Marker::End { id: 42 });
         }
     })
@@ -351,7 +362,7 @@ fn flood(tracer: &Tracer, paced: bool) {
         for t in 0..threads {
             let rec = rec.clone();
             s.spawn(move || {
-                let tid = gpu_trace_core::clock::thread_id();
+                let tid = gpu_trace_model::clock::thread_id();
                 let mut clock = now();
                 for i in 0..per_thread {
                     if paced && i % 1000 == 0 {
@@ -452,7 +463,7 @@ fn capture(tracer: &Tracer) {
 }
 
 fn now() -> u64 {
-    gpu_trace_core::clock::boottime_ns()
+    gpu_trace_model::clock::boottime_ns()
 }
 
 // --------------------------------------------------------------- parent side
@@ -475,7 +486,7 @@ fn run_child(scenario: &str, dir: &Path, envs: &[(&str, &str)]) -> Output {
     ])
     .current_dir(dir)
     .env(CHILD, scenario);
-    for v in gpu_trace_core::config::vars::ALL {
+    for v in gpu_trace_agent::config::vars::ALL {
         cmd.env_remove(v);
     }
     cmd.env_remove(CAPTURE_RANGES);
@@ -502,7 +513,7 @@ fn output_of(out: &Output) -> PathBuf {
     PathBuf::from(line)
 }
 
-use gpu_trace_core::testing::{tp_check, tp_tables, validate};
+use gpu_trace_testkit::{tp_check, tp_tables, validate};
 use std::collections::BTreeMap;
 
 fn pid_of(out: &Output) -> i64 {
@@ -782,7 +793,7 @@ fn expected_busy(t: &Trace) -> BTreeMap<(String, String), Vec<(String, String)>>
 /// and each thread's "GPU wait" track holds the time it spent in its
 /// synchronisations. Skipped without a trace processor.
 fn check_busy_and_waits_in_tp(path: &Path, t: &Trace) {
-    let Some(tables) = gpu_trace_core::testing::tp_tables(
+    let Some(tables) = gpu_trace_testkit::tp_tables(
         path,
         "select k.name, k.gpu_id, c.ts, printf('%.6f', c.value), k.unit, k.description
            from counter c join gpu_counter_track k on c.track_id = k.id
@@ -1674,11 +1685,11 @@ fn a_flood_faster_than_the_file_is_written_loses_nothing() {
     assert_eq!(t.losses.map(|l| l.lost()), Some(0), "{:?}", t.losses);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("incomplete"), "{err}");
-    if let Some(problems) = gpu_trace_core::testing::tp_problems(&path) {
+    if let Some(problems) = gpu_trace_testkit::tp_problems(&path) {
         assert!(problems.is_empty(), "trace processor: {problems:?}");
         // What the UI shows: every kernel a GPU slice, each with one arrow
         // from its launch.
-        let n = gpu_trace_core::testing::tp_query(
+        let n = gpu_trace_testkit::tp_query(
             &path,
             "select (select count(*) from gpu_slice where name = 'flood'), \
                     (select count(*) from flow f join slice s on f.slice_in = s.id \

@@ -22,12 +22,12 @@ mod render_stages;
 mod test_support;
 mod track_events;
 
-use crate::backend::BackendInfo;
 use crate::collector::Batch;
 use crate::model::{Event, NameId};
 use crate::names::{Kernels, Names};
 use crate::registry::{Counters, Devices};
 pub(crate) use activity::Points as ActivityPoints;
+use gpu_trace_model::backend::BackendInfo;
 use gpu_trace_reader::pb::Writer;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::VecDeque;
@@ -383,8 +383,8 @@ impl Encoder {
         self.process_in_queues = true;
     }
 
-    /// Names the process's rank in the trace (see [`crate::rank`]).
-    pub(crate) fn set_rank(&mut self, rank: Option<crate::rank::Rank>) {
+    /// Names the process's rank in the trace (see [`gpu_trace_model::rank`]).
+    pub(crate) fn set_rank(&mut self, rank: Option<gpu_trace_model::rank::Rank>) {
         self.process = rank.map(|r| ProcessDesc {
             name: format!("{}{}", track_events::sdk_process_name(), r.name_suffix()),
             labels: r.labels(),

@@ -339,7 +339,7 @@ mod tests {
     #[test]
     fn telemetry_holds_its_value_moves_the_frequency_track_and_stays_on_boottime() {
         use crate::model::CounterSample;
-        use crate::telemetry::Metric;
+        use gpu_trace_model::telemetry::Metric;
         // A custom GPU clock applies to GPU events, never to host readings.
         let mut f = Fixture::new(ClockSpec::Custom(0x8000_1234));
         let kernel_counter = f.counters.register(CounterSpec::new(

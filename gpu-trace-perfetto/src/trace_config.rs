@@ -1,16 +1,17 @@
-//! The kernel filter: the matching engine (`gpu_trace_model::filter`), the
-//! environment's settings (`gpu_trace_agent::filter`), and a system
-//! session's own filter from its trace config ([`from_sampling_config`]).
+//! What a system session's trace config asks of a counters data source:
+//! its counter names and, in `instrumented_sampling_config`, its own
+//! kernel filter ([`from_sampling_config`]), which replaces the
+//! environment's while the session runs.
 
-pub use gpu_trace_agent::filter::*;
-pub use gpu_trace_model::filter::*;
+use gpu_trace_model::filter::{FilterSpec, NameBase, NameGlob, Window};
+use std::sync::Arc;
 
 /// Reads a trace config's `GpuCounterConfig.instrumented_sampling_config`
 /// (its bytes). Values that cannot be used are described in the lines
 /// returned (for the log), with what is done instead.
-pub fn from_sampling_config(body: &[u8]) -> (FilterSpec, Vec<String>) {
+pub(crate) fn from_sampling_config(body: &[u8]) -> (FilterSpec, Vec<String>) {
+    use gpu_trace_model::schema::config as c;
     use gpu_trace_reader::pb::Fields;
-    use gpu_trace_reader::wire::config as c;
     let mut spec = FilterSpec::default();
     let mut problems = Vec::new();
     let mut text = |what: &str, v: &gpu_trace_reader::pb::Value<'_>| match v.as_str() {
@@ -92,10 +93,78 @@ pub fn from_sampling_config(body: &[u8]) -> (FilterSpec, Vec<String>) {
     (spec, problems)
 }
 
+/// What a counters session asked for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct CounterRequest {
+    /// `GpuCounterConfig.counter_names`; empty means the tool's defaults.
+    pub names: Vec<String>,
+    /// Whether per-kernel (instrumented) sampling was asked for.
+    pub instrumented: bool,
+    /// `instrumented_sampling_config`: which kernels (`None`: the
+    /// environment's filter decides).
+    pub selection: Option<Arc<FilterSpec>>,
+    /// Tells sessions apart (set up one after the other).
+    pub session: u64,
+}
+
+/// Numbers the counters sessions set up in this process.
+pub(crate) static NEXT_SESSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// Reads `GpuCounterConfig` out of a `DataSourceConfig`.
+pub(crate) fn parse_counter_config(cfg: &[u8]) -> CounterRequest {
+    use gpu_trace_model::schema::config as c;
+    use gpu_trace_reader::pb::Fields;
+    let mut req = CounterRequest::default();
+    for f in Fields::new(cfg).map_while(Result::ok) {
+        if f.0 != c::DSC_GPU_COUNTER_CONFIG {
+            continue;
+        }
+        let Some(body) = f.1.as_bytes() else { continue };
+        for (n, v) in Fields::new(body).map_while(Result::ok) {
+            match n {
+                c::GCC_COUNTER_NAMES => match v.as_str() {
+                    Some(s) => {
+                        let (good, bad) = gpu_trace_model::names::parse_metric_list(s);
+                        for b in bad {
+                            crate::warn!(
+                                "trace config counter_names {b:?}: expected a metric name of letters, digits, '_', '.', ':' or '-'; ignored"
+                            );
+                        }
+                        for g in good {
+                            if !req.names.contains(&g) {
+                                req.names.push(g);
+                            }
+                        }
+                    }
+                    None => {
+                        crate::warn!("trace config counter_names: expected UTF-8 text; ignored")
+                    }
+                },
+                c::GCC_INSTRUMENTED_SAMPLING_CONFIG => {
+                    req.instrumented = true;
+                    let (spec, problems) = from_sampling_config(v.as_bytes().unwrap_or_default());
+                    for p in problems {
+                        crate::warn!("{p}");
+                    }
+                    req.selection = Some(Arc::new(spec));
+                }
+                // The other arm of the oneof: every kernel again.
+                c::GCC_INSTRUMENTED_SAMPLING => {
+                    req.instrumented = v.as_u64() == Some(1);
+                    req.selection = None;
+                }
+                _ => {}
+            }
+        }
+    }
+    req
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpu_trace_reader::wire::config as c;
+    use gpu_trace_model::filter::KernelFilter;
+    use gpu_trace_model::schema::config as c;
 
     fn sampling_config(f: impl FnOnce(&mut gpu_trace_reader::pb::Writer)) -> Vec<u8> {
         let mut w = gpu_trace_reader::pb::Writer::new();
@@ -185,5 +254,49 @@ mod tests {
         w.iter()
             .map(|&(skip, count)| Window { skip, count })
             .collect()
+    }
+
+    fn data_source_config(f: impl FnOnce(&mut gpu_trace_reader::pb::Writer)) -> Vec<u8> {
+        let mut w = gpu_trace_reader::pb::Writer::new();
+        w.string(c::DSC_NAME, "gpu.counters.nv")
+            .nested(c::DSC_GPU_COUNTER_CONFIG, f);
+        w.as_bytes().to_vec()
+    }
+
+    #[test]
+    fn a_sampling_config_selects_kernels_and_the_bool_does_not() {
+        let cfg = data_source_config(|g| {
+            g.string(c::GCC_COUNTER_NAMES, "sm__cycles_elapsed.avg")
+                .nested(c::GCC_INSTRUMENTED_SAMPLING_CONFIG, |isc| {
+                    isc.string(c::ISC_ACTIVITY_TX_INCLUDE_GLOBS, "train*")
+                        .nested(c::ISC_ACTIVITY_RANGES, |r| {
+                            r.varint(c::AR_SKIP, 1).varint(c::AR_COUNT, 2);
+                        });
+                });
+        });
+        let req = parse_counter_config(&cfg);
+        assert!(req.instrumented);
+        assert_eq!(req.names, ["sm__cycles_elapsed.avg"]);
+        let spec = req.selection.expect("a selection");
+        assert_eq!(spec.tx_include, ["train*"]);
+        assert_eq!(
+            spec.windows,
+            [Window {
+                skip: 1,
+                count: Some(2)
+            }]
+        );
+
+        let plain = parse_counter_config(&data_source_config(|g| {
+            g.bool(c::GCC_INSTRUMENTED_SAMPLING, true);
+        }));
+        assert!(plain.instrumented && plain.selection.is_none());
+        // An empty sampling config is a selection of every kernel (it
+        // replaces the environment's filter).
+        let empty = parse_counter_config(&data_source_config(|g| {
+            g.bytes(c::GCC_INSTRUMENTED_SAMPLING_CONFIG, &[]);
+        }));
+        assert!(empty.instrumented);
+        assert!(empty.selection.is_some_and(|s| s.is_everything()));
     }
 }
