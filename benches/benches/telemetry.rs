@@ -31,7 +31,7 @@ fn probe(gpm: bool) -> Box<dyn gpu_trace_agent::telemetry::Probe> {
     let nvml = unsafe { nvml::Nvml::from_api(Box::leak(Box::new(api)), "nvml-sim") }
         .expect("the fake initialises");
     let dev = nvml.device_by_index(0).expect("device 0");
-    gpu_trace_cuda::telemetry::probes(&nvml, 0, dev).fast
+    gpu_trace_cuda::bench::probes(&nvml, 0, dev).fast
 }
 
 fn bench(c: &mut Criterion) {

@@ -135,7 +135,7 @@ fn main() {
     }
     // The injection's fast probe, at the default period.
     let c1 = thread_cpu_ns();
-    let mut probes = gpu_trace_cuda::telemetry::probes(&nvml, 0, dev);
+    let mut probes = gpu_trace_cuda::bench::probes(&nvml, 0, dev);
     let open = (thread_cpu_ns() - c1) as f64 / 1e6;
     let (mut cpu, mut values, mut slowest) = (0u64, 0usize, 0u64);
     // Rounds that computed GPM metrics, apart.

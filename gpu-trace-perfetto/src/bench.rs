@@ -1,5 +1,7 @@
-//! The emitter's encoding paths without a Perfetto session, for
-//! `benches/`. Not an API: nothing outside the benchmarks should use it.
+//! The emitter's encoding paths and busy accounting without a Perfetto
+//! session, for `benches/` only: built with the `bench-hooks` feature,
+//! which only the benchmarks' dev-dependency turns on, so no shipped build
+//! has it.
 
 use crate::collector::Batch;
 use crate::emit::{ClockSpec, CtrSeq, Encoder, PacketSink, RsSeq, Tables, TrackEventSink};

@@ -9,8 +9,6 @@ mod emit;
 mod sink;
 mod trace_config;
 mod tracer;
-#[cfg(test)]
-mod wire_check;
 
 pub use sink::{RegisterError, SessionError};
 pub use tracer::{

@@ -8,7 +8,8 @@
 //!   [`recording_windows`];
 //! - running simulated programs: [`wait_announce`];
 //! - a backend descriptor for tests and benches: [`BACKEND`];
-//! - a second local user for the shared-folder tests ([`users`]).
+//! - a second local user for the shared-folder tests ([`users`]);
+//! - a fake amdgpu sysfs tree for the HIP telemetry tests ([`amdgpu`]).
 
 use gpu_trace_model::backend::{BackendInfo, Categories, Category};
 use gpu_trace_reader::{GpuEvent, Slice, Trace};
@@ -18,6 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+pub mod amdgpu;
 pub mod users;
 
 /// Runs the official-schema validator (`tools/validate_pftrace.py`) on

@@ -1,5 +1,16 @@
-//! The injection's per-call and per-record paths over a tracer, for
-//! `benches/`. Not an API: nothing outside the benchmarks should use it.
+//! The injection's per-call and per-record paths over a tracer, and its
+//! NVML telemetry probes, for `benches/` only: built with the `bench-hooks`
+//! feature, which only the benchmarks' dev-dependency turns on, so no
+//! shipped build has it.
+
+/// The NVML probes of one GPU, as the sampler opens them.
+pub fn probes(
+    nvml: &nvml::Nvml,
+    gpu_id: u32,
+    dev: nvml::Device,
+) -> gpu_trace_agent::telemetry::DeviceProbes {
+    crate::telemetry::probes(nvml, gpu_id, dev)
+}
 
 use crate::tool::Shared;
 use cupti::activity::Records;

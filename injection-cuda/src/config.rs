@@ -2,4 +2,4 @@
 //! ([`gpu_trace_agent::cuda_config`]), where `gpu-trace record` checks them
 //! too, with the same messages.
 
-pub use gpu_trace_agent::cuda_config::*;
+pub(crate) use gpu_trace_agent::cuda_config::*;

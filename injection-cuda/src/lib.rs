@@ -17,19 +17,18 @@
 #![deny(unsafe_code)]
 
 mod api;
-#[doc(hidden)]
+#[cfg(feature = "bench-hooks")]
 pub mod bench;
-pub mod config;
+mod config;
 mod counters;
 mod detach;
 #[allow(unsafe_code)]
 mod ffi;
 mod memory;
 mod nvtx_capture;
-pub mod occupancy;
+mod occupancy;
 mod records;
-#[doc(hidden)]
-pub mod telemetry;
+mod telemetry;
 mod tool;
 
 use std::sync::OnceLock;

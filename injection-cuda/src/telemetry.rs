@@ -107,7 +107,7 @@ fn find(
 }
 
 /// The fast and slow probes of one GPU.
-pub fn probes(nvml: &Nvml, gpu_id: u32, dev: nvml::Device) -> DeviceProbes {
+pub(crate) fn probes(nvml: &Nvml, gpu_id: u32, dev: nvml::Device) -> DeviceProbes {
     let name = dev.name().unwrap_or_else(|_| "an NVIDIA GPU".into());
     let (gpm, gpm_note) = match dev.gpm_supported() {
         Ok(true) => match GpmState::new(&dev) {
@@ -197,7 +197,7 @@ struct GpmState {
 const GPM_PERIOD_NS: u64 = 100_000_000;
 
 /// Shortest time between two reads of the medium readings (and GPM's).
-pub const MEDIUM_PERIOD_NS: u64 = GPM_PERIOD_NS;
+pub(crate) const MEDIUM_PERIOD_NS: u64 = GPM_PERIOD_NS;
 
 /// The GPM metrics read, and their scale to the track's unit.
 const GPM_METRICS: [(Gpm, Metric, f64); 8] = [

@@ -23,6 +23,5 @@ mod failpoint;
 #[allow(unsafe_code)]
 mod ffi;
 mod records;
-#[doc(hidden)]
-pub mod telemetry;
+mod telemetry;
 mod tool;

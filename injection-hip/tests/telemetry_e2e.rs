@@ -43,7 +43,7 @@ fn run(dir: &Path, sysfs: &Path) -> (Outcome, Trace, PathBuf) {
             dir.join("locks").display().to_string(),
         )
         .env(
-            gpu_trace_hip::telemetry::SYSFS_ROOT_ENV,
+            gpu_trace_testkit::amdgpu::SYSFS_ROOT_VAR,
             sysfs.display().to_string(),
         )
         .env("RUST_BACKTRACE", "0");
@@ -79,7 +79,7 @@ fn amdgpu_sysfs_telemetry_for_each_gpu_matched_by_bus_id() {
     let dir = tmpdir("sysfs");
     let sysfs = dir.join("sys");
     // The simulator puts GPU n at 0000:0(n+1):00.0; a third card it does not use.
-    gpu_trace_hip::telemetry::write_fake_tree(
+    gpu_trace_testkit::amdgpu::write_fake_tree(
         &sysfs,
         &[
             ("0000:01:00.0", 1700, 64, 210_000_000, 48_000, 4 << 30),

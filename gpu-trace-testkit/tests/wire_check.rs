@@ -1,9 +1,8 @@
-//! Every field number in `gpu_trace_reader::wire` that the SDK crates also
-//! generate must equal the SDK's: the reader's are literals.
+//! Every field number in `gpu_trace_model::schema` that the SDK crates also
+//! generate must equal the SDK's: the schema's are literals, so that
+//! writing and reading traces need no SDK types.
 
-#![cfg(test)]
-
-use gpu_trace_reader::wire;
+use gpu_trace_model::schema as wire;
 use perfetto_sdk::protos::config::data_source_config::DataSourceConfigFieldNumber as Dsc;
 use perfetto_sdk::protos::config::trace_config::{
     TraceConfigBufferConfigFieldNumber as Buf, TraceConfigBuiltinDataSourceFieldNumber as Bds,
