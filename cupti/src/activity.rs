@@ -27,7 +27,7 @@ use std::{
 
 use cupti_sys as sys;
 
-use crate::{Cupti, Error, Result, guard};
+use crate::{Cupti, Error, Result};
 
 /// An activity kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -595,7 +595,8 @@ unsafe extern "C" fn buffer_requested(
         }
     }
     let Some(g) = GLOBAL.get() else { return };
-    let got = guard::call("activity buffer request", &g.disabled, || g.pool.take());
+    let got =
+        gpu_trace_model::guard::contain("activity buffer request", &g.disabled, || g.pool.take());
     match got.flatten() {
         Some(b) => {
             // SAFETY: out-pointers as above; CUPTI owns the buffer until it
@@ -639,7 +640,7 @@ unsafe extern "C" fn buffer_completed(
     g.pool.dropped.fetch_add(dropped as u64, Ordering::Relaxed);
     g.pool.completed.fetch_add(1, Ordering::Relaxed);
     if !g.disabled.load(Ordering::Relaxed) {
-        guard::call("activity buffer handler", &g.disabled, || {
+        gpu_trace_model::guard::contain("activity buffer handler", &g.disabled, || {
             let records = Records {
                 cupti: &g.cupti,
                 buffer,

@@ -13,9 +13,10 @@
 //! - [`driver`]: the few CUDA driver calls a tracer needs (device info,
 //!   occupancy), through the `libcuda` the application already loaded.
 //!
-//! Panics inside user closures never unwind into CUDA: they are caught,
-//! reported once (to stderr, or to the caller's [`set_panic_reporter`]), and
-//! the closure is disabled.
+//! Panics inside user closures never unwind into CUDA: they are caught by
+//! gpu-trace's one panic guard (`gpu_trace_model::guard::contain`), which
+//! reports the first panic of the process on stderr and trips its
+//! process-wide state, and the closure is disabled.
 //!
 //! # Record versions
 //!
@@ -38,14 +39,12 @@ pub mod callback;
 pub mod cbid;
 pub mod driver;
 mod error;
-mod guard;
 pub mod nvtx;
 pub mod nvtx_injection;
 mod params;
 pub mod profiler;
 
 pub use error::{Error, Result, Status};
-pub use guard::{PanicReporter, set_panic_reporter};
 pub use sys::loader::CUPTI_PATH_ENV;
 
 /// Lowest `cuptiGetVersion` accepted: the CUPTI API version of CUDA 13.0.

@@ -5,6 +5,14 @@ use crate::config::Config;
 use gpu_trace_model::model::DropKind;
 use gpu_trace_reader::ServiceLosses;
 
+/// The exit handler of either injection: runs `shutdown` (which writes the
+/// end of the trace) behind the panic guard, also after a panic switched
+/// tracing off, so that the trace still gets its summary and its loss
+/// counts; a panic inside it is reported and goes no further.
+pub fn on_exit(shutdown: impl FnOnce()) {
+    let _ = crate::guard::run("exit handler", shutdown);
+}
+
 /// One line on stderr when anything was lost anywhere, with the counts and
 /// what would avoid it (from what the writer's shutdown reports).
 pub fn report_losses(drops: &[(DropKind, u64)], service: Option<ServiceLosses>, config: &Config) {

@@ -45,9 +45,10 @@ const SHIPPED: [&str; 12] = [
 ];
 
 /// Variables the shipped sources name that only tests and test builds use.
-const TEST_ONLY: [&str; 2] = [
-    // Read by the injection's fault-injection feature, built for tests only.
+const TEST_ONLY: [&str; 3] = [
+    // Read by the injections' fault-injection features, built for tests only.
     "GPU_TRACE_HIP_FAILPOINT",
+    "GPU_TRACE_CUDA_FAILPOINT",
     // The prefix itself, which the CLI matches to find variables to check.
     "INJECTION_",
 ];

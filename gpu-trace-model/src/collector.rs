@@ -385,9 +385,11 @@ impl Recorder {
         self.log(ts, false, &w.to_string());
     }
 
-    /// Counts `n` items of `kind` that a backend could not record.
+    /// Counts `n` items of `kind` that a backend could not record (not
+    /// once the recorder is closed: what comes after is not recorded at
+    /// all).
     pub fn dropped(&self, kind: DropKind, n: u64) {
-        if n > 0 {
+        if n > 0 && self.shared.enabled.load(Ordering::Relaxed) {
             self.shared.drops[kind as usize].fetch_add(n, Ordering::Relaxed);
         }
     }

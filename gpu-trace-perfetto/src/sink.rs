@@ -122,7 +122,7 @@ pub(crate) fn register(
         TrackEvent::init();
     });
     let categories = SdkCategories::register(categories, || {
-        crate::guard::catch("category callback", || with_route(|r| r.wake()));
+        crate::guard::run("category callback", || with_route(|r| r.wake()));
     })
     .map_err(RegisterError::Refused)?;
     let (rs_name, ctr_name) = data_source_names(suffix);
@@ -139,18 +139,18 @@ pub(crate) fn register(
             .will_notify_on_stop(true)
             .handles_incremental_state_clear(true)
             .on_start(|_inst, _args| {
-                crate::guard::catch("data source start", || with_route(|r| r.wake()));
+                crate::guard::run("data source start", || with_route(|r| r.wake()));
             })
             .on_stop(|_inst, args| {
                 let guard = args.postpone();
-                crate::guard::catch("data source stop", move || match ROUTE.load_full() {
+                crate::guard::run("data source stop", move || match ROUTE.load_full() {
                     Some(r) => r.request_stop_cycle(Box::new(move || drop(guard))),
                     None => drop(guard),
                 });
             })
             .on_flush(|_inst, args| {
                 let guard = args.postpone();
-                crate::guard::catch("data source flush", move || match ROUTE.load_full() {
+                crate::guard::run("data source flush", move || match ROUTE.load_full() {
                     Some(r) => r.request_flush_cycle(Box::new(move || drop(guard))),
                     None => drop(guard),
                 });
@@ -171,18 +171,18 @@ pub(crate) fn register(
             .will_notify_on_stop(true)
             .handles_incremental_state_clear(true)
             .on_setup(|inst, cfg, _args| {
-                crate::guard::catch("counter setup", || {
+                crate::guard::run("counter setup", || {
                     let mut req = parse_counter_config(cfg);
                     req.session = NEXT_SESSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     with_route(|r| r.set_counter_request(inst, Some(req)))
                 });
             })
             .on_start(|_inst, _args| {
-                crate::guard::catch("counter start", || with_route(|r| r.wake()));
+                crate::guard::run("counter start", || with_route(|r| r.wake()));
             })
             .on_stop(|inst, args| {
                 let guard = args.postpone();
-                crate::guard::catch("counter stop", move || match ROUTE.load_full() {
+                crate::guard::run("counter stop", move || match ROUTE.load_full() {
                     Some(r) => {
                         r.set_counter_request(inst, None);
                         r.request_stop_cycle(Box::new(move || drop(guard)))
@@ -205,11 +205,11 @@ pub(crate) fn register(
             .will_notify_on_stop(true)
             .handles_incremental_state_clear(true)
             .on_start(|_inst, _args| {
-                crate::guard::catch("telemetry start", || with_route(|r| r.wake()));
+                crate::guard::run("telemetry start", || with_route(|r| r.wake()));
             })
             .on_stop(|_inst, args| {
                 let guard = args.postpone();
-                crate::guard::catch("telemetry stop", move || match ROUTE.load_full() {
+                crate::guard::run("telemetry stop", move || match ROUTE.load_full() {
                     Some(r) => r.request_stop_cycle(Box::new(move || drop(guard))),
                     None => drop(guard),
                 });
@@ -500,7 +500,7 @@ impl FileSession {
         let own_tx = tx.clone();
         let (started_tx, started_rx) = mpsc::sync_channel::<Result<(), SessionError>>(1);
         crate::thread::spawn("gpu-trace-session", move || {
-            crate::guard::catch("session thread", move || {
+            crate::guard::run("session thread", move || {
                 let mut s = match TracingSession::in_process() {
                     Ok(s) => s,
                     Err(_) => {
@@ -573,7 +573,7 @@ impl SessionReader {
 fn read_into(s: &mut TracingSession, out: &Arc<Mutex<Out>>) {
     let out = out.clone();
     s.read_trace_blocking(move |data, has_more| {
-        crate::guard::catch("trace read", || {
+        crate::guard::run("trace read", || {
             out.lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .write(data, !has_more)

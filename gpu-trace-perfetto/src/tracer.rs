@@ -319,6 +319,11 @@ impl Inner {
     }
 
     fn compute_sources(&self) -> Sources {
+        // After a panic everything is off: the backend stops the vendor's
+        // tracing, and the trace only gets its end.
+        if crate::guard::tripped() {
+            return Sources::default();
+        }
         let Some(reg) = sink::registry() else {
             return Sources::default();
         };
@@ -381,7 +386,7 @@ impl Inner {
             return;
         }
         if let Some(l) = self.listener.load_full() {
-            crate::guard::catch("telemetry switch", || l.telemetry(on));
+            crate::guard::run("telemetry switch", || l.telemetry(on));
             *told = Some(on);
         }
     }
@@ -403,7 +408,7 @@ impl Inner {
         if delivered.as_ref() == Some(&now) {
             return;
         }
-        crate::guard::catch("backend sources_changed", || b.sources_changed(&now));
+        crate::guard::run("backend sources_changed", || b.sources_changed(&now));
         *delivered = Some(now);
     }
 
@@ -435,7 +440,7 @@ impl Inner {
         }
         let i = inner.clone();
         let spawned = crate::thread::spawn("gpu-trace-sources", move || {
-            crate::guard::catch("sources delivery", || i.notify_backend());
+            crate::guard::run("sources delivery", || i.notify_backend());
             i.delivering.store(false, Ordering::Release);
         });
         if spawned.is_err() {
@@ -457,7 +462,7 @@ impl Inner {
                 .name("gpu-trace-flush".into())
                 .spawn_scoped(s, || {
                     crate::thread::block_signals();
-                    crate::guard::catch("backend flush", || b.flush(forced));
+                    crate::guard::run("backend flush", || b.flush(forced));
                     done.store(true, Ordering::Release);
                     self.wake();
                 });
@@ -477,7 +482,7 @@ impl Inner {
             true
         });
         if !spawned {
-            crate::guard::catch("backend flush", || b.flush(forced));
+            crate::guard::run("backend flush", || b.flush(forced));
         }
     }
 }
@@ -517,7 +522,7 @@ impl Tracer {
     }
 
     fn start_blocked(opts: TracerOptions) -> Result<Tracer, StartError> {
-        if crate::guard::broken() {
+        if crate::guard::tripped() {
             return Err(StartError::Broken);
         }
         let settings = opts.settings;
@@ -588,6 +593,15 @@ impl Tracer {
                 i.wake();
             }
         }));
+        // A panic anywhere stops recording at once; the emitter, woken,
+        // switches every source off and the backend the vendor's tracing.
+        let weak = Arc::downgrade(&inner);
+        crate::guard::on_trip(move || {
+            if let Some(i) = weak.upgrade() {
+                i.recorder.close();
+                i.wake();
+            }
+        });
         sink::set_route(Some(inner.clone()));
 
         let emitter = {
@@ -853,7 +867,7 @@ impl Tracer {
         let Some(l) = self.inner.listener.load_full() else {
             return;
         };
-        let lines = crate::guard::catch("trace end", || l.ending()).unwrap_or_default();
+        let lines = crate::guard::run("trace end", || l.ending()).unwrap_or_default();
         for (warning, line) in lines {
             if warning {
                 self.inner.notes.warn(line);
@@ -1019,7 +1033,7 @@ fn emitter_loop(inner: Arc<Inner>) {
         let forced = stop || any(|k| matches!(k, CycleKind::Drain));
         let summary = stop || any(|k| matches!(k, CycleKind::Summary));
         let mut more = false;
-        let ok = crate::guard::catch("trace emitter", || {
+        let ok = crate::guard::run("trace emitter", || {
             inner.refresh_sources();
             if inner.needs_delivery() {
                 Inner::deliver_aside(&inner);

@@ -256,6 +256,7 @@ impl ApiState {
 
     fn record(&self, cb: &ApiCallback<'_>, start: u64, end: u64) {
         let kind = cb.kind();
+        crate::failpoint::maybe_panic("api", kind == CallKind::KernelLaunch);
         let rv = cb.return_value().unwrap_or(0);
         let ok = rv == 0;
         let corr = crate::detach::corr(cb.correlation_id());

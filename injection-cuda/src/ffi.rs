@@ -31,7 +31,7 @@ fn register_exit_handler() {
 }
 
 extern "C" fn at_exit() {
-    gpu_trace_model::guard::catch("exit handler", crate::shutdown);
+    gpu_trace_agent::exit::on_exit(crate::shutdown);
 }
 
 unsafe extern "C" {

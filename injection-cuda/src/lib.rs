@@ -22,6 +22,7 @@ pub mod bench;
 mod config;
 mod counters;
 mod detach;
+mod failpoint;
 #[allow(unsafe_code)]
 mod ffi;
 mod memory;
@@ -46,7 +47,9 @@ fn init() -> bool {
 
 /// An NVTX call through our NVTX injection.
 fn on_nvtx(ev: &cupti::nvtx::NvtxEvent<'_>) {
-    if let Some(Some(t)) = TOOL.get() {
+    if let Some(Some(t)) = TOOL.get()
+        && !gpu_trace_model::guard::tripped()
+    {
         t.on_nvtx(ev);
     }
 }

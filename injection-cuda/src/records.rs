@@ -121,6 +121,7 @@ impl RecordState {
 
     /// One completed buffer.
     pub(crate) fn on_records(&self, records: Records<'_>) {
+        crate::failpoint::maybe_panic("buffer", true);
         // This is CUPTI's delivery thread, not the application's: when the
         // emitter is behind, wait here so a burst is not dropped.
         self.recorder.wait_for_room(RECORDS_WAIT_LIMIT);

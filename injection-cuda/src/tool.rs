@@ -636,6 +636,7 @@ impl CudaBackend {
 
 impl Backend for CudaBackend {
     fn flush(&self, forced: bool) {
+        crate::failpoint::maybe_panic("flush", true);
         let new = std::mem::take(
             &mut *self
                 .shared
@@ -796,7 +797,11 @@ impl CudaBackend {
 /// Subscribes our callback, which reaches the tool once `gate` is set.
 fn subscribe(cupti: &Cupti, gate: Arc<OnceLock<Arc<Shared>>>) -> cupti::Result<Subscriber> {
     Subscriber::subscribe(cupti, c"gpu-trace", move |cb| {
-        if let Some(s) = gate.get() {
+        // After a panic nothing more is recorded; the writer switches the
+        // callbacks off at its next turn.
+        if let Some(s) = gate.get()
+            && !gpu_trace_model::guard::tripped()
+        {
             s.on_callback(cb);
         }
     })
@@ -809,10 +814,6 @@ impl Tool {
         // Every setting, and every problem with them said once; nothing at
         // all in a setuid program (where they are the caller's).
         let mut startup = Startup::from_env(gpu_trace_agent::Backend::Cuda)?;
-        // Panics the cupti crate catches go to our log, under our name.
-        cupti::set_panic_reporter(|what, message| {
-            gpu_trace_model::warn!("panic in {what}: {message}; this handler is now disabled");
-        });
         let cuda = startup.cuda.clone();
         let mut plan = startup.plan.clone();
         // With cudaProfilerApi ranges nothing is recorded before the
@@ -932,7 +933,10 @@ impl Tool {
         let activity = {
             let shared = shared.clone();
             match activity::register(&cupti, ACTIVITY_BUFFERS, move |records| {
-                shared.on_records(records)
+                // After a panic the buffers are only given back.
+                if !gpu_trace_model::guard::tripped() {
+                    shared.on_records(records)
+                }
             }) {
                 Ok(a) => Some(a),
                 Err(e) => {
@@ -1054,7 +1058,11 @@ impl Tool {
         }
         if let Some(c) = self.shared.counting.get() {
             c.finish();
-            c.report();
+            // After a panic the profiler's ranges were left unread on
+            // purpose: nothing to report.
+            if !gpu_trace_model::guard::tripped() {
+                c.report();
+            }
         }
         if let Some(l) = self.tracer.shutdown(Duration::from_secs(10)) {
             self.startup.report_losses(&l.drops, l.service);

@@ -41,7 +41,7 @@ pub(crate) fn register_exit_handler() {
 }
 
 extern "C" fn at_exit() {
-    gpu_trace_model::guard::catch("exit handler", || crate::tool::at_exit(&TOOL));
+    gpu_trace_agent::exit::on_exit(|| crate::tool::at_exit(&TOOL));
 }
 
 unsafe extern "C" {

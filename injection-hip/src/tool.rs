@@ -314,10 +314,6 @@ impl Tool for HipTool {
         // one).
         let mut startup = Startup::from_env(gpu_trace_agent::Backend::Hip)?;
         let filter = std::mem::take(&mut startup.filter);
-        // Panics the rocprofiler crate catches go to our log, under our name.
-        rocprofiler::set_panic_reporter(|what, message| {
-            gpu_trace_model::warn!("panic in {what}: {message}; it is disabled from now on");
-        });
         gpu_trace_model::verbose!(
             "rocprofiler-sdk {} ({}), {} tool(s) configured before this one",
             info.version,
@@ -584,7 +580,7 @@ impl HipTool {
             s.flush();
         }
         if let Some(t) = self.tracer.get() {
-            catch("trace finalisation", || {
+            gpu_trace_model::guard::run("trace finalisation", || {
                 if let Some(l) = t.shutdown(SHUTDOWN_LIMIT) {
                     self.startup.report_losses(&l.drops, l.service);
                 }

@@ -1228,6 +1228,15 @@ fn a_panic_in_a_callback_switches_tracing_off_and_the_app_runs_on() {
             lines[0]
         );
         assert!(!out.stderr.contains("panicked at"), "{}", out.stderr);
+        // Tracing stopped, and the trace still has its end: the exit
+        // handler wrote the summary and the loss line.
+        let t = Trace::open(dir.join("trace.pftrace")).unwrap();
+        assert!(
+            t.log("gpu-trace summary:").is_some(),
+            "{site}: the summary\n{}",
+            out.stderr
+        );
+        assert!(t.drop_counts().is_some(), "{site}: the loss line");
         cleanup(&dir);
     }
 }

@@ -5,8 +5,9 @@
 //!   (ROCm 6.x) is refused there with a message, before anything is written.
 //! * **Objects**: [`Context`] (services; `Drop` stops it), [`Buffer`] (`Drop` destroys it,
 //!   `close` flushes first), [`CounterConfig`]. All callbacks are boxed closures run behind
-//!   panic guards: a panic is caught, reported once on stderr and switches that callback off;
-//!   nothing unwinds into the SDK.
+//!   gpu-trace's panic guard (`gpu_trace_model::guard`): a panic is caught, the first of the
+//!   process reported once on stderr, and it switches that callback off; nothing unwinds into
+//!   the SDK.
 //! * **Records**: buffer batches decode into [`BufferRecord`] (kernel dispatches, memory copies,
 //!   HIP API calls, counter records); callback tracing hands a [`CallbackEvent`] whose
 //!   [`Payload`] is a HIP call, a roctx marker, a code object or a kernel symbol; dispatch
@@ -42,7 +43,6 @@ pub use counting::{
     DispatchCountingRequest, DispatchCounts,
 };
 pub use error::{Error, Result, Status, StatusKind};
-pub use guard::{PanicReporter, set_panic_reporter};
 pub use ids::{
     AgentId, AsyncCorrelationId, BufferId, ContextId, CorrelationId, CounterId, Dim3, QueueId,
 };
