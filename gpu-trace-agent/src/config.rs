@@ -74,6 +74,7 @@ pub use gpu_trace_model::writer::{Mode, Recording};
 
 /// How device telemetry is sampled.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TelemetryConfig {
     /// Period of the fast readings (clocks, utilisation, power, ...).
     pub period: Duration,
@@ -114,6 +115,7 @@ impl Default for TelemetryConfig {
 
 /// The validated configuration.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Config {
     /// Verbose logging.
     pub verbose: bool,
@@ -179,6 +181,7 @@ impl Default for Config {
 
 /// A rejected value, with what was expected and what is used instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Problem {
     /// Variable name.
     pub var: &'static str,

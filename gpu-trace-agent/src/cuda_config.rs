@@ -88,6 +88,7 @@ pub enum CaptureRange {
 
 /// The CUDA backend's validated settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CudaConfig {
     /// Which API layer becomes slices.
     pub api_layer: ApiLayer,
@@ -274,7 +275,7 @@ const IGNORED_BY_HIP: [(&str, &[&str], &str); 6] = [
 /// Lines for the CUDA-only settings set in the environment (through
 /// `get`) to anything but what asks for nothing: the HIP backend refuses
 /// each in one line rather than ignoring it silently.
-pub fn ignored_by_hip(get: impl Fn(&str) -> Option<String>) -> Vec<String> {
+pub(crate) fn ignored_by_hip(get: impl Fn(&str) -> Option<String>) -> Vec<String> {
     let mut out = Vec::new();
     for (var, inert, why) in IGNORED_BY_HIP {
         if let Some(v) = get(var)

@@ -6,6 +6,7 @@
 
 /// Which programs read a variable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Scope {
     /// Both injection libraries (CUDA and HIP).
     Both,
@@ -31,6 +32,7 @@ impl Scope {
 
 /// One variable.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct Variable {
     /// Its name.
     pub name: &'static str,

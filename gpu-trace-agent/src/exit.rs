@@ -23,7 +23,7 @@ pub fn report_losses(drops: &[(DropKind, u64)], service: Option<ServiceLosses>, 
 
 /// The exit line when anything was lost: the counts, and for each kind the
 /// setting that would avoid it. `None` when nothing was.
-pub fn loss_report(
+pub(crate) fn loss_report(
     drops: &[(DropKind, u64)],
     service: Option<ServiceLosses>,
     config: &Config,

@@ -28,7 +28,7 @@ pub mod vars {
 
 /// Reads the filter through `get` (the environment's variables); a bad
 /// value is reported and its part of the filter left out.
-pub fn spec_from_lookup(get: &dyn Fn(&str) -> Option<String>) -> (FilterSpec, Vec<Problem>) {
+pub(crate) fn spec_from_lookup(get: &dyn Fn(&str) -> Option<String>) -> (FilterSpec, Vec<Problem>) {
     let mut problems = Vec::new();
     let mut spec = FilterSpec::default();
     let mut report = |r: Result<Option<Vec<String>>, Problem>| match r {

@@ -24,7 +24,7 @@ pub mod exit;
 pub mod filter;
 pub mod output;
 pub mod private_dir;
-pub mod privilege;
+mod privilege;
 pub mod rank;
 pub mod startup;
 pub mod telemetry;

@@ -29,6 +29,7 @@ pub const EXTENSION: &str = "pftrace";
 
 /// One line of the record log.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Announcement {
     /// A process is writing this trace.
     Trace {
@@ -64,7 +65,7 @@ fn announce(line: &str) {
 ///
 /// # Errors
 /// A line naming the log and what is wrong with it.
-pub fn append_to_record_log(log: &Path, line: &str) -> Result<(), String> {
+pub(crate) fn append_to_record_log(log: &Path, line: &str) -> Result<(), String> {
     use std::io::Write;
     let (Some(parent), Some(name)) = (log.parent(), log.file_name().and_then(|n| n.to_str()))
     else {
@@ -262,6 +263,7 @@ pub fn wanted_path(
 
 /// The outcome of settling the output path.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Resolved {
     /// Absolute path the trace will be written to; it does not exist yet.
     pub path: PathBuf,

@@ -32,7 +32,7 @@ const AT_NULL: usize = 0;
 
 /// The real and effective user and group of a process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ids {
+pub(crate) struct Ids {
     /// Real user.
     pub uid: u32,
     /// Effective user.
@@ -45,7 +45,7 @@ pub struct Ids {
 
 impl Ids {
     /// This process's.
-    pub fn current() -> Ids {
+    pub(crate) fn current() -> Ids {
         use rustix::process::{getegid, geteuid, getgid, getuid};
         Ids {
             uid: getuid().as_raw(),
@@ -58,13 +58,13 @@ impl Ids {
 
 /// Why gpu-trace must stay off in this process, as the line to print; or
 /// `None` for an ordinary process.
-pub fn refusal() -> Option<String> {
+pub(crate) fn refusal() -> Option<String> {
     verdict(std::fs::read("/proc/self/auxv"), Ids::current())
 }
 
 /// The decision of [`refusal`] from the contents of `/proc/self/auxv` (or
 /// why it could not be read) and the process's ids.
-pub fn verdict(auxv: io::Result<Vec<u8>>, ids: Ids) -> Option<String> {
+pub(crate) fn verdict(auxv: io::Result<Vec<u8>>, ids: Ids) -> Option<String> {
     const OFF: &str = "gpu-trace stays off in this process and reads none of its settings, which come from the environment of whoever started it";
     let secure = match auxv {
         Ok(bytes) => at_secure(&bytes),

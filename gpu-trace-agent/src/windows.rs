@@ -59,6 +59,7 @@ const MAX: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// When recording runs, as the environment asks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Plan {
     /// Start with recording off.
     pub paused: bool,
@@ -191,7 +192,7 @@ pub fn control_dir() -> PathBuf {
 ///
 /// # Errors
 /// A line naming the directory and what is wrong with it.
-pub fn ensure_control_dir(dir: &Path) -> Result<PrivateDir, String> {
+pub(crate) fn ensure_control_dir(dir: &Path) -> Result<PrivateDir, String> {
     PrivateDir::create(dir)
 }
 

@@ -18,11 +18,6 @@ pub fn boottime_ns() -> u64 {
     read(ClockId::Boottime)
 }
 
-/// CLOCK_MONOTONIC in nanoseconds.
-pub fn monotonic_ns() -> u64 {
-    read(ClockId::Monotonic)
-}
-
 /// CPU time the calling thread has used, ns (CLOCK_THREAD_CPUTIME_ID).
 pub fn thread_cpu_ns() -> u64 {
     read(ClockId::ThreadCPUTime)

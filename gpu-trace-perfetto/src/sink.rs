@@ -53,6 +53,7 @@ pub(crate) fn telemetry_source_name(suffix: &str) -> String {
 
 /// Registration failures.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegisterError {
     /// The process already registered its data sources under another suffix.
     #[error("data sources are already registered with suffix {registered:?}, not {wanted:?}")]
@@ -354,6 +355,7 @@ impl TrackEventSink for TeSink<'_> {
 
 /// Session start failures.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SessionError {
     /// The SDK could not create a session.
     #[error("Perfetto could not create an in-process session")]

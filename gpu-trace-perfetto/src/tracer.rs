@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 /// or stop; the backend enables vendor features accordingly, so that nothing
 /// costs anything while nothing is traced.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Sources {
     /// Kernels, copies, memsets.
     pub gpu: bool,
@@ -105,6 +106,7 @@ pub(crate) const SOON_FLUSH: Duration = Duration::from_millis(250);
 
 /// How the backend's GPU timestamps relate to the trace clock.
 #[derive(Clone)]
+#[non_exhaustive]
 pub enum GpuClock {
     /// Already CLOCK_BOOTTIME (CUPTI with our timestamp callback, current
     /// rocprofiler-sdk).
@@ -166,6 +168,7 @@ impl TracerOptions {
 
 /// Why a tracer did not start. The application runs on regardless.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartError {
     /// Data-source registration failed.
     #[error(transparent)]

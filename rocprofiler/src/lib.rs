@@ -15,6 +15,7 @@
 //! * **Errors** keep the raw status and the runtime's text ([`Error::Status`]).
 //!
 //! Timestamps are CLOCK_BOOTTIME nanoseconds. Grid sizes in dispatch records are work-items.
+#![warn(clippy::missing_errors_doc)]
 #![deny(missing_docs)]
 
 pub use rocprofiler_sys as sys;
@@ -59,3 +60,13 @@ pub type CallbackTracingKind = sys::rocprofiler_callback_tracing_kind_t;
 pub type BufferTracingKind = sys::rocprofiler_buffer_tracing_kind_t;
 /// HIP runtime API operation ids.
 pub type HipApiId = sys::rocprofiler_hip_runtime_api_id_t;
+
+// The SDK calls the registered closures on its own threads, and a tool
+// keeps these handles in statics and in its callbacks; what a callback is
+// handed borrows the SDK's memory for the call and stays on its thread.
+static_assertions::assert_impl_all!(Runtime: Send, Sync);
+static_assertions::assert_impl_all!(Context: Send, Sync);
+static_assertions::assert_impl_all!(Buffer: Send, Sync);
+static_assertions::assert_impl_all!(Agent: Send, Sync);
+static_assertions::assert_not_impl_any!(BufferBatch<'static>: Send, Sync);
+static_assertions::assert_not_impl_any!(CallbackEvent<'static>: Send, Sync);

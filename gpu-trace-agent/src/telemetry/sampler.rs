@@ -58,6 +58,7 @@ struct Watched {
 
 /// What the sampler did and what it cost, at its end.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Rounds of fast readings (each reads every sampled GPU once).
     pub rounds: u64,
@@ -97,6 +98,7 @@ impl Stats {
 /// What [`Telemetry::stop`] hands back: lines for the trace's log (warning
 /// or not), and the statistics if the thread ended in time.
 #[derive(Debug, Default)]
+#[non_exhaustive]
 pub struct Report {
     /// (warning, line).
     pub lines: Vec<(bool, String)>,
@@ -188,7 +190,7 @@ impl Telemetry {
 
     /// Starts or pauses sampling (the telemetry data source was enabled or
     /// disabled).
-    pub fn set_enabled(&self, on: bool) {
+    pub(crate) fn set_enabled(&self, on: bool) {
         let mut s = self.state();
         if s.enabled != on {
             s.enabled = on;
@@ -585,7 +587,7 @@ fn slow_loop(
 
 impl Report {
     /// The line that says what sampling cost, for the log and `--verbose`.
-    pub fn cost_line(stats: &Stats, cfg: &TelemetryConfig) -> String {
+    pub(crate) fn cost_line(stats: &Stats, cfg: &TelemetryConfig) -> String {
         let mut l = format!(
             "gpu-trace telemetry: {} GPU(s) every {}, {} rounds, {} values; {:.1} ms CPU over {:.1} s sampling ({:.3}% of one core), {:.1} ms more opening the GPUs; slowest round {} us",
             stats.devices,
