@@ -12,7 +12,7 @@
 //!   ([`telemetry`]);
 //! - where the trace goes and what the launcher is told ([`output`]), in
 //!   folders only this user controls ([`private_dir`]), and not at all in a
-//!   setuid program ([`privilege`]).
+//!   setuid program (the `privilege` check of [`Startup`]).
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "bench-hooks")]

@@ -639,8 +639,8 @@ impl Recorder {
         self.shared.limits
     }
 
-    /// As [`Recorder::drain`], but takes batches only up to `max_events`
-    /// events (at least one batch when there is any): each thread's oldest
+    /// Takes every thread's events up to `max_events` events (at least one
+    /// batch when there is any): each thread's oldest
     /// sealed batches first, its batch being filled once none is left, the
     /// threads taken in turn. Room in the queue appears as soon as each
     /// part is taken, so that a thread waiting for room waits for one part

@@ -12,8 +12,13 @@
 //!   interval union ([`intervals`]), the synchronising API calls
 //!   ([`waits`]), the vendor-neutral telemetry metrics ([`telemetry`]), a
 //!   process's rank ([`rank`]), PCI addresses ([`pci`]).
+//! - Who a backend is, as plain data ([`backend`]).
 //! - The [`schema`] of the traces: Perfetto field numbers, the busy tracks,
 //!   the recording-window markers.
+//! - The contract between the agent and a writer, which know each other
+//!   only through it: the settings a writer is given and what it tells the
+//!   agent ([`writer`]), and the switch capture ranges and windows flip
+//!   ([`capture`]).
 //! - How gpu-trace behaves inside someone else's process: one clock
 //!   ([`clock`]), one-line diagnostics on stderr ([`log`], [`text`]), the
 //!   panic guard ([`guard`]), threads that keep the application's signals

@@ -3,7 +3,7 @@
 //! Both the CUPTI and the rocprofiler backends translate their records into
 //! these types. Nothing here knows about Perfetto. Timestamps are nanoseconds
 //! in the tracer's clock domain (CLOCK_BOOTTIME unless the backend declared a
-//! custom GPU clock, see [`crate::GpuClock`]).
+//! custom GPU clock: the writer's `GpuClock`).
 //!
 //! Hot-path types hold no heap data: names are interned once into
 //! [`NameId`]s and [`KernelId`]s, and marker text lives in the recording

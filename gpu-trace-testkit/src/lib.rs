@@ -12,6 +12,7 @@
 //! - a fake amdgpu sysfs tree for the HIP telemetry tests ([`amdgpu`]).
 
 use gpu_trace_model::backend::{BackendInfo, Categories, Category};
+use gpu_trace_model::schema::RecordingWindow;
 use gpu_trace_reader::{GpuEvent, Slice, Trace};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -624,12 +625,14 @@ pub fn kernel_counts(t: &Trace) -> BTreeMap<String, usize> {
 pub fn recording_windows(t: &Trace) -> Vec<(String, u64, u64)> {
     let mut out: Vec<(String, u64, u64)> = Vec::new();
     for l in &t.logs {
-        if let Some(rest) = l.message.strip_prefix("recording window ") {
-            if rest.contains(" opened ") {
-                out.push((l.message.clone(), l.ts, 0));
-            } else if let Some(w) = out.last_mut() {
-                w.2 = l.ts - w.1;
+        match RecordingWindow::parse(&l.message) {
+            Some(w) if w.opened => out.push((l.message.clone(), l.ts, 0)),
+            Some(_) => {
+                if let Some(w) = out.last_mut() {
+                    w.2 = l.ts - w.1;
+                }
             }
+            None => {}
         }
     }
     out

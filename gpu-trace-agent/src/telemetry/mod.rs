@@ -20,7 +20,7 @@
 //! `telemetry-<key>.lock` (see [`lock_dir`]) keeps it until it exits; the
 //! others retry every second, silently unless verbose.
 //!
-//! [`CounterSample`]: crate::model::CounterSample
+//! [`CounterSample`]: gpu_trace_model::model::CounterSample
 
 mod lock;
 pub(crate) mod sampler;

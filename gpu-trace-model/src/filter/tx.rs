@@ -1,5 +1,5 @@
 //! The NVTX / roctx push/pop ranges open on each thread, for the kernel
-//! filter's range globs ([`super::vars::NVTX_INCLUDE`], a session's
+//! filter's range globs (`INJECTION_KERNEL_NVTX_INCLUDE`, a session's
 //! `activity_tx_include_globs`).
 //!
 //! Nothing is kept until a filter with range globs exists ([`start`]);
