@@ -63,7 +63,7 @@ pub(crate) const FLAGS: [(&str, &str, &str); 20] = [
 
 /// The validated settings of one `record`.
 pub(crate) struct Checked {
-    /// Core's configuration as the program will see it.
+    /// The shared configuration as the program will see it.
     pub(crate) config: Config,
     /// Variables the output pattern names (`%q{VAR}`) that are not set
     /// here: a launcher inside the command (torchrun's `RANK`) may set

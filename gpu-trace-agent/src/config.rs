@@ -48,7 +48,7 @@ pub mod vars {
     pub const QUEUE_SIZE: &str = "INJECTION_QUEUE_SIZE";
     /// What a recording thread does when that queue is full: `wait` or `drop`.
     pub const QUEUE_FULL: &str = "INJECTION_QUEUE_FULL";
-    /// Every variable core reads, for diagnostics (with the launcher's
+    /// Every variable the shared configuration reads, for diagnostics (with the launcher's
     /// rank variables, [`crate::rank::vars`]).
     pub const ALL: [&str; 16] = [
         VERBOSE,
@@ -521,7 +521,7 @@ pub fn env_lookup(var: &str) -> Option<String> {
 /// `Ok(None)` when the variable is not set, `Ok(Some(value))` when `parse`
 /// takes it. Otherwise a [`Problem`] naming the variable and its value,
 /// with `expected` (what `parse` takes) and `using` (what the caller falls
-/// back to), so that every setting, core's or a backend's, is reported the
+/// back to), so that every setting, shared or a backend's, is reported the
 /// same way:
 ///
 /// ```

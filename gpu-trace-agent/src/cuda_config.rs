@@ -1,5 +1,5 @@
 //! The CUDA backend's own settings, parsed and reported with the helpers of
-//! [`crate::config`], next to core's [`Config`](crate::Config). They live
+//! [`crate::config`], next to the shared [`Config`](crate::Config). They live
 //! here, not in the CUDA injection, so that `gpu-trace record` refuses a bad
 //! value with the injection's own message before the program starts.
 

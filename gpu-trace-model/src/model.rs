@@ -64,7 +64,7 @@ pub struct Device {
     /// Marketing name, e.g. "NVIDIA H200".
     pub name: String,
     /// Vendor as `GpuInfo.vendor` spells it ("NVIDIA", "AMD"), if known:
-    /// the backend names it, so that core keeps no list of vendors.
+    /// the backend names it, so that the model keeps no list of vendors.
     pub vendor: Option<String>,
     /// 16-byte UUID, if known.
     pub uuid: Option<[u8; 16]>,

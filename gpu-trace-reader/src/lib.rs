@@ -7,8 +7,8 @@
 //! reference that would not resolve there is reported in
 //! [`Trace::problems`] rather than silently patched up. Files are read in
 //! chunks, never whole. `gpu-trace stats`, `gpu-check` and the tests of
-//! `gpu-trace-core` and the injections read traces with it; it needs no
-//! Perfetto SDK.
+//! the writer and the injections read traces with it; it needs no Perfetto
+//! SDK (the field numbers are `gpu_trace_model::schema`'s).
 //!
 //! ```no_run
 //! let t = gpu_trace_reader::Trace::open("app-1234.pftrace")?;
@@ -43,6 +43,6 @@ pub use visit::{Parts, Visitor};
 /// checker that counts them itself.
 pub const DANGLING_SUBMISSIONS: &str = "submission arrows to GPU events not in the trace";
 
-/// Set in every GPU event id from gpu-trace-core's second id space (GPU
+/// Set in every GPU event id from the writer's second id space (GPU
 /// work after the first of one correlation, such as graph nodes).
 pub const SECONDARY_EVENT_ID_BIT: u64 = 1 << 63;

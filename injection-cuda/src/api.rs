@@ -4,7 +4,7 @@
 //! This is the per-launch hot path. Entry stores a timestamp in CUPTI's
 //! per-call slot; exit builds an [`ApiCall`] from ids and copies it into the
 //! thread's buffer. Names are interned once per callback id; which GPU work
-//! a synchronisation waited for comes from core's [`Correlator`].
+//! a synchronisation waited for comes from the model's [`Correlator`].
 
 use arc_swap::ArcSwap;
 use cupti::Stream;

@@ -1,4 +1,4 @@
-//! Wiring CUPTI to the core tracer.
+//! Wiring CUPTI to the agent and the writer.
 
 use crate::api::{ApiState, TRACED_KINDS};
 use crate::memory::MemoryState;

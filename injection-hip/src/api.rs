@@ -3,7 +3,7 @@
 //! This is the per-call hot path. ENTER stores a timestamp in the SDK's per-call slot; EXIT
 //! builds an [`ApiCall`] from ids and copies it into the thread's buffer. Only calls that
 //! launch, copy, set, allocate, free, synchronise or record events are subscribed. Which GPU
-//! work a synchronisation waited for comes from core's [`Correlator`].
+//! work a synchronisation waited for comes from the model's [`Correlator`].
 
 use gpu_trace_model::Recorder;
 use gpu_trace_model::clock::boottime_ns;

@@ -1,4 +1,4 @@
-//! Wiring rocprofiler-sdk to the core tracer.
+//! Wiring rocprofiler-sdk to the agent and the writer.
 //!
 //! rocprofiler-sdk only accepts services during the tool's `initialize`, so everything is
 //! configured there, each kind of data on its own context: code objects (started at once and

@@ -2,7 +2,7 @@
 //! the vendor's performance-monitoring metrics, sampled on one background
 //! thread per process and recorded as [`CounterSample`]s.
 //!
-//! Core keeps no vendor here either. A backend describes each GPU it uses
+//! The agent keeps no vendor here either. A backend describes each GPU it uses
 //! with [`Telemetry::watch`]: the trace's `gpu_id`, a key naming the GPU
 //! across processes (its UUID or PCI bus id), and an [`Opener`] that makes
 //! the GPU's [`Probe`]s. The opener runs on the sampler's thread, once
