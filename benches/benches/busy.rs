@@ -1,6 +1,6 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 //! Cost of the busy % accounting the emitter runs on every kernel, copy and
-//! synchronising call (`gpu_trace_core::busy`), per interval added, and of
+//! synchronising call (`gpu_trace_perfetto`'s busy accounting), per interval added, and of
 //! writing a second of it out.
 //!
 //! * `busy/add/one_stream`: back-to-back 5 µs kernels with 1 µs gaps, in
@@ -11,7 +11,7 @@
 //! * `busy/advance/1s`: writing the points of one second of `one_stream`.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use gpu_trace_core::bench::BusyAccounting;
+use gpu_trace_perfetto::bench::BusyAccounting;
 use std::hint::black_box;
 
 const N: u64 = 100_000;

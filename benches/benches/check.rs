@@ -14,7 +14,7 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use gpu_tests::{Options, check_files};
 use gpu_trace_benches::{file_tracer, launch};
-use gpu_trace_core::model::{ArgValue, Dim3, KernelDesc, KernelExec};
+use gpu_trace_model::model::{ArgValue, Dim3, KernelDesc, KernelExec};
 use std::time::Duration;
 
 const LAUNCHES: u64 = 100_000;
@@ -56,8 +56,8 @@ fn full_size_trace() -> (std::path::PathBuf, std::path::PathBuf, String) {
         for (i, &count) in per.iter().enumerate() {
             let rec = rec.clone();
             s.spawn(move || {
-                let tid = gpu_trace_core::clock::thread_id();
-                let mut t = gpu_trace_core::clock::boottime_ns();
+                let tid = gpu_trace_model::clock::thread_id();
+                let mut t = gpu_trace_model::clock::boottime_ns();
                 for j in 0..count {
                     // Correlation ids unique across threads.
                     let corr = 1 + j * THREADS + i as u64;

@@ -97,7 +97,7 @@ fn record(c: &mut Criterion) {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
                         total += parallel(threads, |t| {
-                            let tid = gpu_trace_core::clock::thread_id();
+                            let tid = gpu_trace_model::clock::thread_id();
                             for i in 0..BATCH {
                                 rec.api(launch(api, tid, t << 32 | i, i));
                             }
@@ -148,7 +148,7 @@ fn record_and_emit(c: &mut Criterion) {
                     let t0 = process_cpu();
                     for _ in 0..iters {
                         parallel(threads, |t| {
-                            let tid = gpu_trace_core::clock::thread_id();
+                            let tid = gpu_trace_model::clock::thread_id();
                             for i in 0..BATCH {
                                 let corr = t << 32 | i;
                                 rec.api(launch(api, tid, corr, i));

@@ -10,7 +10,7 @@
 //!   and both with a launch window.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use gpu_trace_core::filter::{
+use gpu_trace_model::filter::{
     FilterSpec, KernelFilter, KernelSelector, NameBase, NameGlob, SessionFilter, Window, tx,
 };
 use std::hint::black_box;
@@ -92,7 +92,7 @@ fn launches(c: &mut Criterion) {
         let mangled = "_Z4gemmIfEvPKT_Pf";
         let picked = s.current().choose(
             || mangled,
-            |m: &str| (m.to_owned(), gpu_trace_core::names::demangle(m)),
+            |m: &str| (m.to_owned(), gpu_trace_model::names::demangle(m)),
         );
         assert!(
             picked || case == "names_ranges_window",
@@ -102,7 +102,7 @@ fn launches(c: &mut Criterion) {
             b.iter(|| {
                 black_box(s.current().choose(
                     || black_box(mangled),
-                    |m: &str| (m.to_owned(), gpu_trace_core::names::demangle(m)),
+                    |m: &str| (m.to_owned(), gpu_trace_model::names::demangle(m)),
                 ))
             })
         });

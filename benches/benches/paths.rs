@@ -23,10 +23,10 @@ use cupti::activity::{self, ActivityConfig};
 use cupti::callback::Subscriber;
 use cupti_sys as sys;
 use gpu_trace_benches::{file_tracer, kernel, kernels, launch};
-use gpu_trace_core::Batch;
-use gpu_trace_core::bench::Encoding;
-use gpu_trace_core::model::{CounterGroup, CounterSpec, Event, KernelCounters, Unit};
 use gpu_trace_cuda::bench::Paths;
+use gpu_trace_model::Batch;
+use gpu_trace_model::model::{CounterGroup, CounterSpec, Event, KernelCounters, Unit};
+use gpu_trace_perfetto::bench::Encoding;
 use std::hint::black_box;
 use std::sync::Arc;
 
@@ -50,7 +50,7 @@ fn callback_data(site: sys::CUpti_ApiCallbackSite, params: *const u8) -> sys::CU
 /// that it really recorded: a benchmark of a path that silently does
 /// nothing would be worthless.
 fn finish(
-    tracer: gpu_trace_core::Tracer,
+    tracer: gpu_trace_perfetto::Tracer,
     dir: std::path::PathBuf,
     ran: bool,
     min_gpu: usize,
@@ -62,7 +62,7 @@ fn finish(
         let _ = std::fs::remove_dir_all(dir);
         return;
     }
-    let t = gpu_trace_core::reader::Trace::open(&path).expect("trace decodes");
+    let t = gpu_trace_reader::Trace::open(&path).expect("trace decodes");
     assert!(
         t.gpu_events.len() >= min_gpu,
         "{} GPU events",

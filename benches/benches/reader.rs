@@ -6,7 +6,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use gpu_trace_benches::recorded_trace;
-use gpu_trace_core::reader::{GpuEvent, Parts, Slice, Trace, Visitor};
+use gpu_trace_reader::{GpuEvent, Parts, Slice, Trace, Visitor};
 use std::path::Path;
 
 const LAUNCHES: u64 = 1_000_000;
@@ -55,7 +55,7 @@ impl Visitor for Count {
         }
     }
     fn gpu_event(&mut self, e: &GpuEvent) {
-        self.kernels += (e.stage == gpu_trace_core::reader::Stage::Kernel) as u64;
+        self.kernels += (e.stage == gpu_trace_reader::Stage::Kernel) as u64;
         self.dur += e.dur;
     }
     fn slice(&mut self, s: &Slice, _: u32) {

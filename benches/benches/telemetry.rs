@@ -12,11 +12,11 @@
 //! `gpu-trace telemetry:` log line and in `--verbose`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use gpu_trace_core::bench::TelemetryRound;
+use gpu_trace_agent::bench::TelemetryRound;
 use nvml_sim::{DeviceSpec, Spec};
 use std::hint::black_box;
 
-fn probe(gpm: bool) -> Box<dyn gpu_trace_core::telemetry::Probe> {
+fn probe(gpm: bool) -> Box<dyn gpu_trace_agent::telemetry::Probe> {
     nvml_sim::configure(Spec {
         devices: vec![DeviceSpec {
             gpm,
@@ -31,7 +31,7 @@ fn probe(gpm: bool) -> Box<dyn gpu_trace_core::telemetry::Probe> {
     let nvml = unsafe { nvml::Nvml::from_api(Box::leak(Box::new(api)), "nvml-sim") }
         .expect("the fake initialises");
     let dev = nvml.device_by_index(0).expect("device 0");
-    gpu_trace_cuda::telemetry::probes(&nvml, 0, dev).fast
+    gpu_trace_cuda::bench::probes(&nvml, 0, dev).fast
 }
 
 fn bench(c: &mut Criterion) {

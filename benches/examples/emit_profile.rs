@@ -13,10 +13,10 @@ fn main() {
     let (tracer, dir) = file_tracer("profile");
     let ks = kernels(&tracer, 64);
     let api = tracer.names().intern("cudaLaunchKernel");
-    let tid = gpu_trace_core::clock::thread_id();
+    let tid = gpu_trace_model::clock::thread_id();
     let rec = tracer.recorder().clone();
     // Realistic timestamps: BOOTTIME, a launch every 5 µs.
-    let t0 = gpu_trace_core::clock::boottime_ns();
+    let t0 = gpu_trace_model::clock::boottime_ns();
     for chunk in 0..n / 10_000 {
         for i in 0..10_000 {
             let corr = chunk * 10_000 + i;

@@ -4,8 +4,8 @@
 //! this thread's CPU); the probe's rounds are run at the default 10 ms
 //! period, so GPM samples at its own 100 ms cadence as in a traced run.
 
-use gpu_trace_core::clock::thread_cpu_ns;
-use gpu_trace_core::telemetry::Reading;
+use gpu_trace_agent::telemetry::Reading;
+use gpu_trace_model::clock::thread_cpu_ns;
 use nvml::{Clock, Nvml, Pcie};
 use std::time::{Duration, Instant};
 
@@ -135,7 +135,7 @@ fn main() {
     }
     // The injection's fast probe, at the default period.
     let c1 = thread_cpu_ns();
-    let mut probes = gpu_trace_cuda::telemetry::probes(&nvml, 0, dev);
+    let mut probes = gpu_trace_cuda::bench::probes(&nvml, 0, dev);
     let open = (thread_cpu_ns() - c1) as f64 / 1e6;
     let (mut cpu, mut values, mut slowest) = (0u64, 0usize, 0u64);
     // Rounds that computed GPM metrics, apart.
@@ -143,7 +143,7 @@ fn main() {
     let start = Instant::now();
     for i in 0..rounds {
         let t = thread_cpu_ns();
-        let mut r = Reading::new(gpu_trace_core::clock::boottime_ns());
+        let mut r = Reading::new(gpu_trace_model::clock::boottime_ns());
         probes.fast.read(&mut r);
         let dt = thread_cpu_ns() - t;
         cpu += dt;

@@ -7,7 +7,7 @@
 //! `every`-th kernel ([`gpu_trace_benches::profiled_trace`]).
 
 use gpu_trace_benches::{profiled_trace, recorded_trace};
-use gpu_trace_core::reader::{GpuEvent, Parts, Slice, Stage, Trace, Visitor};
+use gpu_trace_reader::{GpuEvent, Parts, Slice, Stage, Trace, Visitor};
 use std::time::Instant;
 
 fn main() {

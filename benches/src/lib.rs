@@ -1,10 +1,12 @@
 //! Shared fixtures for the overhead benchmarks: a tracer writing to a
 //! throw-away file, and synthetic events shaped like real ones.
 
-use gpu_trace_core::model::{
+use gpu_trace_model::Limits;
+use gpu_trace_model::model::{
     ApiCall, ArgValue, Device, Dim3, KernelDesc, KernelExec, KernelId, NameId,
 };
-use gpu_trace_core::{Config, GpuClock, Limits, Tracer, TracerOptions};
+use gpu_trace_model::writer::TraceSettings;
+use gpu_trace_perfetto::{Tracer, TracerOptions};
 use std::path::PathBuf;
 
 /// A tracer in standalone mode writing into the temp directory, recording
@@ -17,25 +19,22 @@ pub fn file_tracer(tag: &str) -> (Tracer, PathBuf) {
 fn tracer_with(tag: &str, counters: bool) -> (Tracer, PathBuf) {
     let dir = std::env::temp_dir().join(format!("gpu-trace-bench-{}-{tag}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
-    let mut config = Config {
-        output: dir.join("bench.pftrace").display().to_string(),
-        buffer_kb: 256 * 1024,
-        ..Config::default()
+    // A free name: a tag may be used twice in one process.
+    let path = (0..)
+        .map(|n| dir.join(format!("bench-{n}.pftrace")))
+        .find(|p| !p.exists())
+        .expect("a free name");
+    let mut settings = TraceSettings::file(path);
+    settings.buffer_kb = 256 * 1024;
+    settings.recording.counters = counters;
+    settings.limits = Limits {
+        events: 1 << 20,
+        text: 1 << 20,
+        sealed: 64,
+        ..Limits::default()
     };
-    config.recording.counters = counters;
-    let tracer = Tracer::start(TracerOptions {
-        backend: gpu_trace_core::testing::BACKEND,
-        config,
-        clock: GpuClock::Boottime,
-        limits: Limits {
-            events: 1 << 20,
-            text: 1 << 20,
-            sealed: 64,
-            ..Limits::default()
-        },
-        capture_ranges: false,
-    })
-    .expect("tracer");
+    let tracer =
+        Tracer::start(TracerOptions::new(gpu_trace_testkit::BACKEND, settings)).expect("tracer");
     let mut gpu = Device::new(0, "Bench GPU");
     gpu.vendor = Some("NVIDIA".into());
     gpu.arch_id = "sm_90".into();
@@ -98,7 +97,7 @@ pub fn profiled_trace(dir: &std::path::Path, launches: u64, every: u64) -> PathB
 }
 
 fn record(dir: &std::path::Path, launches: u64, profiled: Option<u64>) -> PathBuf {
-    use gpu_trace_core::model::{
+    use gpu_trace_model::model::{
         CopyKind, CounterGroup, CounterSpec, KernelCounters, MemoryKind, MemoryOp, MemoryOpKind,
         Unit,
     };
@@ -126,8 +125,8 @@ fn record(dir: &std::path::Path, launches: u64, profiled: Option<u64>) -> PathBu
     let launch_name = tracer.names().intern("cudaLaunchKernel");
     let copy_name = tracer.names().intern("cudaMemcpyAsync");
     let rec = tracer.recorder().clone();
-    let threads = [gpu_trace_core::clock::thread_id(), 1_000_001];
-    let t0 = gpu_trace_core::clock::boottime_ns();
+    let threads = [gpu_trace_model::clock::thread_id(), 1_000_001];
+    let t0 = gpu_trace_model::clock::boottime_ns();
     let mut corr = 0;
     for chunk in 0..launches.div_ceil(10_000) {
         for i in 0..10_000.min(launches - chunk * 10_000) {

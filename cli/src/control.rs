@@ -1,10 +1,10 @@
 //! `gpu-trace start|stop|status [PID|all]`: switch recording in running
 //! traced processes of this user, through each one's control socket
-//! (`gpu_trace_core::windows`). The sockets' directory is checked before
+//! (`gpu_trace_agent::windows`). The sockets' directory is checked before
 //! anything in it is read or sent to: this user's, mode 0700, not a link;
 //! and each entry must be a socket of this user.
 
-use gpu_trace_core::windows;
+use gpu_trace_agent::windows;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -38,7 +38,7 @@ pub(crate) fn run(cmd: &str, args: &ControlArgs) -> ExitCode {
             _ => {
                 eprintln!(
                     "gpu-trace: {cmd} {}: expected a process id or all",
-                    gpu_trace_core::log::quoted(p)
+                    gpu_trace_model::log::quoted(p)
                 );
                 return ExitCode::from(2);
             }
@@ -73,12 +73,12 @@ pub(crate) fn run(cmd: &str, args: &ControlArgs) -> ExitCode {
 fn describe(reply: &str) -> String {
     let mut it = reply.splitn(3, ' ');
     let (state, n) = (it.next(), it.next());
-    let program = gpu_trace_core::log::plain(it.next().unwrap_or("?"));
+    let program = gpu_trace_model::log::plain(it.next().unwrap_or("?"));
     match (state, n) {
         (Some("open"), Some(n)) => format!("recording (window {n}), {program}"),
         (Some("closed"), Some("0")) => format!("paused (no window yet), {program}"),
         (Some("closed"), Some(n)) => format!("paused after window {n}, {program}"),
-        _ => gpu_trace_core::log::plain(reply).to_string(),
+        _ => gpu_trace_model::log::plain(reply).to_string(),
     }
 }
 

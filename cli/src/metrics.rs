@@ -16,7 +16,7 @@ pub(crate) fn metrics_cmd(a: MetricsArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             // One line, whatever GPU_TRACE_CUPTI_PATH holds.
-            gpu_trace_core::warn!("CUPTI is not usable ({e}); cannot list metrics");
+            gpu_trace_model::warn!("CUPTI is not usable ({e}); cannot list metrics");
             return ExitCode::FAILURE;
         }
     };
@@ -38,7 +38,7 @@ pub(crate) fn metrics_cmd(a: MetricsArgs) -> ExitCode {
             Err(e) => {
                 eprintln!(
                     "gpu-trace: cannot list the metrics of chip {}: {e}",
-                    gpu_trace_core::log::quoted(&chip)
+                    gpu_trace_model::log::quoted(&chip)
                 );
                 return ExitCode::FAILURE;
             }

@@ -1,13 +1,13 @@
 //! `record`'s options checked before anything runs, by the very parsers the
-//! injections use (core's [`Config`], the kernel filter, the CUDA
+//! injections use (the agent's [`Config`], the kernel filter, the CUDA
 //! settings): a value they would refuse stops here, naming the flag as it
 //! was typed, or the variable when it came from the environment.
 
-use gpu_trace_core::Config;
-use gpu_trace_core::config::{Problem, env_lookup, vars};
-use gpu_trace_core::cuda_config::{self, CudaConfig};
-use gpu_trace_core::filter::{self, KernelFilter};
-use gpu_trace_core::windows;
+use gpu_trace_agent::Config;
+use gpu_trace_agent::config::{Problem, env_lookup, vars};
+use gpu_trace_agent::cuda_config::{self, CudaConfig};
+use gpu_trace_agent::filter;
+use gpu_trace_agent::windows;
 use std::path::PathBuf;
 
 /// A flag of `record` that sets an injection variable.
@@ -63,7 +63,7 @@ pub(crate) const FLAGS: [(&str, &str, &str); 20] = [
 
 /// The validated settings of one `record`.
 pub(crate) struct Checked {
-    /// Core's configuration as the program will see it.
+    /// The shared configuration as the program will see it.
     pub(crate) config: Config,
     /// Variables the output pattern names (`%q{VAR}`) that are not set
     /// here: a launcher inside the command (torchrun's `RANK`) may set
@@ -88,7 +88,7 @@ pub(crate) fn check(flags: &[Flag], verbose: bool) -> Result<Checked, String> {
     };
     let unset_output_vars: Vec<String> = given(vars::OUTPUT)
         .as_deref()
-        .and_then(|o| gpu_trace_core::output::pattern_vars(o).ok())
+        .and_then(|o| gpu_trace_agent::output::pattern_vars(o).ok())
         .unwrap_or_default()
         .into_iter()
         .filter(|v| env_lookup(v).is_none())
@@ -107,9 +107,9 @@ pub(crate) fn check(flags: &[Flag], verbose: bool) -> Result<Checked, String> {
     // process says once that it ignores a bad one.
     problems.extend(
         p.into_iter()
-            .filter(|p| !gpu_trace_core::rank::vars::ALL.contains(&p.var)),
+            .filter(|p| !gpu_trace_agent::rank::vars::ALL.contains(&p.var)),
     );
-    problems.extend(KernelFilter::from_lookup(&get).1);
+    problems.extend(filter::from_lookup(&get).1);
     problems.extend(CudaConfig::from_lookup(get).1);
     problems.extend(windows::Plan::from_lookup(&get).1);
     if let Some(p) = problems.first() {
@@ -157,7 +157,7 @@ pub(crate) fn known_output(pattern: &str, command: &[String]) -> Result<Option<P
     if pattern.contains("%p") {
         return Ok(None);
     }
-    use gpu_trace_core::output::{expand_with, program_name_of, wanted_path};
+    use gpu_trace_agent::output::{expand_with, program_name_of, wanted_path};
     let program = program_name_of(command);
     let expanded = expand_with(pattern, 0, &program, &env_lookup).map_err(|e| e.to_string())?;
     // A directory gets `<program>-<pid>.pftrace` inside it.

@@ -12,8 +12,8 @@ use crate::libs::{CUDA_LIB, HIP_LIB, Libs};
 use crate::options::{self, FLAGS, Flag};
 use crate::signals::Catcher;
 use crate::summary;
-use gpu_trace_core::Announcement;
-use gpu_trace_core::private_dir::PrivateDir;
+use gpu_trace_agent::Announcement;
+use gpu_trace_agent::private_dir::PrivateDir;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -240,13 +240,13 @@ pub(crate) fn record(a: RecordArgs, argv: &[String]) -> ExitCode {
     let output_flag = a
         .flags(argv)
         .into_iter()
-        .find(|f| f.var == gpu_trace_core::config::vars::OUTPUT)
+        .find(|f| f.var == gpu_trace_agent::config::vars::OUTPUT)
         .map_or_else(|| "-o".to_owned(), |f| f.typed);
     for v in &checked.unset_output_vars {
         eprintln!(
             "gpu-trace: {output_flag} {:?}: {v} is not set here; a traced process that does not have it either writes {} instead, and says so",
             checked.config.output,
-            gpu_trace_core::config::DEFAULT_OUTPUT
+            gpu_trace_agent::config::DEFAULT_OUTPUT
         );
     }
     if checked.config.mode.file() && checked.unset_output_vars.is_empty() {
@@ -286,7 +286,7 @@ pub(crate) fn record(a: RecordArgs, argv: &[String]) -> ExitCode {
         }
     };
     if let Some(p) = log.path() {
-        cmd.env(gpu_trace_core::RECORD_LOG_VAR, p);
+        cmd.env(gpu_trace_agent::RECORD_LOG_VAR, p);
     }
 
     // Caught before the program starts: a Ctrl-C at any moment leaves us
@@ -357,7 +357,7 @@ pub(crate) fn record(a: RecordArgs, argv: &[String]) -> ExitCode {
     } else {
         for (pid, reason) in &untraced {
             // The reason is the process's, from the record log: one line.
-            gpu_trace_core::warn!("process {pid} ran untraced: {reason}");
+            gpu_trace_model::warn!("process {pid} ran untraced: {reason}");
         }
     }
 
@@ -392,7 +392,7 @@ fn point_at(cmd: &mut Command, libs: &Libs) {
         {
             eprintln!(
                 "gpu-trace: replacing CUDA_INJECTION64_PATH={}",
-                gpu_trace_core::log::quoted(&prev)
+                gpu_trace_model::log::quoted(&prev)
             );
         }
         cmd.env("CUDA_INJECTION64_PATH", lib);
@@ -459,7 +459,7 @@ struct RecordLog {
 
 impl RecordLog {
     fn create() -> Result<RecordLog, String> {
-        let dir = PrivateDir::create(&gpu_trace_core::private_dir::runtime_dir())?;
+        let dir = PrivateDir::create(&gpu_trace_agent::private_dir::runtime_dir())?;
         let name = format!("record-{}.log", std::process::id());
         // A log of an earlier launcher with our pid is stale.
         dir.remove(&name);
@@ -487,7 +487,7 @@ impl RecordLog {
         if let Ok(Some(fd)) = dir.open_file(name, rustix::fs::OFlags::RDONLY) {
             let _ = std::fs::File::from(fd).read_to_string(&mut text);
         }
-        gpu_trace_core::output::read_record_log(&text)
+        gpu_trace_agent::output::read_record_log(&text)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use cupti_sim::scenario::{KernelSpec, Layer, Op, ThreadSpec};
 use cupti_sim::{RunSpec, Scenario};
-use gpu_trace_core::testing::wait_announce;
+use gpu_trace_testkit::wait_announce;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;

@@ -7,8 +7,8 @@
 //! fork, trap signals or exit with a code.
 
 use cupti_sim::scenario::{CopyKind, KernelSpec, Layer, Op, ThreadSpec};
-use gpu_trace_core::testing::wait_announce;
 use gpu_trace_reader::{Stage, Trace};
+use gpu_trace_testkit::wait_announce;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

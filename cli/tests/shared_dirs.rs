@@ -8,9 +8,7 @@
 //! CUPTI (cupti-sim). Tests that need a second user say on stderr that
 //! they are skipped when not run as root.
 
-use gpu_trace_core::testing::users::{
-    SharedTmp, can_switch, euid, mode_of, other_mkdir, other_symlink,
-};
+use gpu_trace_testkit::users::{SharedTmp, can_switch, euid, mode_of, other_mkdir, other_symlink};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};

@@ -2,13 +2,14 @@
 //!
 //! The traces are recorded through the real in-process path: a child
 //! process (this test binary, re-run with `GPU_TRACE_STATS_CHILD=<scenario>`)
-//! starts a `gpu_trace_core::Tracer` writing into a file and records a
+//! starts a `gpu_trace_perfetto::Tracer` writing into a file and records a
 //! scripted program with exact timestamps; the expectations below are
 //! worked out by hand from that script. A system-mode test records two such
 //! programs into one file through a private `traced`.
 
-use gpu_trace_core::model::*;
-use gpu_trace_core::{Config, GpuClock, Limits, Tracer, TracerOptions};
+use gpu_trace_agent::Config;
+use gpu_trace_model::model::*;
+use gpu_trace_perfetto::{Tracer, TracerOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -25,15 +26,10 @@ fn child() {
     let scenario = std::env::var(CHILD).expect("run by a test, which sets GPU_TRACE_STATS_CHILD");
     let (config, problems) = Config::from_env();
     assert!(problems.is_empty(), "{problems:?}");
-    let system = config.mode == gpu_trace_core::config::Mode::System;
-    let tracer = Tracer::start(TracerOptions {
-        backend: gpu_trace_core::testing::BACKEND,
-        config,
-        clock: GpuClock::Boottime,
-        limits: Limits::default(),
-        capture_ranges: false,
-    })
-    .expect("tracer");
+    let system = config.mode == gpu_trace_agent::config::Mode::System;
+    let settings = config.trace_settings().expect("the settings");
+    let tracer =
+        Tracer::start(TracerOptions::new(gpu_trace_testkit::BACKEND, settings)).expect("tracer");
     // The test harness has printed "test child ... " without a newline.
     println!("\nPID={}", std::process::id());
     if system {
@@ -79,7 +75,7 @@ impl App<'_> {
         }
         App {
             tracer,
-            t0: gpu_trace_core::clock::boottime_ns() + 1_000_000,
+            t0: gpu_trace_model::clock::boottime_ns() + 1_000_000,
         }
     }
 
@@ -117,7 +113,7 @@ impl App<'_> {
 
     /// An API call on the calling thread.
     fn api(&self, name: &str, span: (u64, u64), corr: u64, submits: bool, waits: &[u64]) {
-        let tid = gpu_trace_core::clock::thread_id();
+        let tid = gpu_trace_model::clock::thread_id();
         let n = self.tracer.names().intern(name);
         let mut call = ApiCall::new(n, tid, self.t0 + span.0, self.t0 + span.1, corr);
         call.submits = submits;
@@ -126,7 +122,7 @@ impl App<'_> {
     }
 
     fn range(&self, text: &str, span: (u64, u64)) {
-        let tid = gpu_trace_core::clock::thread_id();
+        let tid = gpu_trace_model::clock::thread_id();
         let rec = self.tracer.recorder();
         rec.marker(tid, self.t0 + span.0, text, |text| Marker::Push {
             domain: None,
@@ -187,7 +183,7 @@ fn known(tracer: &Tracer) {
         ));
     }
     // This thread: launches, then calls that wait (one nested in another).
-    println!("TID_A={}", gpu_trace_core::clock::thread_id());
+    println!("TID_A={}", gpu_trace_model::clock::thread_id());
     app.api("cudaLaunchKernel", (0, 100), 1, true, &[]);
     app.api("cudaLaunchKernel", (100, 200), 2, true, &[]);
     app.api("cudaStreamSynchronize", (2000, 3000), 100, false, &[]);
@@ -198,7 +194,7 @@ fn known(tracer: &Tracer) {
     app.range("step 2", (5000, 10_000));
     // A process-wide range, on a track of its own.
     let rec = tracer.recorder();
-    let tid = gpu_trace_core::clock::thread_id();
+    let tid = gpu_trace_model::clock::thread_id();
     rec.marker(tid, app.t0, "epoch", |text| Marker::Start {
         id: 1,
         domain: None,
@@ -211,7 +207,7 @@ fn known(tracer: &Tracer) {
         std::thread::Builder::new()
             .name("worker".into())
             .spawn_scoped(scope, || {
-                println!("TID_B={}", gpu_trace_core::clock::thread_id());
+                println!("TID_B={}", gpu_trace_model::clock::thread_id());
                 app.api("cudaLaunchKernel", (1000, 1100), 3, true, &[]);
                 app.api("cudaEventSynchronize", (4000, 5000), 104, false, &[]);
                 app.api("cudaMemcpyAsync", (5000, 5100), 105, false, &[]);
@@ -238,7 +234,7 @@ fn second(tracer: &Tracer) {
 /// a kernel that runs to 10 µs (the trace goes on after the samples);
 /// `windowed`: one recording window, [500, 3500).
 fn telemetry(tracer: &Tracer, windowed: bool) {
-    use gpu_trace_core::telemetry::Metric;
+    use gpu_trace_model::telemetry::Metric;
     let app = App::new(tracer);
     let k = app.kernel_class("_Z4busyii");
     app.kernel(1, 0, 7, (0, 10_000), k);
@@ -320,10 +316,10 @@ fn child_cmd(scenario: &str) -> Command {
         "--test-threads=1",
     ])
     .env(CHILD, scenario);
-    for v in gpu_trace_core::config::vars::ALL {
+    for v in gpu_trace_agent::config::vars::ALL {
         cmd.env_remove(v);
     }
-    cmd.env(gpu_trace_core::config::vars::TRACE, "all");
+    cmd.env(gpu_trace_agent::config::vars::TRACE, "all");
     cmd
 }
 
@@ -354,7 +350,7 @@ struct Recorded {
 fn record(scenario: &str, dir: &Path) -> Recorded {
     let path = dir.join(format!("{scenario}.pftrace"));
     let out = child_cmd(scenario)
-        .env(gpu_trace_core::config::vars::OUTPUT, &path)
+        .env(gpu_trace_agent::config::vars::OUTPUT, &path)
         .output()
         .unwrap();
     let stdout = checked(out, scenario);
@@ -614,7 +610,7 @@ fn the_numbers_of_a_known_program() {
     assert_eq!(v["processes"][0]["kernels"], v["kernels"]);
 
     // Perfetto's trace processor sees the same GPU work.
-    if let Some(rows) = gpu_trace_core::testing::tp_query(
+    if let Some(rows) = gpu_trace_testkit::tp_query(
         &r.path,
         "select count(*), sum(s.dur) from gpu_slice s join track k on s.track_id = k.id \
          where k.type = 'gpu_render_stage';",
@@ -1021,7 +1017,7 @@ fn processes_in_one_system_mode_trace_are_split_by_pid() {
         child_cmd(scenario)
             .current_dir(traced.dir())
             .env_remove("PERFETTO_CONSUMER_SOCK_NAME")
-            .env(gpu_trace_core::config::vars::MODE, "system")
+            .env(gpu_trace_agent::config::vars::MODE, "system")
             .env(PRODUCER_SOCK_VAR, traced.producer_sock())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())

@@ -13,8 +13,8 @@
 
 use cupti_sim::scenario::{KernelSpec, Layer, Op, ThreadSpec};
 use cupti_sim::{Report, RunSpec, Scenario};
-use gpu_trace_core::testing::{EXIT_FLUSH_FAILURES, tp_check, tp_query, validate};
 use gpu_trace_reader::{Stage, Trace};
+use gpu_trace_testkit::{EXIT_FLUSH_FAILURES, tp_check, tp_query, validate};
 use perfetto_testd::{PRODUCER_SOCK_VAR, Traced};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -176,14 +176,14 @@ impl Job {
             ])
             .env_remove("CUDA_INJECTION64_PATH")
             .env_remove("NVTX_INJECTION64_PATH")
-            .env_remove(gpu_trace_core::config::vars::OUTPUT)
+            .env_remove(gpu_trace_agent::config::vars::OUTPUT)
             .env(
                 "GPU_TRACE_CUPTI_PATH",
                 cupti_sim::host::fake_library().unwrap(),
             )
             .env(PRODUCER_SOCK_VAR, traced.producer_sock())
             // Each rank writes what it recorded within its idle end.
-            .env(gpu_trace_core::config::vars::FLUSH_PERIOD_MS, "100")
+            .env(gpu_trace_agent::config::vars::FLUSH_PERIOD_MS, "100")
             .env("RUST_BACKTRACE", "0")
             .current_dir(dir)
             .process_group(0)

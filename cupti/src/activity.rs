@@ -27,7 +27,7 @@ use std::{
 
 use cupti_sys as sys;
 
-use crate::{Cupti, Error, Result, guard};
+use crate::{Cupti, Error, Result};
 
 /// An activity kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -546,13 +546,9 @@ pub fn configure_unified_memory(
 
 /// CLOCK_BOOTTIME in nanoseconds: the clock Perfetto's trace processor uses by
 /// default, and the one activity timestamps use after
-/// [`register_timestamp_callback`].
-pub fn boottime_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    (t.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(t.tv_nsec as u64)
-}
+/// [`register_timestamp_callback`] (gpu-trace's one clock,
+/// `gpu_trace_model::clock::boottime_ns`).
+pub use gpu_trace_model::clock::boottime_ns;
 
 extern "C" fn boottime_callback() -> u64 {
     boottime_ns()
@@ -574,7 +570,7 @@ pub fn register_timestamp_callback(cupti: &Cupti) -> Result<()> {
         return Err(Error::TimestampAfterEnable);
     }
     // SAFETY: the callback matches CUpti_TimestampCallbackFunc and cannot unwind
-    // (clock_gettime through rustix does not panic).
+    // (clock_gettime does not panic).
     cupti.check(unsafe {
         cupti
             .api()
@@ -599,7 +595,8 @@ unsafe extern "C" fn buffer_requested(
         }
     }
     let Some(g) = GLOBAL.get() else { return };
-    let got = guard::call("activity buffer request", &g.disabled, || g.pool.take());
+    let got =
+        gpu_trace_model::guard::contain("activity buffer request", &g.disabled, || g.pool.take());
     match got.flatten() {
         Some(b) => {
             // SAFETY: out-pointers as above; CUPTI owns the buffer until it
@@ -643,7 +640,7 @@ unsafe extern "C" fn buffer_completed(
     g.pool.dropped.fetch_add(dropped as u64, Ordering::Relaxed);
     g.pool.completed.fetch_add(1, Ordering::Relaxed);
     if !g.disabled.load(Ordering::Relaxed) {
-        guard::call("activity buffer handler", &g.disabled, || {
+        gpu_trace_model::guard::contain("activity buffer handler", &g.disabled, || {
             let records = Records {
                 cupti: &g.cupti,
                 buffer,

@@ -34,7 +34,6 @@ pub fn managed_alloc_call_id() -> u32 {
 use crate::{
     Context, Cupti, Error, Result, Status, Stream,
     cbid::{self, ApiDomain, CallKind},
-    guard,
     nvtx::NvtxCallback,
     params,
 };
@@ -586,7 +585,7 @@ unsafe extern "C" fn trampoline<F>(
     if state.disabled.load(Ordering::Relaxed) {
         return;
     }
-    guard::call("CUPTI callback", &state.disabled, || {
+    gpu_trace_model::guard::contain("CUPTI callback", &state.disabled, || {
         // SAFETY: CUPTI's arguments for this callback, valid during it.
         let cb = unsafe { Callback::from_raw(&state.cupti, domain, cbid, cbdata) };
         (state.closure)(&cb);
@@ -605,9 +604,9 @@ unsafe extern "C" fn trampoline<F>(
 /// one subscriber at a time, so this is one small box per subscription. A
 /// callback that still arrives after unsubscribing returns at once.
 ///
-/// A panic inside the closure is caught, reported once (see
-/// [`crate::set_panic_reporter`]), and disables the subscriber: later
-/// callbacks return at once.
+/// A panic inside the closure is caught (by `gpu_trace_model::guard`, which
+/// reports it once) and disables the subscriber: later callbacks return at
+/// once.
 pub struct Subscriber {
     cupti: Cupti,
     handle: sys::CUpti_SubscriberHandle,

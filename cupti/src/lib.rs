@@ -13,9 +13,10 @@
 //! - [`driver`]: the few CUDA driver calls a tracer needs (device info,
 //!   occupancy), through the `libcuda` the application already loaded.
 //!
-//! Panics inside user closures never unwind into CUDA: they are caught,
-//! reported once (to stderr, or to the caller's [`set_panic_reporter`]), and
-//! the closure is disabled.
+//! Panics inside user closures never unwind into CUDA: they are caught by
+//! gpu-trace's one panic guard (`gpu_trace_model::guard::contain`), which
+//! reports the first panic of the process on stderr and trips its
+//! process-wide state, and the closure is disabled.
 //!
 //! # Record versions
 //!
@@ -38,14 +39,12 @@ pub mod callback;
 pub mod cbid;
 pub mod driver;
 mod error;
-mod guard;
 pub mod nvtx;
 pub mod nvtx_injection;
 mod params;
 pub mod profiler;
 
 pub use error::{Error, Result, Status};
-pub use guard::{PanicReporter, set_panic_reporter};
 pub use sys::loader::CUPTI_PATH_ENV;
 
 /// Lowest `cuptiGetVersion` accepted: the CUPTI API version of CUDA 13.0.
@@ -385,19 +384,19 @@ impl<'a> Stream<'a> {
     }
 }
 
-// Handles are shared with CUPTI's callback threads.
-const _: () = {
-    const fn send_sync<T: Send + Sync>() {}
-    send_sync::<Cupti>();
-    send_sync::<Context>();
-    send_sync::<Stream<'static>>();
-    send_sync::<callback::Subscriber>();
-    send_sync::<activity::Activity>();
-    send_sync::<driver::Driver>();
-    send_sync::<profiler::MetricConfig>();
-    const fn send<T: Send>() {}
-    send::<profiler::RangeProfiler<'static>>();
-};
+// Handles are shared with CUPTI's callback threads; what a callback is
+// handed borrows CUPTI's memory for the call and stays on its thread.
+static_assertions::assert_impl_all!(Cupti: Send, Sync);
+static_assertions::assert_impl_all!(Context: Send, Sync);
+static_assertions::assert_impl_all!(Stream<'static>: Send, Sync);
+static_assertions::assert_impl_all!(callback::Subscriber: Send, Sync);
+static_assertions::assert_impl_all!(activity::Activity: Send, Sync);
+static_assertions::assert_impl_all!(driver::Driver: Send, Sync);
+static_assertions::assert_impl_all!(profiler::MetricConfig: Send, Sync);
+static_assertions::assert_impl_all!(profiler::RangeProfiler<'static>: Send);
+static_assertions::assert_not_impl_any!(profiler::RangeProfiler<'static>: Sync);
+static_assertions::assert_not_impl_any!(activity::Records<'static>: Send, Sync);
+static_assertions::assert_not_impl_any!(callback::ApiCallback<'static>: Send, Sync);
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

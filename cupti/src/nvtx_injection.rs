@@ -226,7 +226,7 @@ fn dispatch(ev: NvtxEvent<'_>) {
     if DISABLED.load(Ordering::Relaxed) {
         return;
     }
-    crate::guard::call("the NVTX handler", &DISABLED, || {
+    gpu_trace_model::guard::contain("the NVTX handler", &DISABLED, || {
         if let Some(h) = HANDLER.get() {
             h(&ev);
         }

@@ -184,7 +184,7 @@ pub fn is_busy(name: &str) -> bool {
     name.ends_with(" busy")
 }
 
-/// Width of gpu-trace's busy intervals (`gpu_trace_core::busy::INTERVAL`).
+/// Width of gpu-trace's busy intervals (`gpu_trace_model::schema::busy::INTERVAL`).
 const INTERVAL: u64 = 10_000_000;
 
 /// The busy points gpu-trace should have written: per (counter, GPU), each

@@ -9,7 +9,7 @@
 //! Traces with known defects (arrows to nothing, work nobody submitted,
 //! duplicates, drops), which the injection must never write, are built by
 //! hand: a child process records them through a real
-//! `gpu_trace_core::Tracer` into a file and prints the `EXPECT` lines of the
+//! `gpu_trace_perfetto::Tracer` into a file and prints the `EXPECT` lines of the
 //! program they claim to be. They test gpu-check's failure reports.
 
 mod sim;
@@ -18,8 +18,10 @@ use cupti_sim::scenario::{CopyKind as SimCopy, Op, ThreadSpec};
 use cupti_sim::{RunSpec, Scenario};
 use gpu_tests::check::LOSS_LINE;
 use gpu_tests::{Expect, Options, Report, check_files};
-use gpu_trace_core::model::*;
-use gpu_trace_core::{Config, GpuClock, Limits, Recorder, Tracer, TracerOptions};
+use gpu_trace_agent::Config;
+use gpu_trace_model::Recorder;
+use gpu_trace_model::model::*;
+use gpu_trace_perfetto::{Tracer, TracerOptions};
 use smallvec::{SmallVec, smallvec};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,14 +43,9 @@ fn child() {
     let scenario =
         std::env::var(CHILD).expect("run by a test, which sets GPU_TESTS_SYNTHETIC_CHILD");
     let (config, _) = Config::from_env();
-    let tracer = Tracer::start(TracerOptions {
-        backend: gpu_trace_core::testing::BACKEND,
-        config,
-        clock: GpuClock::Boottime,
-        limits: Limits::default(),
-        capture_ranges: false,
-    })
-    .expect("tracer");
+    let settings = config.trace_settings().expect("the settings");
+    let tracer =
+        Tracer::start(TracerOptions::new(gpu_trace_testkit::BACKEND, settings)).expect("tracer");
     let mut gpu = Device::new(0, "NVIDIA H200");
     gpu.vendor = Some("NVIDIA".into());
     gpu.uuid = Some([7; 16]);
@@ -68,7 +65,9 @@ fn child() {
         "loss" => loss(&app),
         other => panic!("unknown scenario {other}"),
     };
-    tracer.shutdown(std::time::Duration::from_secs(20));
+    if let Some(l) = tracer.shutdown(std::time::Duration::from_secs(20)) {
+        gpu_trace_agent::exit::report_losses(&l.drops, l.service, &config);
+    }
     // The test harness has printed "test child ... " without a newline.
     println!("\nOUTPUT={}", tracer.output_path().unwrap().display());
     println!("{expect}");
@@ -77,8 +76,8 @@ fn child() {
 /// Records events by hand: ids, names, a virtual clock per thread.
 struct App {
     rec: Recorder,
-    names: Arc<gpu_trace_core::names::Names>,
-    kernels: Arc<gpu_trace_core::names::Kernels>,
+    names: Arc<gpu_trace_model::names::Names>,
+    kernels: Arc<gpu_trace_model::names::Kernels>,
     corr: AtomicU64,
 }
 
@@ -91,8 +90,8 @@ struct Thread {
 impl Thread {
     fn current() -> Thread {
         Thread {
-            tid: gpu_trace_core::clock::thread_id(),
-            clock: gpu_trace_core::clock::boottime_ns(),
+            tid: gpu_trace_model::clock::thread_id(),
+            clock: gpu_trace_model::clock::boottime_ns(),
         }
     }
 
@@ -294,8 +293,8 @@ fn dangling(app: &App) -> String {
 /// graph memory nodes nor zero-byte copies, so these are built by hand; they
 /// test what gpu-check names in such a trace.)
 fn graph_copies(app: &App, fixed: bool) -> String {
-    use CopyKind::*;
-    use MemoryKind::*;
+    use gpu_trace_model::model::CopyKind::*;
+    use gpu_trace_model::model::MemoryKind::*;
     let (b, m) = (4096u64, 3u64);
     let k = app.kernel("_Z17graph_copy_kernelPiPKim", &[]);
     let copy = |src, dst, kind| MemoryOpKind::Copy {
@@ -420,7 +419,7 @@ fn run_with(scenario: &str, env: &[(&str, &str)]) -> Run {
         "--test-threads=1",
     ])
     .env(CHILD, scenario);
-    for v in gpu_trace_core::config::vars::ALL {
+    for v in gpu_trace_agent::config::vars::ALL {
         cmd.env_remove(v);
     }
     cmd.env("INJECTION_OUTPUT", dir.join(format!("{scenario}.pftrace")));

@@ -10,7 +10,7 @@
 //! adds nothing, overlapping intervals count once, and intervals that touch
 //! (`[0, 10)` and `[10, 20)`) become one stretch.
 //!
-//! The writer's busy counters (`gpu-trace-core`'s `busy` module) take the
+//! The writer's busy counters (`gpu-trace-perfetto`'s `busy` module) take the
 //! same union per fixed 10 ms interval and forget it once written; this
 //! type keeps the whole union of a trace, exactly, for a summary.
 

@@ -388,7 +388,7 @@ mod tests {
         Process {
             file: format!("{pid}.pftrace"),
             pid,
-            rank: rank.map(|rank| gpu_trace_core::rank::Rank {
+            rank: rank.map(|rank| gpu_trace_model::rank::Rank {
                 rank,
                 local_rank: None,
                 world_size: None,

@@ -13,7 +13,7 @@ use crate::durations::Durations;
 use crate::intervals::Intervals;
 use crate::render::text::int;
 use crate::summary::{Counts, FileSummary, KERNEL_ENGINE, Pid, Span, UNKNOWN_PID};
-use gpu_trace_core::waits::waits_for_gpu;
+use gpu_trace_model::waits::waits_for_gpu;
 use gpu_trace_reader::{
     CounterValue, GpuEvent, KernelInfo, Parts, Slice, Stage, Str, Trace, Visitor,
 };
@@ -682,7 +682,7 @@ impl Visitor for Acc {
         {
             // Engine busy time, drawn from the activity, is in those groups
             // too: the devices table has it exactly.
-            if gpu_trace_core::busy::ENGINE_COUNTERS.contains(&c.name.as_str()) {
+            if gpu_trace_model::schema::busy::ENGINE_COUNTERS.contains(&c.name.as_str()) {
                 return;
             }
             let i = self.telemetry_track(c);
@@ -1191,7 +1191,7 @@ fn losses(t: &Trace) -> Option<Vec<(String, u64)>> {
 }
 
 /// The process and thread a track belongs to: its thread descriptor's, or,
-/// without one, what gpu-trace's track uuids hold (`gpu-trace-core`'s
+/// without one, what gpu-trace's track uuids hold (`gpu-trace-perfetto`'s
 /// `thread_track_uuid`: bit 54, the pid in bits 32–53 and the tid below;
 /// `range_track_uuid`: the pid from bit 40, with bit 61 flipped).
 fn track_owner(t: &Trace, uuid: u64) -> (Pid, Option<i64>) {
@@ -1287,7 +1287,7 @@ pub(crate) struct FileData {
 
 /// The window lines of a trace's log, (ts, opened), in time order.
 fn window_lines(logs: &[gpu_trace_reader::LogLine]) -> Vec<(u64, bool)> {
-    let prefix = gpu_trace_core::windows::WINDOW_LOG;
+    let prefix = gpu_trace_model::schema::WINDOW_LOG;
     let mut lines: Vec<(u64, bool)> = logs
         .iter()
         .filter_map(|l| {
@@ -1302,7 +1302,7 @@ fn window_lines(logs: &[gpu_trace_reader::LogLine]) -> Vec<(u64, bool)> {
 
 /// The recording windows of a trace, [start, end) ns, from its log lines
 /// (`recording window N opened (why)` / `... closed (why)`, see
-/// `gpu_trace_core::windows`); a window still open at the end lasts until
+/// `gpu_trace_agent::windows`); a window still open at the end lasts until
 /// `end`. `None` when the run was never switched.
 pub(crate) fn window_spans(
     logs: &[gpu_trace_reader::LogLine],

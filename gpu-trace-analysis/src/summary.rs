@@ -6,7 +6,7 @@ use crate::intervals::Intervals;
 use crate::ranks::Ranks;
 use crate::read::{CounterData, FileData, ProcData};
 use crate::telemetry::{self, DeviceAcc, DeviceTelemetry};
-use gpu_trace_core::rank::Rank;
+use gpu_trace_model::rank::Rank;
 use gpu_trace_reader::DeviceInfo;
 use rustc_hash::FxHashMap;
 use serde::{Serialize, Serializer};

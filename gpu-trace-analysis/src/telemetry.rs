@@ -8,7 +8,7 @@
 //! recording windows counts, when the run had windows.
 
 use crate::read::TelemetryTrack;
-use gpu_trace_core::telemetry::Metric;
+use gpu_trace_model::telemetry::Metric;
 use gpu_trace_reader::CounterUnits;
 use nvml_sys::clocks_event_reasons as cer;
 use serde::Serialize;

@@ -7,10 +7,11 @@
 //! which records a scripted program with exact timestamps into a file. The
 //! expectations are worked out by hand from the script.
 
+use gpu_trace_agent::Config;
 use gpu_trace_analysis::render::{self, Report};
 use gpu_trace_analysis::{Analyzer, KERNEL_ENGINE, Measure, ReadOptions, Summary, summarize};
-use gpu_trace_core::model::*;
-use gpu_trace_core::{Config, GpuClock, Limits, Tracer, TracerOptions};
+use gpu_trace_model::model::*;
+use gpu_trace_perfetto::{Tracer, TracerOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -26,14 +27,9 @@ fn child() {
     let scenario = std::env::var(CHILD).expect("run by a test, which sets the scenario");
     let (config, problems) = Config::from_env();
     assert!(problems.is_empty(), "{problems:?}");
-    let tracer = Tracer::start(TracerOptions {
-        backend: gpu_trace_core::testing::BACKEND,
-        config,
-        clock: GpuClock::Boottime,
-        limits: Limits::default(),
-        capture_ranges: false,
-    })
-    .expect("tracer");
+    let settings = config.trace_settings().expect("the settings");
+    let tracer =
+        Tracer::start(TracerOptions::new(gpu_trace_testkit::BACKEND, settings)).expect("tracer");
     println!("\nPID={}", std::process::id());
     let app = App::new(&tracer);
     match scenario.as_str() {
@@ -63,8 +59,8 @@ impl App<'_> {
         tracer.add_device(gpu);
         App {
             tracer,
-            t0: gpu_trace_core::clock::boottime_ns() + 1_000_000,
-            tid: gpu_trace_core::clock::thread_id(),
+            t0: gpu_trace_model::clock::boottime_ns() + 1_000_000,
+            tid: gpu_trace_model::clock::thread_id(),
         }
     }
 
@@ -178,11 +174,11 @@ fn record_as(scenario: &str, dir: &Path, name: &str) -> (PathBuf, i64) {
         "--test-threads=1",
     ])
     .env(CHILD, scenario);
-    for v in gpu_trace_core::config::vars::ALL {
+    for v in gpu_trace_agent::config::vars::ALL {
         cmd.env_remove(v);
     }
-    cmd.env(gpu_trace_core::config::vars::TRACE, "all")
-        .env(gpu_trace_core::config::vars::OUTPUT, &path);
+    cmd.env(gpu_trace_agent::config::vars::TRACE, "all")
+        .env(gpu_trace_agent::config::vars::OUTPUT, &path);
     let out = cmd.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(

@@ -7,8 +7,8 @@
 //! reference that would not resolve there is reported in
 //! [`Trace::problems`] rather than silently patched up. Files are read in
 //! chunks, never whole. `gpu-trace stats`, `gpu-check` and the tests of
-//! `gpu-trace-core` and the injections read traces with it; it needs no
-//! Perfetto SDK.
+//! the writer and the injections read traces with it; it needs no Perfetto
+//! SDK (the field numbers are `gpu_trace_model::schema`'s).
 //!
 //! ```no_run
 //! let t = gpu_trace_reader::Trace::open("app-1234.pftrace")?;
@@ -30,10 +30,11 @@ mod stats;
 pub mod text;
 mod trace;
 mod visit;
-pub mod wire;
 
+/// The field numbers of the traces read: `gpu_trace_model::schema`.
+pub use gpu_trace_model::schema as wire;
 pub use model::*;
-pub use stats::{ServiceLosses, trace_stats};
+pub use stats::{ServiceLosses, loss_counts, trace_stats};
 pub use trace::{ReadError, ReadOptions, STREAM_LIMIT, Trace};
 pub use visit::{Parts, Visitor};
 
@@ -42,6 +43,6 @@ pub use visit::{Parts, Visitor};
 /// checker that counts them itself.
 pub const DANGLING_SUBMISSIONS: &str = "submission arrows to GPU events not in the trace";
 
-/// Set in every GPU event id from gpu-trace-core's second id space (GPU
+/// Set in every GPU event id from the writer's second id space (GPU
 /// work after the first of one correlation, such as graph nodes).
 pub const SECONDARY_EVENT_ID_BIT: u64 = 1 << 63;

@@ -22,6 +22,25 @@ pub struct ServiceLosses {
     pub flushes_failed: u64,
 }
 
+/// The losses as a trace's `gpu-trace dropped:` line lists them (and
+/// [`crate::Trace::drop_counts`] reads them back): `key=count` for every
+/// non-zero loss, the writer's by `DropKind`, the tracing service's
+/// prefixed `perfetto_`.
+pub fn loss_counts(
+    drops: &[(gpu_trace_model::model::DropKind, u64)],
+    service: Option<ServiceLosses>,
+) -> Vec<String> {
+    let mut out: Vec<String> = drops
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{}={n}", k.key()))
+        .collect();
+    if let Some(l) = service {
+        out.extend(l.describe().into_iter().map(|d| format!("perfetto_{d}")));
+    }
+    out
+}
+
 impl ServiceLosses {
     /// Chunks and packets lost, all kinds together (failed flushes are not
     /// a loss in themselves).

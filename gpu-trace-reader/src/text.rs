@@ -11,24 +11,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-/// Characters that must not reach a terminal as they are: control
-/// characters (C0, DEL and C1: escape sequences start with them, and a
-/// newline or carriage return would forge or hide lines), and the Unicode
-/// format characters that reorder or hide text (zero-width characters,
-/// the line and paragraph separators, bidirectional marks, embeddings,
-/// overrides and isolates, the byte-order mark). The agent's own lines
-/// (`gpu_trace_core::log`) escape the same characters.
-pub fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061c}'
-                | '\u{200b}'..='\u{200f}'
-                | '\u{2028}'..='\u{202e}'
-                | '\u{2060}'..='\u{206f}'
-                | '\u{feff}'
-        )
-}
+pub use gpu_trace_model::text::needs_escape;
 
 /// Appends `c` to `out`, escaped if it must be (`\n`, `\t`, `\r`, `\x1b`,
 /// `\u{202e}`).

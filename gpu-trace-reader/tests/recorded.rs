@@ -1,4 +1,4 @@
-//! Decodes a trace that gpu-trace-core's in-process path wrote
+//! Decodes a trace that the in-process path (gpu-trace-perfetto) wrote
 //! (`benches`' `recorded_trace(dir, 1000)`: 1000 kernel launches with their
 //! API slices and submission arrows, a copy after every eighth launch, two
 //! threads, 64 kernel classes), and checks what it holds.

@@ -4,7 +4,7 @@
 //! This is the per-launch hot path. Entry stores a timestamp in CUPTI's
 //! per-call slot; exit builds an [`ApiCall`] from ids and copies it into the
 //! thread's buffer. Names are interned once per callback id; which GPU work
-//! a synchronisation waited for comes from core's [`Correlator`].
+//! a synchronisation waited for comes from the model's [`Correlator`].
 
 use arc_swap::ArcSwap;
 use cupti::Stream;
@@ -12,11 +12,11 @@ use cupti::callback::{ApiCallback, Site};
 use cupti::cbid::{ApiDomain, CallKind, SyncKind};
 use cupti::driver::Driver;
 use cupti::nvtx::{NvtxEvent, NvtxMessage};
-use gpu_trace_core::Recorder;
-use gpu_trace_core::clock::boottime_ns;
-use gpu_trace_core::correlate::{Correlator, StreamKey, Wait};
-use gpu_trace_core::model::{ApiCall, Marker, NameId};
-use gpu_trace_core::names::Names;
+use gpu_trace_model::Recorder;
+use gpu_trace_model::clock::boottime_ns;
+use gpu_trace_model::correlate::{Correlator, StreamKey, Wait};
+use gpu_trace_model::model::{ApiCall, Marker, NameId};
+use gpu_trace_model::names::Names;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::cell::Cell;
@@ -100,11 +100,11 @@ pub(crate) fn tid() -> u32 {
         if v != 0 {
             return v;
         }
-        let v = gpu_trace_core::clock::thread_id();
+        let v = gpu_trace_model::clock::thread_id();
         t.set(v);
         v
     })
-    .unwrap_or_else(|_| gpu_trace_core::clock::thread_id())
+    .unwrap_or_else(|_| gpu_trace_model::clock::thread_id())
 }
 
 /// Everything the API and NVTX callbacks share.
@@ -264,6 +264,7 @@ impl ApiState {
 
     fn record(&self, cb: &ApiCallback<'_>, start: u64, end: u64) {
         let kind = cb.kind();
+        crate::failpoint::maybe_panic("api", kind == CallKind::KernelLaunch);
         let rv = cb.return_value().unwrap_or(0);
         let ok = rv == 0;
         let corr = crate::detach::corr(cb.correlation_id());
@@ -335,10 +336,10 @@ impl ApiState {
     /// An NVTX call (from our NVTX injection, or CUPTI's NVTX callbacks
     /// when NVTX was pointed at libcupti). `markers`: record it as a
     /// marker; push/pop ranges also go to the counters filter's range
-    /// tracking ([`gpu_trace_core::filter::tx`]), and domains and
+    /// tracking ([`gpu_trace_model::filter::tx`]), and domains and
     /// registered strings are always kept.
     pub(crate) fn on_nvtx(&self, ev: &NvtxEvent<'_>, markers: bool) {
-        use gpu_trace_core::filter::tx;
+        use gpu_trace_model::filter::tx;
         match *ev {
             NvtxEvent::Push {
                 domain, message, ..

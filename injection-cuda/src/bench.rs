@@ -1,10 +1,21 @@
-//! The injection's per-call and per-record paths over a tracer, for
-//! `benches/`. Not an API: nothing outside the benchmarks should use it.
+//! The injection's per-call and per-record paths over a tracer, and its
+//! NVML telemetry probes, for `benches/` only: built with the `bench-hooks`
+//! feature, which only the benchmarks' dev-dependency turns on, so no
+//! shipped build has it.
+
+/// The NVML probes of one GPU, as the sampler opens them.
+pub fn probes(
+    nvml: &nvml::Nvml,
+    gpu_id: u32,
+    dev: nvml::Device,
+) -> gpu_trace_agent::telemetry::DeviceProbes {
+    crate::telemetry::probes(nvml, gpu_id, dev)
+}
 
 use crate::tool::Shared;
 use cupti::activity::Records;
 use cupti::callback::Callback;
-use gpu_trace_core::Tracer;
+use gpu_trace_perfetto::Tracer;
 
 /// What the injection runs for each CUPTI callback and activity buffer,
 /// recording into `tracer`.
@@ -13,7 +24,11 @@ pub struct Paths(Shared);
 impl Paths {
     /// The same state `InitializeInjection` builds.
     pub fn new(tracer: &Tracer) -> Self {
-        Self(Shared::new(tracer, &crate::config::CudaConfig::default()))
+        Self(Shared::new(
+            tracer,
+            &crate::config::CudaConfig::default(),
+            None,
+        ))
     }
 
     /// Whether API calls are recorded (a session asks for them).

@@ -43,22 +43,20 @@ use cupti::profiler::{
     MetricCatalog, MetricConfig, MetricInfo, MetricKind, Profiler, RangeProfiler, RangeValues,
     Ranges, Replay,
 };
-use gpu_trace_core::Notes;
-use gpu_trace_core::Recorder;
-use gpu_trace_core::filter::{KernelFilter, KernelSelector, SessionFilter};
-use gpu_trace_core::model::{
+use gpu_trace_model::Recorder;
+use gpu_trace_model::filter::{KernelFilter, KernelSelector, SessionFilter};
+use gpu_trace_model::model::{
     CounterGroup, CounterId, CounterSpec, DropKind, KernelCounters, KernelExec, Unit,
 };
-use gpu_trace_core::registry::Counters;
+use gpu_trace_model::registry::Counters;
+use gpu_trace_perfetto::Notes;
 use rustc_hash::FxHashMap;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Once, RwLock};
 use std::time::Duration;
 
-fn boottime_ns() -> u64 {
-    gpu_trace_core::clock::boottime_ns()
-}
+use gpu_trace_model::clock::boottime_ns;
 
 /// Collected when a counters session names none: what a performance
 /// engineer looks at first (ncu's "speed of light", memory and occupancy
@@ -288,7 +286,7 @@ impl Join {
             k.start = exit.saturating_sub(took).max(e.enter).min(exit);
             self.placed_said.call_once(|| {
                 let line = "profiled kernels have no GPU timestamps under kernel replay: each is drawn ending at its launch's return, lasting what the profiler measured";
-                gpu_trace_core::verbose!("{line}");
+                gpu_trace_model::verbose!("{line}");
                 self.notes.info(line);
             });
         }
@@ -373,7 +371,7 @@ impl Counting {
                 let current = self.selector.current();
                 let filter = current.filter();
                 if !filter.is_everything() {
-                    gpu_trace_core::verbose!("counters for {}", filter.describe());
+                    gpu_trace_model::verbose!("counters for {}", filter.describe());
                 }
                 if filter.has_ranges() && std::env::var_os("NVTX_INJECTION64_PATH").is_none() {
                     self.blind_said.call_once(|| {
@@ -381,7 +379,7 @@ impl Counting {
                             "the counters filter names NVTX ranges ({}), but NVTX_INJECTION64_PATH is not set, so no NVTX range is seen; set it to libgpu_trace_cuda.so (gpu-trace record does)",
                             filter.describe()
                         );
-                        gpu_trace_core::warn!("{line}");
+                        gpu_trace_model::warn!("{line}");
                         self.notes.warn(line);
                     });
                 }
@@ -500,7 +498,7 @@ impl Counting {
                 }
                 self.graphs_said.call_once(|| {
                     let line = "kernels launched through CUDA graphs get no counters (the range profiler measures one launch at a time); their GPU work is traced as usual";
-                    gpu_trace_core::warn!("{line}");
+                    gpu_trace_model::warn!("{line}");
                     self.notes.warn(line);
                 });
             }
@@ -515,11 +513,16 @@ impl Counting {
         let chosen = !filter.is_done()
             && sel.choose(
                 || kernel_name(cb),
-                |mangled: &str| (mangled.to_owned(), gpu_trace_core::names::demangle(mangled)),
+                |mangled: &str| {
+                    (
+                        mangled.to_owned(),
+                        gpu_trace_model::names::demangle(mangled),
+                    )
+                },
             );
-        if chosen && gpu_trace_core::log::verbose() && !filter.is_everything() {
+        if chosen && gpu_trace_model::log::verbose() && !filter.is_everything() {
             let name = cb.symbol_name().map(|s| s.to_string_lossy());
-            gpu_trace_core::log::line(format_args!(
+            gpu_trace_model::log::line(format_args!(
                 "counters: the filter picks {} (correlation id {})",
                 name.as_deref().unwrap_or("a kernel"),
                 cb.correlation_id()
@@ -654,7 +657,7 @@ impl Counting {
         if replayed && let Some(a) = cupti::activity::Activity::get() {
             let t0 = boottime_ns();
             if let Err(e) = crate::api::internal(|| a.flush_all(true)) {
-                gpu_trace_core::verbose!("activity flush after a replayed kernel failed: {e}");
+                gpu_trace_model::verbose!("activity flush after a replayed kernel failed: {e}");
             }
             self.cost
                 .collect
@@ -705,16 +708,16 @@ impl Counting {
             }
             r => {
                 match r {
-                    Ok(ranges) => gpu_trace_core::warn_once!(
+                    Ok(ranges) => gpu_trace_model::warn_once!(
                         "the profiler returned {} range(s) for {n} profiled kernel(s); their counters are missing (counted as dropped)",
                         ranges.len()
                     ),
                     // Under user replay nothing was replayed, and the whole
                     // batch is lost.
-                    Err(e) if n > 0 && dm.replay == Replay::User => gpu_trace_core::warn_once!(
+                    Err(e) if n > 0 && dm.replay == Replay::User => gpu_trace_model::warn_once!(
                         "a profiler session of {n} kernel(s) failed ({e}); their counters are missing (counted as dropped)"
                     ),
-                    Err(e) if n > 0 => gpu_trace_core::warn_once!(
+                    Err(e) if n > 0 => gpu_trace_model::warn_once!(
                         "a profiled kernel's replay failed ({e}); its counters are missing (counted as dropped)"
                     ),
                     Err(_) => {}
@@ -744,7 +747,7 @@ impl Counting {
             && let Some(a) = cupti::activity::Activity::get()
             && let Err(e) = a.flush_all(true)
         {
-            gpu_trace_core::verbose!("activity flush failed: {e}");
+            gpu_trace_model::verbose!("activity flush failed: {e}");
         }
         let ms = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e6;
         let line = format!(
@@ -753,14 +756,14 @@ impl Counting {
             ms(&self.cost.launch) / n as f64,
             ms(&self.cost.collect) / n as f64
         );
-        gpu_trace_core::verbose!("{line}");
+        gpu_trace_model::verbose!("{line}");
         self.notes.info(line);
         let internal = self.join.internal.load(Ordering::Relaxed);
         if internal > 0 {
             let line = format!(
                 "counters: {internal} WaitNs kernel(s) that CUPTI's profiler launched itself are left out of the trace"
             );
-            gpu_trace_core::verbose!("{line}");
+            gpu_trace_model::verbose!("{line}");
             self.notes.info(line);
         }
     }
@@ -777,7 +780,7 @@ impl Counting {
             let line = format!(
                 "per-kernel counters are off: {why}; kernels, copies and API calls are traced as usual"
             );
-            gpu_trace_core::warn!("{line}");
+            gpu_trace_model::warn!("{line}");
             self.notes.warn(line);
         }
         self.on.store(false, Ordering::Release);
@@ -809,7 +812,7 @@ impl Counting {
         let device = match ctx.device_id(&self.cupti) {
             Ok(d) => d,
             Err(e) => {
-                gpu_trace_core::warn_once!(
+                gpu_trace_model::warn_once!(
                     "a context's device is unknown ({e}); its kernels get no counters"
                 );
                 return None;
@@ -918,7 +921,7 @@ impl Counting {
                     "{}=user: the metrics need {passes} passes and a launch cannot be replayed by the tool, so kernels are replayed by CUPTI (kernel replay)",
                     crate::config::vars::COUNTERS_REPLAY
                 );
-                gpu_trace_core::warn!("{line}");
+                gpu_trace_model::warn!("{line}");
                 self.notes.warn(line);
                 Replay::Kernel
             }
@@ -933,10 +936,10 @@ impl Counting {
                 "counters use user replay (one pass, no kernel replay): CUPTI instruments each profiled kernel, which adds about 8 instructions per warp to inst_executed counts; {}=kernel gives exact counts at about 20 ms per kernel",
                 crate::config::vars::COUNTERS_REPLAY
             );
-            gpu_trace_core::warn!("{line}");
+            gpu_trace_model::warn!("{line}");
             self.notes.warn(line);
         }
-        gpu_trace_core::verbose!(
+        gpu_trace_model::verbose!(
             "counters on {chip} (device {device}): {} metric(s), {passes} pass(es) per profiled kernel, {}",
             config.accepted().count(),
             match replay {
@@ -977,9 +980,9 @@ impl Counting {
         };
         let line = format!(
             "metric {} is not available on {chip} ({why}){hint}; the other metrics are collected",
-            gpu_trace_core::log::quoted(name)
+            gpu_trace_model::log::quoted(name)
         );
-        gpu_trace_core::warn!("{line}");
+        gpu_trace_model::warn!("{line}");
         self.notes.warn(line);
     }
 }
@@ -1151,7 +1154,7 @@ mod tests {
         d.sort_unstable();
         d.dedup();
         assert_eq!(d.len(), DEFAULT_METRICS.len());
-        let (ok, bad) = gpu_trace_core::config::parse_metric_list(&DEFAULT_METRICS.join(","));
+        let (ok, bad) = gpu_trace_model::names::parse_metric_list(&DEFAULT_METRICS.join(","));
         assert!(bad.is_empty() && ok.len() == DEFAULT_METRICS.len());
     }
 }

@@ -44,10 +44,10 @@
 
 use arc_swap::ArcSwapOption;
 use cupti::callback::Subscriber;
-use gpu_trace_core::clock::boottime_ns;
-use gpu_trace_core::correlate::Correlator;
 #[cfg(doc)]
-use gpu_trace_core::cuda_config::DEFAULT_MAX_DETACHES;
+use gpu_trace_agent::cuda_config::DEFAULT_MAX_DETACHES;
+use gpu_trace_model::clock::boottime_ns;
+use gpu_trace_model::correlate::Correlator;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
 
@@ -223,14 +223,14 @@ impl Detach {
             .is_ok();
         if moved && capped {
             if !self.capped.swap(true, Ordering::Relaxed) {
-                gpu_trace_core::verbose!(
+                gpu_trace_model::verbose!(
                     "CUPTI stays attached from now on: it was detached {} times, the most INJECTION_DETACH allows (CUPTI keeps some memory at each detach)",
                     self.max
                 );
             }
         } else if moved && stalled {
             self.kept.store(true, Ordering::Relaxed);
-            gpu_trace_core::verbose!(
+            gpu_trace_model::verbose!(
                 "CUPTI stays attached until the next window: detaching has held the application's threads {:.1} ms in {:.1} s, more than {}.{}% of the run",
                 stalled_ns as f64 / 1e6,
                 now.saturating_sub(self.started) as f64 / 1e9,
@@ -238,7 +238,7 @@ impl Detach {
                 STALL_SHARE % 10
             );
         } else if moved && next == STAY {
-            gpu_trace_core::verbose!(
+            gpu_trace_model::verbose!(
                 "CUPTI stays attached until the next window: this one recorded GPU work without API calls, so what it submitted is not known"
             );
         }
@@ -290,7 +290,7 @@ impl Detach {
         match s.enable_domain(cupti::callback::Domain::Driver) {
             Ok(()) => true,
             Err(e) => {
-                gpu_trace_core::verbose!("cannot ask for an API exit to detach at: {e}");
+                gpu_trace_model::verbose!("cannot ask for an API exit to detach at: {e}");
                 false
             }
         }
@@ -328,7 +328,7 @@ impl Detach {
         let now = boottime_ns();
         let since = self.drain_since.load(Ordering::Relaxed);
         if now.saturating_sub(since) > DRAIN_LIMIT {
-            gpu_trace_core::verbose!(
+            gpu_trace_model::verbose!(
                 "CUPTI stays attached until the next window: the closed window's work did not all reach the trace within {} s",
                 DRAIN_LIMIT / 1_000_000_000
             );
@@ -375,7 +375,7 @@ impl Detach {
         if let Some(a) = cupti::activity::Activity::get()
             && let Err(e) = a.flush_all(true)
         {
-            gpu_trace_core::verbose!("flush before detaching failed: {e}");
+            gpu_trace_model::verbose!("flush before detaching failed: {e}");
         }
         match cupti.finalize() {
             Ok(()) => {
@@ -385,7 +385,7 @@ impl Detach {
                 if let Some(a) = cupti::activity::Activity::get() {
                     let kept = a.forget_lent_after_finalize();
                     if kept > 0 {
-                        gpu_trace_core::verbose!(
+                        gpu_trace_model::verbose!(
                             "CUPTI kept {kept} activity buffer(s) at the detach; new ones replace them"
                         );
                     }
@@ -396,19 +396,19 @@ impl Detach {
                 let took = boottime_ns() - t0;
                 self.finalize_ns.fetch_add(took, Ordering::Relaxed);
                 self.longest_ns.fetch_max(took, Ordering::Relaxed);
-                gpu_trace_core::verbose!(
+                gpu_trace_model::verbose!(
                     "CUPTI detached (time {n}, {:.1} ms) until the next window",
                     took as f64 / 1e6
                 );
                 if took > 10_000_000 {
-                    gpu_trace_core::verbose!(
+                    gpu_trace_model::verbose!(
                         "that detach held the application's thread for {:.1} ms (cuptiFinalize waits for the GPU's running work)",
                         took as f64 / 1e6
                     );
                 }
             }
             Err(e) => {
-                gpu_trace_core::warn_once!(
+                gpu_trace_model::warn_once!(
                     "cannot detach CUPTI between windows ({e}); it stays attached, at its idle cost"
                 );
                 self.state.store(STAY, Ordering::Release);

@@ -9,7 +9,7 @@ use std::sync::Once;
 /// report, not a reason for CUDA to fail.
 #[unsafe(no_mangle)]
 pub extern "C" fn InitializeInjection() -> c_int {
-    gpu_trace_core::guard::catch("InitializeInjection", || {
+    gpu_trace_model::guard::catch("InitializeInjection", || {
         crate::init();
         register_exit_handler();
     });
@@ -23,7 +23,7 @@ fn register_exit_handler() {
         // SAFETY: `at_exit` is a plain `extern "C" fn()` that never unwinds.
         let rc = unsafe { atexit(at_exit) };
         if rc != 0 {
-            gpu_trace_core::warn!(
+            gpu_trace_model::warn!(
                 "cannot register the exit handler; the trace holds data up to the last periodic write"
             );
         }
@@ -31,7 +31,7 @@ fn register_exit_handler() {
 }
 
 extern "C" fn at_exit() {
-    gpu_trace_core::guard::catch("exit handler", crate::shutdown);
+    gpu_trace_agent::exit::on_exit(crate::shutdown);
 }
 
 unsafe extern "C" {
@@ -44,7 +44,7 @@ unsafe extern "C" {
 /// (NVTX stays a no-op) if that fails.
 #[unsafe(no_mangle)]
 pub extern "C" fn InitializeInjectionNvtx2(get: cupti_sys::NvtxGetExportTableFunc_t) -> c_int {
-    gpu_trace_core::guard::catch("InitializeInjectionNvtx2", || {
+    gpu_trace_model::guard::catch("InitializeInjectionNvtx2", || {
         let running = crate::init();
         register_exit_handler();
         if !running {
@@ -56,7 +56,7 @@ pub extern "C" fn InitializeInjectionNvtx2(get: cupti_sys::NvtxGetExportTableFun
         match unsafe { cupti::nvtx_injection::install(get, crate::on_nvtx) } {
             Ok(()) => 1,
             Err(e) => {
-                gpu_trace_core::warn!("NVTX ranges are not recorded: {e}");
+                gpu_trace_model::warn!("NVTX ranges are not recorded: {e}");
                 0
             }
         }
@@ -67,9 +67,9 @@ pub extern "C" fn InitializeInjectionNvtx2(get: cupti_sys::NvtxGetExportTableFun
 // ----------------------------------------------------------------------------
 // The C API of gpu_trace.h: the traced program's own control of recording.
 // Every function returns at once, never unwinds, and does nothing harmful
-// when gpu-trace is off; see `gpu_trace_core::program`.
+// when gpu-trace is off; see `gpu_trace_agent::program`.
 
-use gpu_trace_core::program::status;
+use gpu_trace_agent::program::status;
 use std::ffi::{CStr, c_char};
 
 /// The crate version, NUL-terminated, for `gpu_trace_version`.
@@ -82,7 +82,7 @@ const VERSION: &CStr =
 /// Runs a control function inside the panic guard: a panic is reported
 /// once and the call says gpu-trace is off.
 fn control(what: &'static str, f: impl FnOnce() -> i32) -> c_int {
-    gpu_trace_core::guard::catch(what, f).unwrap_or(status::OFF)
+    gpu_trace_model::guard::catch(what, f).unwrap_or(status::OFF)
 }
 
 /// `name` as a string, or `None` when null.
@@ -106,7 +106,7 @@ pub extern "C" fn gpu_trace_version() -> *const c_char {
 /// The version of the C API this library implements (`GPU_TRACE_API_VERSION`).
 #[unsafe(no_mangle)]
 pub extern "C" fn gpu_trace_api_version() -> c_int {
-    gpu_trace_core::program::API_VERSION
+    gpu_trace_agent::program::API_VERSION
 }
 
 /// Opens a recording window, unless one is open.

@@ -17,22 +17,22 @@
 #![deny(unsafe_code)]
 
 mod api;
-#[doc(hidden)]
+#[cfg(feature = "bench-hooks")]
 pub mod bench;
-pub mod config;
+mod config;
 mod counters;
 mod detach;
+mod failpoint;
 #[allow(unsafe_code)]
 mod ffi;
 mod memory;
 mod nvtx_capture;
-pub mod occupancy;
+mod occupancy;
 mod records;
-#[doc(hidden)]
-pub mod telemetry;
+mod telemetry;
 mod tool;
 
-use gpu_trace_core::program::{ProgramControl, status};
+use gpu_trace_agent::program::{ProgramControl, status};
 use std::ffi::CStr;
 use std::sync::OnceLock;
 
@@ -48,7 +48,7 @@ fn init() -> bool {
     // Threads made while starting (ours, Perfetto's, CUPTI's) inherit a mask
     // that keeps the application's signals away from them.
     let running = TOOL
-        .get_or_init(|| gpu_trace_core::thread::with_signals_blocked(tool::Tool::start))
+        .get_or_init(|| gpu_trace_model::thread::with_signals_blocked(tool::Tool::start))
         .is_some();
     if !running {
         PROGRAM.off();
@@ -83,7 +83,9 @@ fn range(push: Option<&CStr>) -> i32 {
 
 /// An NVTX call through our NVTX injection.
 fn on_nvtx(ev: &cupti::nvtx::NvtxEvent<'_>) {
-    if let Some(Some(t)) = TOOL.get() {
+    if let Some(Some(t)) = TOOL.get()
+        && !gpu_trace_model::guard::tripped()
+    {
         t.on_nvtx(ev);
     }
 }

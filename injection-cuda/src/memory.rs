@@ -26,8 +26,8 @@
 
 use crate::records::RecordState;
 use cupti::callback::{ApiCallback, MemoryCall};
-use gpu_trace_core::Recorder;
-use gpu_trace_core::model::MemoryUsage;
+use gpu_trace_model::Recorder;
+use gpu_trace_model::model::MemoryUsage;
 use rustc_hash::FxHashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -124,7 +124,7 @@ impl MemoryState {
         if let Some(gpu) = changed {
             // Taken under the lock, so that totals and times agree across
             // threads.
-            let ts = gpu_trace_core::clock::boottime_ns();
+            let ts = gpu_trace_model::clock::boottime_ns();
             let bytes = l.in_use.get(&gpu).copied().unwrap_or(0);
             self.recorder.memory_usage(MemoryUsage::new(gpu, ts, bytes));
         }
@@ -148,7 +148,7 @@ fn context_gpu(l: &mut Ledger, ctx: u64, records: &RecordState) -> u32 {
         .and_then(|d| crate::api::internal(|| d.current_device()).ok())
         .map(|d| d.0.max(0) as u32);
     let ordinal = ordinal.unwrap_or_else(|| {
-        gpu_trace_core::warn_once!(
+        gpu_trace_model::warn_once!(
             "cannot ask the driver which device a context is on; its allocations count on CUDA device 0"
         );
         0

@@ -6,7 +6,8 @@
 //! `INJECTION_CAPTURE_COUNT` windows nothing more is recorded.
 
 use cupti::nvtx::NvtxEvent;
-use gpu_trace_core::{CaptureSwitch, Recorder};
+use gpu_trace_model::Recorder;
+use gpu_trace_perfetto::CaptureSwitch;
 use std::cell::Cell;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -138,9 +139,9 @@ impl NvtxCapture {
             return false;
         };
         self.switch.set(true);
-        gpu_trace_core::windows::log_window(
+        gpu_trace_agent::windows::log_window(
             &self.recorder,
-            gpu_trace_core::clock::boottime_ns(),
+            gpu_trace_model::clock::boottime_ns(),
             n,
             true,
             &format!("NVTX range {:?}", self.name),
@@ -151,16 +152,16 @@ impl NvtxCapture {
     /// Closes the open window (its range ended).
     pub(crate) fn close(&self) {
         let n = self.ranges.taken();
-        gpu_trace_core::windows::log_window(
+        gpu_trace_agent::windows::log_window(
             &self.recorder,
-            gpu_trace_core::clock::boottime_ns(),
+            gpu_trace_model::clock::boottime_ns(),
             n,
             false,
             &format!("NVTX range {:?} ended", self.name),
         );
         self.switch.set(false);
         if self.ranges.used_up() {
-            gpu_trace_core::verbose!("{n} NVTX capture range(s) recorded; recording stays off");
+            gpu_trace_model::verbose!("{n} NVTX capture range(s) recorded; recording stays off");
         }
     }
 

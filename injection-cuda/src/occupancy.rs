@@ -10,7 +10,7 @@
 
 /// What limits residency on one SM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct DeviceLimits {
+pub(crate) struct DeviceLimits {
     /// Streaming multiprocessors.
     pub sm_count: u32,
     /// `MAX_THREADS_PER_MULTIPROCESSOR`.
@@ -33,7 +33,8 @@ pub struct DeviceLimits {
 
 impl DeviceLimits {
     /// Hopper (sm_90) values, for tests.
-    pub const H100: DeviceLimits = DeviceLimits {
+    #[cfg(test)]
+    pub(crate) const H100: DeviceLimits = DeviceLimits {
         sm_count: 132,
         max_threads_per_sm: 2048,
         max_blocks_per_sm: 32,
@@ -48,7 +49,7 @@ impl DeviceLimits {
 
 /// A kernel's resources in one launch configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct KernelResources {
+pub(crate) struct KernelResources {
     /// Threads per block.
     pub block_threads: u32,
     /// Registers per thread.
@@ -63,7 +64,7 @@ pub struct KernelResources {
 
 /// The occupancy calculator's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Occupancy {
+pub(crate) struct Occupancy {
     /// Blocks resident per SM.
     pub active_blocks: u32,
     /// Limit from the block count.
@@ -90,7 +91,7 @@ const REG_ALLOC_UNIT: u32 = 256;
 const MAX_REGS_PER_THREAD: u32 = 255;
 
 /// Computes theoretical occupancy. Unknown limits (0) do not constrain.
-pub fn compute(d: &DeviceLimits, k: &KernelResources) -> Occupancy {
+pub(crate) fn compute(d: &DeviceLimits, k: &KernelResources) -> Occupancy {
     let warp = d.warp_size.max(1);
     let max_warps = d.max_threads_per_sm / warp;
     let warps_per_block = k.block_threads.div_ceil(warp).max(1);

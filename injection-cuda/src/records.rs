@@ -12,12 +12,12 @@ use cupti::activity::{
     MemoryKind as CuptiMemoryKind, MemsetRecord, MigrationCause, Record, Records, RemoteMapCause,
     UnifiedMemoryCounterKind, UnifiedMemoryRecord,
 };
-use gpu_trace_core::Recorder;
-use gpu_trace_core::model::{
+use gpu_trace_model::Recorder;
+use gpu_trace_model::model::{
     ArgValue, CopyKind, Device, Dim3, DropKind, KernelDesc, KernelExec, KernelId, MemoryKind,
     MemoryOp, MemoryOpKind, NameId, UnifiedMemoryEvent, UvmKind,
 };
-use gpu_trace_core::names::{Kernels, Names};
+use gpu_trace_model::names::{Kernels, Names};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -121,6 +121,7 @@ impl RecordState {
 
     /// One completed buffer.
     pub(crate) fn on_records(&self, records: Records<'_>) {
+        crate::failpoint::maybe_panic("buffer", true);
         // This is CUPTI's delivery thread, not the application's: when the
         // emitter is behind, wait here so a burst is not dropped.
         self.recorder.wait_for_room(RECORDS_WAIT_LIMIT);
@@ -137,7 +138,7 @@ impl RecordState {
                 Ok(Record::UnifiedMemory(u)) => self.unified_memory(&u),
                 Ok(_) => {}
                 Err(e) => {
-                    gpu_trace_core::warn_once!("an activity buffer could not be read: {e}");
+                    gpu_trace_model::warn_once!("an activity buffer could not be read: {e}");
                     self.recorder.dropped(DropKind::InvalidRecords, 1);
                     break;
                 }
@@ -305,7 +306,7 @@ impl RecordState {
                 ));
             }
         } else {
-            gpu_trace_core::verbose!(
+            gpu_trace_model::verbose!(
                 "CUDA device {ordinal} described without the driver (libcuda.so.1 not loaded)"
             );
         }
@@ -574,20 +575,10 @@ fn system_index(pci: &str) -> Option<u32> {
         .map(|s| s.to_ascii_lowercase())
         .collect();
     all.sort();
-    let want = normalize_bdf(pci);
+    let want = gpu_trace_model::pci::normalize_bdf(pci);
     all.iter()
-        .position(|p| normalize_bdf(p) == want)
+        .position(|p| gpu_trace_model::pci::normalize_bdf(p) == want)
         .map(|i| i as u32)
-}
-
-fn normalize_bdf(s: &str) -> String {
-    // The driver reports "00000000:06:00.0" through CUDA and "0000:00:06.0"
-    // in /proc: compare bus:device.function with a 4-digit domain.
-    let s = s.to_ascii_lowercase();
-    match s.split_once(':') {
-        Some((dom, rest)) => format!("{:0>4}:{rest}", dom.trim_start_matches('0')),
-        None => s,
-    }
 }
 
 fn copy_kind(k: MemcpyKind) -> CopyKind {
@@ -626,10 +617,13 @@ mod tests {
     #[test]
     fn pci_ids_compare_across_spellings() {
         assert_eq!(
-            normalize_bdf("00000000:06:00.0"),
-            normalize_bdf("0000:06:00.0")
+            gpu_trace_model::pci::normalize_bdf("00000000:06:00.0"),
+            gpu_trace_model::pci::normalize_bdf("0000:06:00.0")
         );
-        assert_eq!(normalize_bdf("0000:00:06.0"), "0000:00:06.0");
+        assert_eq!(
+            gpu_trace_model::pci::normalize_bdf("0000:00:06.0"),
+            "0000:00:06.0"
+        );
     }
 
     /// Compute capabilities of shipped NVIDIA GPUs and their architecture, as NVIDIA's

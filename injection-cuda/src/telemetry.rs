@@ -4,7 +4,7 @@
 //! keyed by its UUID (else its PCI bus id) for the one-process-per-GPU
 //! lock. NVML is loaded once per process, on the sampler's thread, the
 //! first time a watched GPU is opened; without it, one line says so (see
-//! `gpu_trace_core::telemetry::Telemetry`) and tracing goes on.
+//! `gpu_trace_agent::telemetry::Telemetry`) and tracing goes on.
 //!
 //! Fast readings: every period, the SM clock, power and clock-event
 //! reasons (what moves within milliseconds when the GPU throttles); every
@@ -20,8 +20,8 @@
 //! their own thread): PCIe throughput (blocks ~21 ms) and total energy
 //! (~4 ms).
 
-use gpu_trace_core::model::Device;
-use gpu_trace_core::telemetry::{DeviceProbes, Metric, Probe, Reading, Telemetry};
+use gpu_trace_agent::telemetry::{DeviceProbes, Metric, Probe, Reading, Telemetry};
+use gpu_trace_model::model::Device;
 use nvml::gpm::{self, Metric as Gpm};
 use nvml::{Clock, Nvml, Pcie};
 use std::sync::OnceLock;
@@ -43,9 +43,9 @@ fn nvml() -> Result<&'static Nvml, String> {
 
 /// Why NVML could not be used, for one line: the paths tried (the first
 /// may be `GPU_TRACE_NVML_PATH`'s value) and the loader's message, each
-/// escaped and cut as values are ([`gpu_trace_core::log::plain`]).
+/// escaped and cut as values are ([`gpu_trace_model::log::plain`]).
 fn load_error(e: &nvml::LoadError) -> String {
-    use gpu_trace_core::log::plain;
+    use gpu_trace_model::log::plain;
     match e {
         nvml::LoadError::NotFound(n) => {
             let tried: Vec<String> = n.tried.iter().map(|t| plain(t).to_string()).collect();
@@ -107,7 +107,7 @@ fn find(
 }
 
 /// The fast and slow probes of one GPU.
-pub fn probes(nvml: &Nvml, gpu_id: u32, dev: nvml::Device) -> DeviceProbes {
+pub(crate) fn probes(nvml: &Nvml, gpu_id: u32, dev: nvml::Device) -> DeviceProbes {
     let name = dev.name().unwrap_or_else(|_| "an NVIDIA GPU".into());
     let (gpm, gpm_note) = match dev.gpm_supported() {
         Ok(true) => match GpmState::new(&dev) {
@@ -197,7 +197,7 @@ struct GpmState {
 const GPM_PERIOD_NS: u64 = 100_000_000;
 
 /// Shortest time between two reads of the medium readings (and GPM's).
-pub const MEDIUM_PERIOD_NS: u64 = GPM_PERIOD_NS;
+pub(crate) const MEDIUM_PERIOD_NS: u64 = GPM_PERIOD_NS;
 
 /// The GPM metrics read, and their scale to the track's unit.
 const GPM_METRICS: [(Gpm, Metric, f64); 8] = [
@@ -234,7 +234,7 @@ impl GpmState {
         let next = self.latest.map_or(0, |(i, _)| 1 - i);
         if let Err(e) = dev.gpm_sample(&mut self.samples[next]) {
             if e.is_permanent() {
-                gpu_trace_core::verbose!(
+                gpu_trace_model::verbose!(
                     "telemetry: GPU {gpu_id}: GPM sampling failed ({e}); GPM off"
                 );
                 return Err(());
@@ -268,7 +268,9 @@ impl GpmState {
                     }
                     if !dead.is_empty() {
                         for (m, e) in &dead {
-                            gpu_trace_core::verbose!("telemetry: GPU {gpu_id}: no GPM {m:?} ({e})");
+                            gpu_trace_model::verbose!(
+                                "telemetry: GPU {gpu_id}: no GPM {m:?} ({e})"
+                            );
                         }
                         let keep: Vec<Gpm> = self
                             .metrics
@@ -281,7 +283,7 @@ impl GpmState {
                     }
                 }
                 Err(e) if e.is_permanent() => {
-                    gpu_trace_core::verbose!(
+                    gpu_trace_model::verbose!(
                         "telemetry: GPU {gpu_id}: GPM metrics failed ({e}); GPM off"
                     );
                     return Err(());
@@ -346,7 +348,7 @@ impl Probe for Fast {
                 && e.is_permanent()
             {
                 self.off[i] = true;
-                gpu_trace_core::verbose!(
+                gpu_trace_model::verbose!(
                     "telemetry: GPU {}: no {} reading ({e})",
                     self.gpu_id,
                     which.name()
@@ -376,7 +378,10 @@ impl Probe for Slow {
         let note = |i: usize, what: &str, e: nvml::Error, off: &mut [bool; 2]| {
             if e.is_permanent() {
                 off[i] = true;
-                gpu_trace_core::verbose!("telemetry: GPU {}: no {what} reading ({e})", self.gpu_id);
+                gpu_trace_model::verbose!(
+                    "telemetry: GPU {}: no {what} reading ({e})",
+                    self.gpu_id
+                );
             }
         };
         if !self.off[0] {

@@ -1,4 +1,4 @@
-//! Wiring CUPTI to the core tracer.
+//! Wiring CUPTI to the agent and the writer.
 
 use crate::api::{ApiState, TRACED_KINDS};
 use crate::memory::MemoryState;
@@ -20,42 +20,40 @@ const ACTIVITY_BUFFERS: ActivityConfig = ActivityConfig {
     buffer_size: 1 << 20,
     initial_buffers: 4,
     max_buffers: 48,
-    request_wait: gpu_trace_core::STALL_LIMIT,
+    request_wait: gpu_trace_model::STALL_LIMIT,
 };
 use crate::config::{ApiLayer, CaptureRange, CudaConfig};
 use crate::counters::Counting;
 use cupti::callback::{Callback, Domain, ResourceEvent, Subscriber};
 use cupti::cbid::{ApiDomain, CallKind};
-use gpu_trace_core::filter::SessionFilter;
-use gpu_trace_core::{
-    Backend, BackendInfo, CaptureSwitch, Config, GpuClock, Limits, Sources, Tracer, TracerOptions,
-};
+use gpu_trace_agent::Startup;
+use gpu_trace_model::backend::{BackendInfo, Categories, Category};
+use gpu_trace_model::filter::SessionFilter;
+use gpu_trace_perfetto::{Backend, CaptureSwitch, GpuClock, Sources, Tracer, TracerOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-gpu_trace_core::track_categories! {
-    static CATEGORIES = {
-        api: ("cuda", "CUDA runtime and driver API calls on CPU threads"),
-        markers: ("nvtx", "NVTX ranges and marks"),
-    };
-}
-
 /// The CUDA backend as the trace names it.
-pub(crate) static BACKEND: BackendInfo = BackendInfo {
-    name: "CUDA",
-    categories: &CATEGORIES,
+pub(crate) static BACKEND: BackendInfo = BackendInfo::new(
+    "CUDA",
+    Categories {
+        api: Category::new("cuda", "CUDA runtime and driver API calls on CPU threads"),
+        markers: Category::new("nvtx", "NVTX ranges and marks"),
+    },
     // Perfetto's `InternedGraphicsContext.Api.CUDA` and `gpu_api` CUDA.
-    gpu_api: 4,
-    suffix: "nv",
-};
+    4,
+    "nv",
+);
 
 /// The tool, once started in a process.
 pub(crate) struct Tool {
     pub(crate) tracer: Tracer,
+    /// The configuration it started with.
+    startup: Startup,
     shared: Arc<Shared>,
     /// Recording windows (time plan, control socket), if any.
-    windows: Mutex<Option<gpu_trace_core::windows::Windows>>,
+    windows: Mutex<Option<gpu_trace_agent::windows::Windows>>,
     /// The process that started tracing. A child it forks inherits the
     /// exit handler but none of the threads, and CUDA is not usable there:
     /// the parent's trace is no business of the child's exit.
@@ -97,7 +95,7 @@ pub(crate) struct Shared {
 /// [`UVM_TRIES`] times.
 struct Uvm {
     cupti: Cupti,
-    notes: gpu_trace_core::Notes,
+    notes: gpu_trace_perfetto::Notes,
     /// (wanted, on in CUPTI).
     state: Mutex<(bool, bool)>,
     /// CUPTI was not ready: the next API call tries again.
@@ -109,7 +107,7 @@ struct Uvm {
 const UVM_TRIES: u32 = 1000;
 
 impl Uvm {
-    fn new(cupti: Cupti, notes: gpu_trace_core::Notes) -> Self {
+    fn new(cupti: Cupti, notes: gpu_trace_perfetto::Notes) -> Self {
         Uvm {
             cupti,
             notes,
@@ -136,13 +134,13 @@ impl Uvm {
     fn wait(&self, st: &mut (bool, bool), what: &str, e: &cupti::Error) {
         let n = self.tries.fetch_add(1, Ordering::Relaxed) + 1;
         if n == 1 {
-            gpu_trace_core::verbose!("{what} waits for CUDA ({e}); retried at the next API calls");
+            gpu_trace_model::verbose!("{what} waits for CUDA ({e}); retried at the next API calls");
         }
         if n >= UVM_TRIES {
             let msg = format!(
                 "cannot record unified memory ({e}, {n} tries); the trace has no UVM events"
             );
-            gpu_trace_core::warn_once!("{msg}");
+            gpu_trace_model::warn_once!("{msg}");
             self.notes.warn(msg);
             st.0 = false;
             self.pending.store(false, Ordering::Relaxed);
@@ -163,7 +161,7 @@ impl Uvm {
         }
         if !wanted {
             if let Err(e) = a.disable(ActivityKind::UnifiedMemoryCounter) {
-                gpu_trace_core::verbose!("cannot stop unified-memory records: {e}");
+                gpu_trace_model::verbose!("cannot stop unified-memory records: {e}");
             }
             let _ = activity::configure_unified_memory(&self.cupti, &K::ALL, false);
             st.1 = false;
@@ -193,7 +191,7 @@ impl Uvm {
                     let msg = format!(
                         "unified-memory counters are not available here ({e}); the trace has no UVM migrations or faults"
                     );
-                    gpu_trace_core::warn_once!("{msg}");
+                    gpu_trace_model::warn_once!("{msg}");
                     self.notes.warn(msg);
                     // Do not ask again.
                     st.0 = false;
@@ -215,7 +213,7 @@ impl Uvm {
             Ok(()) => {
                 st.1 = true;
                 self.pending.store(false, Ordering::Relaxed);
-                gpu_trace_core::verbose!(
+                gpu_trace_model::verbose!(
                     "recording unified memory: {kinds:?} (after {} tries)",
                     self.tries.load(Ordering::Relaxed) + 1
                 );
@@ -224,7 +222,7 @@ impl Uvm {
             Err(e) => {
                 let msg =
                     format!("cannot record unified memory ({e}); the trace has no UVM events");
-                gpu_trace_core::warn_once!("{msg}");
+                gpu_trace_model::warn_once!("{msg}");
                 self.notes.warn(msg);
                 st.0 = false;
             }
@@ -236,7 +234,7 @@ impl Uvm {
 /// opening an open range changes nothing).
 struct Capture {
     switch: CaptureSwitch,
-    recorder: gpu_trace_core::Recorder,
+    recorder: gpu_trace_model::Recorder,
     start: Vec<(ApiDomain, u32)>,
     stop: Vec<(ApiDomain, u32)>,
     /// Windows opened so far, against `INJECTION_CAPTURE_COUNT`.
@@ -246,7 +244,7 @@ struct Capture {
 impl Capture {
     fn new(
         switch: CaptureSwitch,
-        recorder: gpu_trace_core::Recorder,
+        recorder: gpu_trace_model::Recorder,
         count: Option<u32>,
     ) -> Option<Self> {
         let start = crate::api::ids_named(&["cudaProfilerStart", "cuProfilerStart"]);
@@ -273,8 +271,8 @@ impl Capture {
             return false;
         };
         if cb.site() == cupti::callback::Site::Exit && self.switch.is_open() != open {
-            use gpu_trace_core::windows::log_window;
-            let now = gpu_trace_core::clock::boottime_ns();
+            use gpu_trace_agent::windows::log_window;
+            let now = gpu_trace_model::clock::boottime_ns();
             if open {
                 let Some(n) = self.ranges.take() else {
                     return true;
@@ -286,7 +284,7 @@ impl Capture {
                 log_window(&self.recorder, now, n, false, "cudaProfilerStop");
                 self.switch.set(false);
                 if self.ranges.used_up() {
-                    gpu_trace_core::verbose!(
+                    gpu_trace_model::verbose!(
                         "{n} cudaProfilerStart range(s) recorded; recording stays off"
                     );
                 }
@@ -297,7 +295,13 @@ impl Capture {
 }
 
 impl Shared {
-    pub(crate) fn new(tracer: &Tracer, cuda: &CudaConfig) -> Self {
+    /// The callbacks' state over `tracer`; the GPUs that records name are
+    /// described to `telemetry` too.
+    pub(crate) fn new(
+        tracer: &Tracer,
+        cuda: &CudaConfig,
+        telemetry: Option<gpu_trace_agent::telemetry::Telemetry>,
+    ) -> Self {
         let capture_range = cuda.capture_range;
         Shared {
             api: ApiState::new(tracer.recorder().clone(), tracer.names().clone()),
@@ -308,7 +312,7 @@ impl Shared {
                 // Device descriptions go to the tracer's table; the tracer
                 // outlives every record handler (it lives in the process-wide
                 // tool slot).
-                DevicesSink(Box::new(tracer_devices(tracer))),
+                DevicesSink(Box::new(tracer_devices(tracer, telemetry))),
             ),
             api_on: AtomicBool::new(false),
             markers_on: AtomicBool::new(false),
@@ -335,7 +339,7 @@ impl Shared {
                         cuda.capture_count,
                     );
                     if c.is_none() {
-                        gpu_trace_core::warn!(
+                        gpu_trace_model::warn!(
                             "this CUPTI has no callbacks for cudaProfilerStart/Stop; recording the whole run"
                         );
                         tracer.capture_switch().set(true);
@@ -360,7 +364,7 @@ impl Shared {
             .is_some_and(|c| c.on_nvtx(ev, |m, name| self.api.message_is(m, name)));
         let markers = self.markers_on.load(Ordering::Relaxed);
         if markers
-            || gpu_trace_core::filter::tx::is_on()
+            || gpu_trace_model::filter::tx::is_on()
             || matches!(ev, E::DomainCreate { .. } | E::RegisterString { .. })
         {
             self.api.on_nvtx(ev, markers);
@@ -510,7 +514,7 @@ impl CudaBackend {
         for k in GPU_KINDS {
             let r = if on { a.enable(k) } else { a.disable(k) };
             if let Err(e) = r {
-                gpu_trace_core::warn_once!("cannot switch activity kind {k:?}: {e}");
+                gpu_trace_model::warn_once!("cannot switch activity kind {k:?}: {e}");
             }
         }
     }
@@ -532,7 +536,7 @@ impl CudaBackend {
                 self.subscriber.load().disable(d.into(), id)
             };
             if let Err(e) = r {
-                gpu_trace_core::verbose!("cannot switch callback {id}: {e}");
+                gpu_trace_model::verbose!("cannot switch callback {id}: {e}");
             }
         }
         for &d in self.api_domains {
@@ -543,7 +547,7 @@ impl CudaBackend {
                     self.subscriber.load().disable_kind(d, k)
                 };
                 if let Err(e) = r {
-                    gpu_trace_core::warn_once!("cannot switch API callbacks: {e}");
+                    gpu_trace_model::warn_once!("cannot switch API callbacks: {e}");
                 }
             }
         }
@@ -553,13 +557,14 @@ impl CudaBackend {
         self.shared.markers_on.store(on, Ordering::Relaxed);
         // An NVTX capture range or the counters filter may still need the
         // ranges.
-        let r = if on || self.shared.nvtx_capture.is_some() || gpu_trace_core::filter::tx::is_on() {
+        let r = if on || self.shared.nvtx_capture.is_some() || gpu_trace_model::filter::tx::is_on()
+        {
             self.subscriber.load().enable_domain(Domain::Nvtx)
         } else {
             self.subscriber.load().disable_domain(Domain::Nvtx)
         };
         if let Err(e) = r {
-            gpu_trace_core::warn_once!("cannot switch NVTX callbacks: {e}");
+            gpu_trace_model::warn_once!("cannot switch NVTX callbacks: {e}");
         }
     }
 }
@@ -586,7 +591,7 @@ impl CudaBackend {
                 Ok(())
             };
             if let Err(e) = r {
-                gpu_trace_core::warn_once!("cannot switch allocation callbacks for memory: {e}");
+                gpu_trace_model::warn_once!("cannot switch allocation callbacks for memory: {e}");
             }
         }
     }
@@ -597,7 +602,7 @@ impl CudaBackend {
     fn set_counters(&self, wanted: Option<&[String]>, selection: Option<&SessionFilter>) {
         let Some(c) = self.shared.counting.get() else {
             if wanted.is_some() {
-                gpu_trace_core::warn_once!("per-kernel counters are unavailable in this process");
+                gpu_trace_model::warn_once!("per-kernel counters are unavailable in this process");
             }
             return;
         };
@@ -608,7 +613,9 @@ impl CudaBackend {
             && c.needs_ranges()
             && let Err(e) = self.subscriber.load().enable_domain(Domain::Nvtx)
         {
-            gpu_trace_core::warn_once!("cannot switch NVTX callbacks for the counters filter: {e}");
+            gpu_trace_model::warn_once!(
+                "cannot switch NVTX callbacks for the counters filter: {e}"
+            );
         }
         let api_has_them = self.shared.api_on.load(Ordering::Relaxed)
             && self.api_domains.contains(&ApiDomain::Driver);
@@ -621,7 +628,7 @@ impl CudaBackend {
                 Ok(())
             };
             if let Err(e) = r {
-                gpu_trace_core::warn_once!("cannot switch launch callbacks for counters: {e}");
+                gpu_trace_model::warn_once!("cannot switch launch callbacks for counters: {e}");
             }
         }
     }
@@ -629,6 +636,7 @@ impl CudaBackend {
 
 impl Backend for CudaBackend {
     fn flush(&self, forced: bool) {
+        crate::failpoint::maybe_panic("flush", true);
         let new = std::mem::take(
             &mut *self
                 .shared
@@ -646,7 +654,7 @@ impl Backend for CudaBackend {
         if let Some(a) = &self.activity
             && let Err(e) = a.flush_all(forced)
         {
-            gpu_trace_core::verbose!("activity flush failed: {e}");
+            gpu_trace_model::verbose!("activity flush failed: {e}");
         }
         let contexts = !self
             .shared
@@ -683,7 +691,7 @@ impl Backend for CudaBackend {
             if self.detach.is_ready()
                 && let Err(e) = self.subscriber.load().disable_domain(Domain::Driver)
             {
-                gpu_trace_core::verbose!("cannot turn the detach's callbacks off: {e}");
+                gpu_trace_model::verbose!("cannot turn the detach's callbacks off: {e}");
             }
             self.detach.opened();
         }
@@ -728,10 +736,10 @@ impl Backend for CudaBackend {
         if s.uvm && (s.uvm != cur.uvm || s.memory != cur.memory || s.api != cur.api) {
             let id = cupti::callback::managed_alloc_call_id();
             if let Err(e) = self.subscriber.load().enable(Domain::Driver, id) {
-                gpu_trace_core::verbose!("cannot enable the managed-allocation callback: {e}");
+                gpu_trace_model::verbose!("cannot enable the managed-allocation callback: {e}");
             }
         }
-        gpu_trace_core::verbose!(
+        gpu_trace_model::verbose!(
             "recording gpu={} api={} ({:?}) nvtx={} counters={:?} uvm={} memory={}",
             s.gpu,
             s.api,
@@ -752,9 +760,9 @@ impl CudaBackend {
     /// After a detach: subscribes again and registers activity, as at
     /// start-up; the caller then switches the sources on from nothing.
     fn reattach(&self) -> bool {
-        let t0 = gpu_trace_core::clock::boottime_ns();
+        let t0 = gpu_trace_model::clock::boottime_ns();
         let failed = |why: String| {
-            gpu_trace_core::warn_once!(
+            gpu_trace_model::warn_once!(
                 "cannot attach CUPTI again ({why}); recording windows from now on hold nothing"
             );
             false
@@ -774,13 +782,13 @@ impl CudaBackend {
             return failed(format!("activity buffers: {e}"));
         }
         if let Err(e) = sub.enable_domain(Domain::Resource) {
-            gpu_trace_core::verbose!("resource callbacks unavailable: {e}");
+            gpu_trace_model::verbose!("resource callbacks unavailable: {e}");
         }
         self.detach.set_subscriber(sub.clone());
         self.subscriber.store(sub);
-        gpu_trace_core::verbose!(
+        gpu_trace_model::verbose!(
             "CUPTI attached again ({:.1} ms)",
-            (gpu_trace_core::clock::boottime_ns() - t0) as f64 / 1e6
+            (gpu_trace_model::clock::boottime_ns() - t0) as f64 / 1e6
         );
         true
     }
@@ -789,7 +797,11 @@ impl CudaBackend {
 /// Subscribes our callback, which reaches the tool once `gate` is set.
 fn subscribe(cupti: &Cupti, gate: Arc<OnceLock<Arc<Shared>>>) -> cupti::Result<Subscriber> {
     Subscriber::subscribe(cupti, c"gpu-trace", move |cb| {
-        if let Some(s) = gate.get() {
+        // After a panic nothing more is recorded; the writer switches the
+        // callbacks off at its next turn.
+        if let Some(s) = gate.get()
+            && !gpu_trace_model::guard::tripped()
+        {
             s.on_callback(cb);
         }
     })
@@ -799,42 +811,25 @@ impl Tool {
     /// Starts tracing this process. `None` (after one line on stderr) when
     /// it cannot; the application then runs untouched.
     pub(crate) fn start() -> Option<Tool> {
-        // Before any setting is read: in a setuid program they are the
-        // caller's (and nothing is announced: the record log is one).
-        if let Some(why) = gpu_trace_core::privilege::refusal() {
-            gpu_trace_core::warn!("{why}");
-            return None;
-        }
-        let (config, problems) = Config::from_env();
-        for p in &problems {
-            gpu_trace_core::warn!("{p}");
-        }
-        gpu_trace_core::log::set_verbose(config.verbose);
-        gpu_trace_core::guard::quiet_panics();
-        // Panics the cupti crate catches go to our log, under our name.
-        cupti::set_panic_reporter(|what, message| {
-            gpu_trace_core::warn!("panic in {what}: {message}; this handler is now disabled");
-        });
-        let (cuda, problems) = CudaConfig::from_env();
-        for p in &problems {
-            gpu_trace_core::warn!("{p}");
-        }
-        let (mut plan, problems) = gpu_trace_core::windows::Plan::from_env();
-        for p in &problems {
-            gpu_trace_core::warn!("{p}");
-        }
+        // Every setting, and every problem with them said once; nothing at
+        // all in a setuid program (where they are the caller's).
+        let mut startup = Startup::from_env(gpu_trace_agent::Backend::Cuda)?;
+        let cuda = startup.cuda.clone();
+        let mut plan = startup.plan.clone();
         // With cudaProfilerApi ranges nothing is recorded before the
         // application asks, whatever opens windows besides.
         plan.paused |= cuda.capture_range != CaptureRange::Whole;
         // A window the program opened or closed before this start decides
-        // how recording starts (see `gpu_trace_core::program`).
+        // how recording starts (see `gpu_trace_agent::program`).
         crate::PROGRAM.before_start(&mut plan);
         let cupti = match Cupti::load() {
             Ok(c) => c,
             Err(e) => {
                 let why = load_error(&e);
-                gpu_trace_core::warn!("CUPTI is not usable ({why}); the application runs untraced");
-                gpu_trace_core::output::announce_untraced(&match e {
+                gpu_trace_model::warn!(
+                    "CUPTI is not usable ({why}); the application runs untraced"
+                );
+                gpu_trace_agent::output::announce_untraced(&match e {
                     cupti::Error::LibraryNotFound { .. } => {
                         "no CUPTI (libcupti.so.13 of CUDA 13 or newer) was found".to_owned()
                     }
@@ -843,10 +838,10 @@ impl Tool {
                 return None;
             }
         };
-        gpu_trace_core::verbose!(
+        gpu_trace_model::verbose!(
             "CUPTI {} from {}",
             cupti.version(),
-            gpu_trace_core::log::plain(cupti.path())
+            gpu_trace_model::log::plain(cupti.path())
         );
 
         // Subscribe first: if another profiler holds CUPTI, stay out of its
@@ -857,19 +852,19 @@ impl Tool {
                 Ok(s) => s,
                 Err(cupti::Error::MultipleSubscribers { holder, .. }) => {
                     let holder = holder.as_deref().unwrap_or("another profiler");
-                    gpu_trace_core::warn!(
+                    gpu_trace_model::warn!(
                         "CUPTI is already in use by {holder} (nsys, ncu and torch.profiler each take it); gpu-trace stays off in this process and writes no trace"
                     );
-                    gpu_trace_core::output::announce_untraced(&format!(
+                    gpu_trace_agent::output::announce_untraced(&format!(
                         "another profiler ({holder}) holds CUPTI"
                     ));
                     return None;
                 }
                 Err(e) => {
-                    gpu_trace_core::warn!(
+                    gpu_trace_model::warn!(
                         "cannot subscribe to CUPTI ({e}); the application runs untraced"
                     );
-                    gpu_trace_core::output::announce_untraced(&format!(
+                    gpu_trace_agent::output::announce_untraced(&format!(
                         "cannot subscribe to CUPTI ({e})"
                     ));
                     return None;
@@ -880,7 +875,7 @@ impl Tool {
         let clock = match activity::register_timestamp_callback(&cupti) {
             Ok(()) => GpuClock::Boottime,
             Err(e) => {
-                gpu_trace_core::verbose!(
+                gpu_trace_model::verbose!(
                     "CUPTI timestamps stay on its own clock ({e}); describing it with clock snapshots"
                 );
                 let c = cupti.clone();
@@ -888,36 +883,44 @@ impl Tool {
                     name: "cupti.timestamp",
                     sample: Arc::new(move || {
                         let gpu = c.timestamp().ok()?;
-                        Some((gpu, gpu_trace_core::clock::boottime_ns()))
+                        Some((gpu, gpu_trace_model::clock::boottime_ns()))
                     }),
                 }
             }
         };
         let boottime = matches!(clock, GpuClock::Boottime);
 
-        let tracer = match Tracer::start(TracerOptions {
-            backend: BACKEND,
-            config,
-            clock,
-            limits: Limits::default(),
-            // The control socket can close and reopen recording at any time.
-            capture_ranges: cuda.capture_range != CaptureRange::Whole
-                || plan.switches()
-                || plan.control,
-        }) {
-            Ok(t) => t,
+        let untraced = |e: &dyn std::fmt::Display| {
+            gpu_trace_model::warn!("{e}; the application runs untraced");
+            gpu_trace_agent::output::announce_untraced(&e.to_string());
+        };
+        let settings = match startup.trace_settings() {
+            Ok(s) => s,
             Err(e) => {
-                gpu_trace_core::warn!("{e}; the application runs untraced");
-                gpu_trace_core::output::announce_untraced(&e.to_string());
+                untraced(&e);
                 return None;
             }
         };
-
-        let shared = Arc::new(Shared::new(&tracer, &cuda));
-        let (filter, problems) = gpu_trace_core::filter::KernelFilter::from_env();
-        for p in &problems {
-            gpu_trace_core::warn!("{p}");
+        let mut options = TracerOptions::new(BACKEND, settings);
+        options.clock = clock;
+        // The control socket can close and reopen recording at any time.
+        options.capture_ranges =
+            cuda.capture_range != CaptureRange::Whole || plan.switches() || plan.control;
+        let tracer = match Tracer::start(options) {
+            Ok(t) => t,
+            Err(e) => {
+                untraced(&e);
+                return None;
+            }
+        };
+        if let Some(p) = tracer.output_path() {
+            gpu_trace_agent::output::announce_trace(p);
         }
+        let telemetry = startup.telemetry(tracer.recorder().clone(), tracer.counters().clone());
+        tracer.set_listener(Box::new(telemetry.clone()));
+
+        let shared = Arc::new(Shared::new(&tracer, &cuda, Some(telemetry)));
+        let filter = std::mem::take(&mut startup.filter);
         shared.set_counting(Counting::new(
             cupti.clone(),
             tracer.counters().clone(),
@@ -933,11 +936,14 @@ impl Tool {
         let activity = {
             let shared = shared.clone();
             match activity::register(&cupti, ACTIVITY_BUFFERS, move |records| {
-                shared.on_records(records)
+                // After a panic the buffers are only given back.
+                if !gpu_trace_model::guard::tripped() {
+                    shared.on_records(records)
+                }
             }) {
                 Ok(a) => Some(a),
                 Err(e) => {
-                    gpu_trace_core::warn!(
+                    gpu_trace_model::warn!(
                         "cannot receive CUPTI activity records ({e}); the trace will have API calls but no GPU work"
                     );
                     None
@@ -945,19 +951,19 @@ impl Tool {
             }
         };
         if let Err(e) = subscriber.enable_domain(Domain::Resource) {
-            gpu_trace_core::verbose!("resource callbacks unavailable: {e}");
+            gpu_trace_model::verbose!("resource callbacks unavailable: {e}");
         }
         if shared.nvtx_capture.is_some()
             && let Err(e) = subscriber.enable_domain(Domain::Nvtx)
         {
-            gpu_trace_core::warn!(
+            gpu_trace_model::warn!(
                 "cannot watch NVTX ranges ({e}); the NVTX capture range will not open"
             );
         }
         if let Some(c) = &shared.capture {
             for &(d, id) in c.start.iter().chain(&c.stop) {
                 if let Err(e) = subscriber.enable(d.into(), id) {
-                    gpu_trace_core::warn!(
+                    gpu_trace_model::warn!(
                         "cannot watch the profiler start/stop calls ({e}); recording the whole run"
                     );
                     c.switch.set(true);
@@ -965,13 +971,13 @@ impl Tool {
                 }
             }
         }
-        let recording = &tracer.config().recording;
+        let recording = &startup.config.recording;
         let detach = crate::detach::init(
             cuda.max_detaches > 0
                 // A clock read through CUPTI would attach it again.
                 && boottime
                 && cuda.capture_range == CaptureRange::Whole
-                && !tracer.config().mode.system()
+                && !startup.config.mode.system()
                 && !recording.counters
                 && !recording.uvm
                 && !recording.memory,
@@ -996,7 +1002,7 @@ impl Tool {
             activity,
             current: Mutex::new(Sources::default()),
         }));
-        let windows = gpu_trace_core::windows::Windows::start(
+        let windows = gpu_trace_agent::windows::Windows::start(
             &plan,
             tracer.capture_switch(),
             tracer.recorder().clone(),
@@ -1006,7 +1012,7 @@ impl Tool {
         let opened = crate::PROGRAM.attach(
             windows
                 .as_ref()
-                .map(gpu_trace_core::windows::Windows::handle),
+                .map(gpu_trace_agent::windows::Windows::handle),
             tracer.capture_switch(),
         );
         // Paused from the start: detach once the program has a context.
@@ -1015,6 +1021,7 @@ impl Tool {
         }
         Some(Tool {
             tracer,
+            startup,
             shared,
             windows: Mutex::new(windows),
             pid: std::process::id(),
@@ -1026,7 +1033,7 @@ impl Tool {
     /// [`EXIT_DRAIN_LIMIT`]), so that it is in the trace.
     pub(crate) fn shutdown(&self) {
         if std::process::id() != self.pid {
-            gpu_trace_core::verbose!(
+            gpu_trace_model::verbose!(
                 "process {} (forked from {}) exits; the trace is its parent's",
                 std::process::id(),
                 self.pid
@@ -1039,14 +1046,14 @@ impl Tool {
                 self.tracer.notes().info(line);
             }
         }
-        gpu_trace_core::windows::Windows::stop_in(&self.windows);
+        gpu_trace_agent::windows::Windows::stop_in(&self.windows);
         if self.tracer.gpu_enabled() {
             self.drain_gpu();
         }
         if let Some(c) = &self.shared.capture
             && !c.switch.ever_opened()
         {
-            gpu_trace_core::warn!(
+            gpu_trace_model::warn!(
                 "{}=cudaProfilerApi: the application never started a capture range (cudaProfilerStart), so the trace holds no GPU work or API calls",
                 crate::config::vars::CAPTURE_RANGE
             );
@@ -1054,20 +1061,26 @@ impl Tool {
         if let Some(n) = &self.shared.nvtx_capture
             && n.taken() == 0
         {
-            gpu_trace_core::warn!(
+            gpu_trace_model::warn!(
                 "{}=nvtx:{}: the application never opened an NVTX range of that name, so the trace holds no GPU work or API calls",
                 crate::config::vars::CAPTURE_RANGE,
-                gpu_trace_core::log::plain(n.name())
+                gpu_trace_model::log::plain(n.name())
             );
         }
         if let Some(c) = self.shared.counting.get() {
             c.finish();
-            c.report();
+            // After a panic the profiler's ranges were left unread on
+            // purpose: nothing to report.
+            if !gpu_trace_model::guard::tripped() {
+                c.report();
+            }
         }
-        self.tracer.shutdown(Duration::from_secs(10));
+        if let Some(l) = self.tracer.shutdown(Duration::from_secs(10)) {
+            self.startup.report_losses(&l.drops, l.service);
+        }
         if let Some(a) = activity::Activity::get() {
             let s = a.stats();
-            gpu_trace_core::verbose!(
+            gpu_trace_model::verbose!(
                 "CUPTI buffers: {} of {} KiB allocated, {} completed, {} requests waited for one, {} refused, {} records dropped by CUPTI",
                 s.allocated,
                 s.buffer_size / 1024,
@@ -1099,7 +1112,7 @@ impl Tool {
         }
         let (tx, rx) = std::sync::mpsc::channel();
         // A separate thread, so that a kernel that never ends cannot hang exit.
-        let spawned = gpu_trace_core::thread::spawn("gpu-trace-drain", move || {
+        let spawned = gpu_trace_model::thread::spawn("gpu-trace-drain", move || {
             crate::api::internal(|| {
                 for c in contexts {
                     let _ = driver.synchronize(c);
@@ -1108,7 +1121,7 @@ impl Tool {
             let _ = tx.send(());
         });
         if spawned.is_ok() && rx.recv_timeout(EXIT_DRAIN_LIMIT).is_err() {
-            gpu_trace_core::warn!(
+            gpu_trace_model::warn!(
                 "GPU work still running after {EXIT_DRAIN_LIMIT:?} at exit; it is missing from the trace"
             );
         }
@@ -1117,9 +1130,9 @@ impl Tool {
 
 /// Why CUPTI could not be loaded, for one line: the paths tried (the first
 /// may be `GPU_TRACE_CUPTI_PATH`'s value) and the loader's message, each
-/// escaped and cut as values are ([`gpu_trace_core::log::plain`]).
+/// escaped and cut as values are ([`gpu_trace_model::log::plain`]).
 fn load_error(e: &cupti::Error) -> String {
-    use gpu_trace_core::log::plain;
+    use gpu_trace_model::log::plain;
     let shown = |s: &str| plain(s).to_string();
     match e {
         cupti::Error::LibraryNotFound {
@@ -1147,11 +1160,13 @@ fn load_error(e: &cupti::Error) -> String {
 
 fn tracer_devices(
     tracer: &Tracer,
-) -> impl Fn(gpu_trace_core::model::Device) + Send + Sync + 'static {
+    telemetry: Option<gpu_trace_agent::telemetry::Telemetry>,
+) -> impl Fn(gpu_trace_model::model::Device) + Send + Sync + 'static {
     let table = tracer.devices().clone();
-    let telemetry = tracer.telemetry().clone();
     move |d| {
-        crate::telemetry::watch(&telemetry, &d);
+        if let Some(t) = &telemetry {
+            crate::telemetry::watch(t, &d);
+        }
         table.upsert(d)
     }
 }

@@ -5,8 +5,8 @@
 
 use cupti_sim::scenario::{KernelSpec, Layer, Op, ThreadSpec};
 use cupti_sim::{RunSpec, Scenario};
-use gpu_trace_core::program::status;
-use gpu_trace_core::testing::{checked_trace, kernel_counts, recording_windows};
+use gpu_trace_agent::program::status;
+use gpu_trace_testkit::{checked_trace, kernel_counts, recording_windows};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -99,7 +99,7 @@ fn results(out: &cupti_sim::Outcome) -> Vec<(&str, i32)> {
         .collect()
 }
 
-fn ranges(t: &gpu_trace_core::reader::Trace) -> Vec<(&str, u32)> {
+fn ranges(t: &gpu_trace_reader::Trace) -> Vec<(&str, u32)> {
     t.slices
         .iter()
         .filter(|s| s.gpu_api.is_none())
@@ -291,7 +291,7 @@ fn null_names_are_refused() {
         [
             ("window_begin", status::INVALID),
             ("range_push", status::INVALID),
-            ("api_version", gpu_trace_core::program::API_VERSION),
+            ("api_version", gpu_trace_agent::program::API_VERSION),
         ]
     );
     let t = checked_trace(&dir.join("trace.pftrace"));

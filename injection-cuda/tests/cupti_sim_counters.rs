@@ -8,9 +8,9 @@
 use cupti_sim::counters::{Fault, ProfilerCall};
 use cupti_sim::scenario::{KernelSpec, Layer, Op, ThreadSpec};
 use cupti_sim::{Outcome, Report, RunSpec, Scenario};
-use gpu_trace_core::reader::pb::{Fields, Value};
-use gpu_trace_core::reader::{CounterValue, GpuEvent, Slice, Trace, wire};
-use gpu_trace_core::testing::{tp_check, tp_tables, validate};
+use gpu_trace_reader::pb::{Fields, Value};
+use gpu_trace_reader::{CounterValue, GpuEvent, Slice, Trace, wire};
+use gpu_trace_testkit::{tp_check, tp_tables, validate};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

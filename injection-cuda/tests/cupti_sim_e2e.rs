@@ -6,8 +6,8 @@
 use cupti_sim::counters::{Fault, ProfilerCall};
 use cupti_sim::scenario::{CopyKind, KernelSpec, Layer, Op, ThreadSpec};
 use cupti_sim::{Expected, Outcome, RunSpec, Scenario};
-use gpu_trace_core::reader::{GpuEvent, Stage, Trace};
-use gpu_trace_core::testing::{tp_check, validate};
+use gpu_trace_reader::{GpuEvent, Stage, Trace};
+use gpu_trace_testkit::{tp_check, validate};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -735,4 +735,84 @@ fn an_nvtx_filter_without_the_nvtx_injection_says_so() {
         t.logs
     );
     cleanup(&dir);
+}
+
+#[test]
+fn a_panic_in_a_callback_stops_recording_and_the_trace_still_ends() {
+    // The injection panics once: in the API callback, at the exit of the
+    // first kernel launch it records, or in its first activity buffer (both
+    // called by CUPTI through the cupti crate), or in the backend's flush
+    // (called by the writer). Whoever catches it, the outcome is one: it is
+    // said once, recording stops, the application runs to its end with its
+    // exit code, and the trace still gets its end: the summary and the loss
+    // line, which only the exit handler writes.
+    for site in ["api", "buffer", "flush"] {
+        let dir = tmpdir(&format!("panic-{site}"));
+        let path = dir.join("trace.pftrace");
+        let s = scenario(vec![
+            vec![launch("vadd", 1), launch("gemm", 1), Op::DeviceSync],
+            vec![launch("gemm", 2), launch("vadd", 2), Op::DeviceSync],
+        ]);
+        let spec = RunSpec::new(tool(), s)
+            .env("INJECTION_OUTPUT", path.display().to_string())
+            .env("INJECTION_TRACE", "all")
+            .env("GPU_TRACE_CUDA_FAILPOINT", format!("panic:{site}"))
+            .env("RUST_BACKTRACE", "0");
+        let out = cupti_sim::host::run_isolated(&spec).expect("fake CUPTI run");
+        let t = Trace::open(&path).unwrap_or_else(|e| panic!("{site}: {e:?}\n{}", out.stderr));
+        assert!(
+            t.log("gpu-trace summary:").is_some(),
+            "{site}: the trace ends with its summary\n{}",
+            out.stderr
+        );
+        assert!(
+            t.drop_counts().is_some(),
+            "{site}: the trace ends with its loss line\n{}",
+            out.stderr
+        );
+        // Work launched before the panic whose records came after it is
+        // not in the trace: its launches' arrows point at nothing.
+        assert!(
+            t.problems
+                .iter()
+                .all(|p| p.starts_with(gpu_trace_reader::DANGLING_SUBMISSIONS)),
+            "{site}: {:?}",
+            t.problems
+        );
+        validate(&path);
+        let r = &out.report;
+        assert_eq!(
+            out.status,
+            Some(0),
+            "{site}: the exit code is the program's"
+        );
+        assert!(r.violations.is_empty(), "{site}: {:#?}", r.violations);
+        assert_eq!(
+            r.app_thread_ids.len(),
+            2,
+            "{site}: every thread ran to its end"
+        );
+        assert_eq!(
+            r.records_undelivered, 0,
+            "{site}: CUPTI's buffers were flushed at exit: {r:#?}"
+        );
+        let ours: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("gpu-trace:"))
+            .collect();
+        let errors: Vec<&&str> = ours
+            .iter()
+            .filter(|l| l.contains("internal error"))
+            .collect();
+        assert_eq!(errors.len(), 1, "{site}: said once\n{}", out.stderr);
+        assert!(
+            errors[0].contains(&format!("failpoint panic:{site}"))
+                && errors[0].contains("the application continues"),
+            "{}",
+            errors[0]
+        );
+        assert!(!out.stderr.contains("panicked at"), "{}", out.stderr);
+        cleanup(&dir);
+    }
 }

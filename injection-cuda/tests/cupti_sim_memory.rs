@@ -5,10 +5,10 @@
 
 use cupti_sim::scenario::{AllocKind, KernelSpec, Layer, Op, ThreadSpec, UvmOp};
 use cupti_sim::{Outcome, RunSpec, Scenario};
-use gpu_trace_core::reader::pb::Fields;
-use gpu_trace_core::reader::wire;
-use gpu_trace_core::reader::{ArgVal, Stage, Trace};
-use gpu_trace_core::testing::{tp_check, tp_query, validate};
+use gpu_trace_reader::pb::Fields;
+use gpu_trace_reader::wire;
+use gpu_trace_reader::{ArgVal, Stage, Trace};
+use gpu_trace_testkit::{tp_check, tp_query, validate};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -286,7 +286,7 @@ fn unified_memory_migrations_and_faults_are_on_each_gpus_queue() {
             "UM thrashing"
         ]
     );
-    let arg = |e: &gpu_trace_core::reader::GpuEvent, n: &str| e.arg(n).cloned();
+    let arg = |e: &gpu_trace_reader::GpuEvent, n: &str| e.arg(n).cloned();
     // Migrations: bytes, address, direction, cause; on GPU 0's queue.
     let htod_bytes: u64 = um
         .iter()

@@ -13,7 +13,7 @@ cupti_sim::child_entry!();
 
 /// The longest line these tests accept: a line of several paths tried may
 /// be long, but not past the log's limit.
-const LONGEST: usize = gpu_trace_core::log::LINE_LIMIT + 40;
+const LONGEST: usize = gpu_trace_model::log::LINE_LIMIT + 40;
 
 fn tool() -> PathBuf {
     cupti_sim::host::artifact("gpu_trace_cuda").expect("libgpu_trace_cuda.so built")

@@ -5,7 +5,7 @@
 
 use cupti_sim::scenario::{KernelSpec, Layer, Op, ThreadSpec};
 use cupti_sim::{RunSpec, Scenario};
-use gpu_trace_core::testing::{checked_trace, kernel_counts, wait_announce};
+use gpu_trace_testkit::{checked_trace, kernel_counts, wait_announce};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -90,8 +90,9 @@ fn a_forked_child_that_exits_leaves_the_parents_tracing_whole_and_says_nothing()
     // The child has exited by now; the parent still answers on its socket.
     let pid = wait_announce(&forked);
     let sockets = dir.join("gpu-trace");
-    let socket = gpu_trace_core::windows::socket_path(&sockets, pid);
-    let status = gpu_trace_core::windows::send_in(&sockets, pid, "status", Duration::from_secs(10));
+    let socket = gpu_trace_agent::windows::socket_path(&sockets, pid);
+    let status =
+        gpu_trace_agent::windows::send_in(&sockets, pid, "status", Duration::from_secs(10));
     std::fs::write(&go, "").unwrap();
     let out = child.join().expect("run");
     assert_eq!(

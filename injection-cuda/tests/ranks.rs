@@ -5,8 +5,8 @@
 
 use cupti_sim::scenario::{KernelSpec, Layer, Op, PEER_COPY, ThreadSpec};
 use cupti_sim::{Outcome, RunSpec, Scenario};
-use gpu_trace_core::reader::{ArgVal, Trace};
-use gpu_trace_core::testing::{tp_check, tp_tables, validate};
+use gpu_trace_reader::{ArgVal, Trace};
+use gpu_trace_testkit::{tp_check, tp_tables, validate};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -188,7 +188,7 @@ fn peer_copies_carry_their_devices_bytes_and_bandwidth() {
         .filter(|e| e.name == PEER_COPY)
         .collect();
     assert_eq!(peer.len(), 2, "{:?}", t.gpu_events);
-    let uint = |e: &gpu_trace_core::reader::GpuEvent, k: &str| e.arg(k).and_then(ArgVal::as_u64);
+    let uint = |e: &gpu_trace_reader::GpuEvent, k: &str| e.arg(k).and_then(ArgVal::as_u64);
     let mut got: Vec<(u64, u64, u64)> = peer
         .iter()
         .map(|e| {

@@ -11,12 +11,12 @@
 
 use cupti_sim::scenario::{KernelSpec, Layer, Op, ThreadSpec};
 use cupti_sim::{Outcome, RunSpec, Scenario};
-use gpu_trace_core::reader::Trace;
-use gpu_trace_core::testing::users::{
+use gpu_trace_reader::Trace;
+use gpu_trace_testkit::users::{
     SharedTmp, as_other, can_switch, euid, exe_copy, mode_of, other_mkdir, other_symlink,
     setuid_works,
 };
-use gpu_trace_core::testing::wait_announce;
+use gpu_trace_testkit::wait_announce;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -399,7 +399,7 @@ fn malformed_datagrams_leave_the_process_recording() {
     };
     let pid = wait_announce(&a);
     let sockets = runtime.join("gpu-trace");
-    let target = gpu_trace_core::windows::socket_path(&sockets, pid);
+    let target = gpu_trace_agent::windows::socket_path(&sockets, pid);
     let unbound = UnixDatagram::unbound().unwrap();
     let me = tmp.join("flood.sock");
     let bound = UnixDatagram::bind(&me).unwrap();
@@ -436,7 +436,8 @@ fn malformed_datagrams_leave_the_process_recording() {
         bound.set_nonblocking(false).unwrap();
     }
     let status =
-        gpu_trace_core::windows::send_in(&sockets, pid, "status", Duration::from_secs(10)).unwrap();
+        gpu_trace_agent::windows::send_in(&sockets, pid, "status", Duration::from_secs(10))
+            .unwrap();
     assert!(status.starts_with("open 1 "), "{status}");
     std::fs::write(&go, "").unwrap();
     let o = child.join().unwrap();

@@ -6,8 +6,8 @@
 
 use cupti_sim::scenario::{KernelSpec, Layer, Op, ThreadSpec};
 use cupti_sim::{Outcome, RunSpec, Scenario};
-use gpu_trace_core::reader::Trace;
-use gpu_trace_core::testing::{tp_tables, validate};
+use gpu_trace_reader::Trace;
+use gpu_trace_testkit::{tp_tables, validate};
 use nvml_sim::{DeviceSpec, Spec};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -120,7 +120,7 @@ fn our_lines(stderr: &str) -> Vec<&str> {
 
 /// The telemetry values: not the engines' busy % every trace with GPU work carries,
 /// derived from the activity (core's tests check those).
-fn telemetry(t: &Trace) -> impl Iterator<Item = &gpu_trace_core::reader::CounterValue> {
+fn telemetry(t: &Trace) -> impl Iterator<Item = &gpu_trace_reader::CounterValue> {
     t.counters.iter().filter(|c| !c.name.ends_with(" busy"))
 }
 
@@ -324,7 +324,7 @@ fn telemetry_is_sampled_only_inside_recording_windows() {
     );
     assert!(our_lines(&out.stderr).is_empty(), "{}", out.stderr);
     assert_eq!(t.kernels().count(), 1, "the window's kernel only");
-    let w = gpu_trace_core::testing::recording_windows(&t);
+    let w = gpu_trace_testkit::recording_windows(&t);
     assert_eq!(w.len(), 1, "{w:?}");
     let (open, close) = (w[0].1, w[0].1 + w[0].2);
     assert!(close > open, "{w:?}");

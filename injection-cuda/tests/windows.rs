@@ -4,7 +4,7 @@
 
 use cupti_sim::scenario::{KernelSpec, Layer, Op, ThreadSpec};
 use cupti_sim::{RunSpec, Scenario};
-use gpu_trace_core::testing::{checked_trace, kernel_counts, recording_windows, wait_announce};
+use gpu_trace_testkit::{checked_trace, kernel_counts, recording_windows, wait_announce};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -64,7 +64,7 @@ fn launches(kernel: &str, n: u32) -> Op {
 
 /// `cmd` to process `pid`'s control socket in `sockets`; its reply.
 fn send(sockets: &Path, pid: u32, cmd: &str) -> String {
-    gpu_trace_core::windows::send_in(sockets, pid, cmd, Duration::from_secs(10)).expect(cmd)
+    gpu_trace_agent::windows::send_in(sockets, pid, cmd, Duration::from_secs(10)).expect(cmd)
 }
 
 fn run(
@@ -128,7 +128,7 @@ fn another_process_stops_and_restarts_recording_and_each_window_holds_exactly_it
         out.stderr
     );
     // The socket is gone with the process.
-    assert!(!gpu_trace_core::windows::socket_path(&sockets, pid).exists());
+    assert!(!gpu_trace_agent::windows::socket_path(&sockets, pid).exists());
     let t = checked_trace(&dir.join("trace.pftrace"));
     assert_eq!(
         kernel_counts(&t),
@@ -544,7 +544,7 @@ fn hundreds_of_windows_switched_while_the_program_launches_keep_every_arrow_and_
     );
     let sockets = dir.join("gpu-trace");
     let pid = wait_announce(&ready);
-    let send = |cmd| gpu_trace_core::windows::send_in(&sockets, pid, cmd, Duration::from_secs(10));
+    let send = |cmd| gpu_trace_agent::windows::send_in(&sockets, pid, cmd, Duration::from_secs(10));
     let (mut n, mut at_50, mut last) = (0u32, None, None);
     while n < 400 {
         let Ok(r) = send("start") else { break };

@@ -3,13 +3,13 @@
 //! This is the per-call hot path. ENTER stores a timestamp in the SDK's per-call slot; EXIT
 //! builds an [`ApiCall`] from ids and copies it into the thread's buffer. Only calls that
 //! launch, copy, set, allocate, free, synchronise or record events are subscribed. Which GPU
-//! work a synchronisation waited for comes from core's [`Correlator`].
+//! work a synchronisation waited for comes from the model's [`Correlator`].
 
-use gpu_trace_core::Recorder;
-use gpu_trace_core::clock::boottime_ns;
-use gpu_trace_core::correlate::{Correlator, StreamKey, Wait};
-use gpu_trace_core::model::{ApiCall, Marker, NameId};
-use gpu_trace_core::names::Names;
+use gpu_trace_model::Recorder;
+use gpu_trace_model::clock::boottime_ns;
+use gpu_trace_model::correlate::{Correlator, StreamKey, Wait};
+use gpu_trace_model::model::{ApiCall, Marker, NameId};
+use gpu_trace_model::names::Names;
 use rocprofiler::{CallbackEvent, HipCall, MarkerOp, Payload, Phase};
 use smallvec::SmallVec;
 use std::cell::Cell;
@@ -269,9 +269,9 @@ impl ApiState {
 /// A roctx call. Marks, pushes, pops and stops are placed at entry; a start at exit,
 /// where its range id is known, with the time of its entry. `markers`: record it; pushes
 /// and pops also go to the counters filter's range tracking
-/// ([`gpu_trace_core::filter::tx`]).
+/// ([`gpu_trace_model::filter::tx`]).
 pub(crate) fn on_marker(r: &Recorder, ev: &mut CallbackEvent<'_>, markers: bool) {
-    use gpu_trace_core::filter::tx;
+    use gpu_trace_model::filter::tx;
     let Payload::Marker(m) = ev.payload() else {
         return;
     };

@@ -21,10 +21,12 @@
 
 use crate::records::GpuRecords;
 use arc_swap::ArcSwapOption;
-use gpu_trace_core::Recorder;
-use gpu_trace_core::filter::{KernelFilter, KernelSelector, SessionFilter};
-use gpu_trace_core::model::{CounterGroup, CounterId, CounterSpec, DropKind, KernelCounters, Unit};
-use gpu_trace_core::registry::Counters;
+use gpu_trace_model::Recorder;
+use gpu_trace_model::filter::{KernelFilter, KernelSelector, SessionFilter};
+use gpu_trace_model::model::{
+    CounterGroup, CounterId, CounterSpec, DropKind, KernelCounters, Unit,
+};
+use gpu_trace_model::registry::Counters;
 use rocprofiler::{
     Agent, CounterAggregate, CounterConfig, DispatchCountingRequest, DispatchCounts, Runtime,
 };
@@ -147,7 +149,7 @@ impl Counting {
         let ids = match self.rt.supported_counters(a.id) {
             Ok(ids) => ids,
             Err(e) => {
-                gpu_trace_core::warn!(
+                gpu_trace_model::warn!(
                     "cannot list the counters of GPU {} ({}): {e}; it is not counted",
                     a.logical_node_type_id,
                     a.name
@@ -171,7 +173,7 @@ impl Counting {
             .unwrap_or_else(|e| e.into_inner())
             .insert(key);
         if first {
-            gpu_trace_core::warn!("{msg}");
+            gpu_trace_model::warn!("{msg}");
         }
     }
 
@@ -199,9 +201,9 @@ impl Counting {
                     .filter(|a| catalogs.get(&a.id.0).is_some_and(|c| c.contains_key(name)))
                     .count();
                 if offered > 0 && offered < self.gpus.len() {
-                    gpu_trace_core::verbose!(
+                    gpu_trace_model::verbose!(
                         "counter {} is offered by {offered} of {} GPUs; the others do not count it",
-                        gpu_trace_core::log::quoted(name),
+                        gpu_trace_model::log::quoted(name),
                         self.gpus.len()
                     );
                 }
@@ -211,7 +213,7 @@ impl Counting {
                         name.clone(),
                         format_args!(
                             "counter {} is not offered by any GPU here ({}); it is skipped, the other counters are collected",
-                            gpu_trace_core::log::quoted(name),
+                            gpu_trace_model::log::quoted(name),
                             archs.join(", ")
                         ),
                     );
@@ -280,7 +282,7 @@ impl Counting {
         self.selector.set(selection);
         let current = self.selector.current();
         if !current.filter().is_everything() {
-            gpu_trace_core::verbose!("counters for {}", current.filter().describe());
+            gpu_trace_model::verbose!("counters for {}", current.filter().describe());
         }
     }
 
@@ -309,9 +311,9 @@ impl Counting {
         if !chosen {
             return;
         }
-        if gpu_trace_core::log::verbose() && !sel.filter().is_everything() {
+        if gpu_trace_model::log::verbose() && !sel.filter().is_everything() {
             let name = gpu.kernel_names(d.kernel_id).map(|(m, _)| m);
-            gpu_trace_core::log::line(format_args!(
+            gpu_trace_model::log::line(format_args!(
                 "counters: the filter picks {} (correlation id {})",
                 name.as_deref().unwrap_or("a kernel"),
                 req.correlation_id().internal
@@ -345,7 +347,7 @@ impl Counting {
         let aggregates = match counts.aggregate() {
             Ok(a) => a,
             Err(e) => {
-                gpu_trace_core::warn_once!("counter records could not be read: {e}");
+                gpu_trace_model::warn_once!("counter records could not be read: {e}");
                 self.recorder.dropped(DropKind::Counters, 1);
                 return;
             }

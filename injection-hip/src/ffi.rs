@@ -38,7 +38,7 @@ pub(crate) fn register_exit_handler() {
         // SAFETY: `at_exit` is a plain `extern "C" fn()` that never unwinds.
         let rc = unsafe { atexit(at_exit) };
         if rc != 0 {
-            gpu_trace_core::warn!(
+            gpu_trace_model::warn!(
                 "cannot register the exit handler; the trace holds data up to the last periodic write unless rocprofiler-sdk finalises the tool first"
             );
         }
@@ -46,7 +46,7 @@ pub(crate) fn register_exit_handler() {
 }
 
 extern "C" fn at_exit() {
-    gpu_trace_core::guard::catch("exit handler", || crate::tool::at_exit(&TOOL));
+    gpu_trace_agent::exit::on_exit(|| crate::tool::at_exit(&TOOL));
 }
 
 unsafe extern "C" {
@@ -56,9 +56,9 @@ unsafe extern "C" {
 // ----------------------------------------------------------------------------
 // The C API of gpu_trace.h: the traced program's own control of recording.
 // Every function returns at once, never unwinds, and does nothing harmful
-// when gpu-trace is off; see `gpu_trace_core::program`.
+// when gpu-trace is off; see `gpu_trace_agent::program`.
 
-use gpu_trace_core::program::status;
+use gpu_trace_agent::program::status;
 use std::ffi::CStr;
 
 /// The crate version, NUL-terminated, for `gpu_trace_version`.
@@ -71,7 +71,7 @@ const VERSION: &CStr =
 /// Runs a control function inside the panic guard: a panic is reported
 /// once and the call says gpu-trace is off.
 fn control(what: &'static str, f: impl FnOnce() -> i32) -> c_int {
-    gpu_trace_core::guard::catch(what, f).unwrap_or(status::OFF)
+    gpu_trace_model::guard::catch(what, f).unwrap_or(status::OFF)
 }
 
 /// `name` as a string, or `None` when null.
@@ -95,7 +95,7 @@ pub extern "C" fn gpu_trace_version() -> *const c_char {
 /// The version of the C API this library implements (`GPU_TRACE_API_VERSION`).
 #[unsafe(no_mangle)]
 pub extern "C" fn gpu_trace_api_version() -> c_int {
-    gpu_trace_core::program::API_VERSION
+    gpu_trace_agent::program::API_VERSION
 }
 
 /// Opens a recording window, unless one is open.

@@ -23,11 +23,10 @@ mod failpoint;
 #[allow(unsafe_code)]
 mod ffi;
 mod records;
-#[doc(hidden)]
-pub mod telemetry;
+mod telemetry;
 mod tool;
 
 /// The program's own control of recording (the C API of `gpu_trace.h`,
 /// exported by [`ffi`]).
-static PROGRAM: gpu_trace_core::program::ProgramControl =
-    gpu_trace_core::program::ProgramControl::new();
+static PROGRAM: gpu_trace_agent::program::ProgramControl =
+    gpu_trace_agent::program::ProgramControl::new();

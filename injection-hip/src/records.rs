@@ -6,12 +6,12 @@
 //! code-object tracing before any dispatch of it. Each distinct (kernel, LDS, scratch,
 //! workgroup) class is described once.
 
-use gpu_trace_core::Recorder;
-use gpu_trace_core::model::{
+use gpu_trace_model::Recorder;
+use gpu_trace_model::model::{
     ArgValue, CopyKind, Device, Dim3, DropKind, KernelDesc, KernelExec, KernelId, MemoryKind,
     MemoryOp, MemoryOpKind, NameId,
 };
-use gpu_trace_core::names::{KernelNames, Kernels, Names};
+use gpu_trace_model::names::{KernelNames, Kernels, Names};
 use rocprofiler::{
     Agent, BufferBatch, BufferRecord, CallbackEvent, KernelDispatch, MemoryCopy,
     MemoryCopyDirection, Payload, Phase,
@@ -307,7 +307,7 @@ impl GpuRecords {
                 (s.names, s.arch)
             }
             None => {
-                gpu_trace_core::verbose!(
+                gpu_trace_model::verbose!(
                     "kernel id {} ran without a registered symbol",
                     key.kernel_id
                 );

@@ -18,14 +18,14 @@
 //! `pread` each). The root is `/sys`, or `GPU_TRACE_SYSFS_ROOT` (tests
 //! point it at a fake tree).
 
-use gpu_trace_core::model::Device;
-use gpu_trace_core::telemetry::{DeviceProbes, Metric, Probe, Reading, Telemetry};
+use gpu_trace_agent::telemetry::{DeviceProbes, Metric, Probe, Reading, Telemetry};
+use gpu_trace_model::model::Device;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// Environment variable naming the sysfs root (default `/sys`).
-pub const SYSFS_ROOT_ENV: &str = "GPU_TRACE_SYSFS_ROOT";
+pub(crate) const SYSFS_ROOT_ENV: &str = "GPU_TRACE_SYSFS_ROOT";
 
 fn root() -> PathBuf {
     std::env::var_os(SYSFS_ROOT_ENV)
@@ -64,7 +64,9 @@ pub(crate) fn cards(root: &Path) -> Vec<Card> {
             for l in uevent.lines() {
                 match l.split_once('=') {
                     Some(("DRIVER", v)) => amdgpu = v.trim() == "amdgpu",
-                    Some(("PCI_SLOT_NAME", v)) => pci = Some(normalize_bdf(v)),
+                    Some(("PCI_SLOT_NAME", v)) => {
+                        pci = Some(gpu_trace_model::pci::normalize_bdf(v))
+                    }
                     _ => {}
                 }
             }
@@ -74,14 +76,6 @@ pub(crate) fn cards(root: &Path) -> Vec<Card> {
     out.sort_by(|a, b| a.pci.cmp(&b.pci));
     out.dedup_by(|a, b| a.pci == b.pci);
     out
-}
-
-fn normalize_bdf(s: &str) -> String {
-    let s = s.trim().to_ascii_lowercase();
-    match s.split_once(':') {
-        Some((dom, rest)) => format!("{:0>4}:{rest}", dom.trim_start_matches('0')),
-        None => s,
-    }
 }
 
 /// How a file's text becomes a value.
@@ -212,7 +206,7 @@ pub(crate) fn watch(telemetry: &Telemetry, devices: &[Device]) {
         return;
     }
     for d in with_bus {
-        let pci = normalize_bdf(d.pci_bdf.as_deref().unwrap_or_default());
+        let pci = gpu_trace_model::pci::normalize_bdf(d.pci_bdf.as_deref().unwrap_or_default());
         let (root, gpu_id) = (root.clone(), d.id);
         telemetry.watch(
             gpu_id,
@@ -237,39 +231,10 @@ pub(crate) fn watch(telemetry: &Telemetry, devices: &[Device]) {
     }
 }
 
-/// Writes a fake amdgpu sysfs tree (for tests): one card per bus id, with
-/// readings `sclk` MHz, `busy` percent, `power_uw`, `temp_mc`, `vram_used`.
-#[doc(hidden)]
-pub fn write_fake_tree(
-    root: &Path,
-    cards: &[(&str, u32, u32, u64, u64, u64)],
-) -> std::io::Result<()> {
-    let drm = root.join("class/drm");
-    for (i, (pci, sclk, busy, power_uw, temp_mc, vram)) in cards.iter().enumerate() {
-        let dev = drm.join(format!("card{i}/device"));
-        let hwmon = dev.join(format!("hwmon/hwmon{}", i + 3));
-        std::fs::create_dir_all(&hwmon)?;
-        std::fs::create_dir_all(drm.join(format!("card{i}-DP-1")))?;
-        std::fs::write(
-            dev.join("uevent"),
-            format!("DRIVER=amdgpu\nPCI_CLASS=38000\nPCI_ID=1002:740F\nPCI_SLOT_NAME={pci}\n"),
-        )?;
-        std::fs::write(dev.join("gpu_busy_percent"), format!("{busy}\n"))?;
-        std::fs::write(
-            dev.join("pp_dpm_sclk"),
-            format!("0: 500Mhz\n1: {sclk}Mhz *\n2: 2100Mhz\n"),
-        )?;
-        std::fs::write(dev.join("pp_dpm_mclk"), "0: 900Mhz\n1: 1300Mhz *\n")?;
-        std::fs::write(dev.join("mem_info_vram_used"), format!("{vram}\n"))?;
-        std::fs::write(hwmon.join("power1_average"), format!("{power_uw}\n"))?;
-        std::fs::write(hwmon.join("temp1_input"), format!("{temp_mc}\n"))?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpu_trace_testkit::amdgpu::write_fake_tree;
 
     fn tree(tag: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("gpu-trace-sysfs-{}-{tag}", std::process::id()));

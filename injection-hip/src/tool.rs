@@ -1,4 +1,4 @@
-//! Wiring rocprofiler-sdk to the core tracer.
+//! Wiring rocprofiler-sdk to the agent and the writer.
 //!
 //! rocprofiler-sdk only accepts services during the tool's `initialize`, so everything is
 //! configured there, each kind of data on its own context: code objects (started at once and
@@ -18,12 +18,11 @@
 use crate::api::{self, ApiState, OpTable};
 use crate::counters::Counting;
 use crate::records::{self, GpuRecords};
-use gpu_trace_core::config::Problem;
-use gpu_trace_core::cuda_config::vars as cuda_vars;
-use gpu_trace_core::guard::catch;
-use gpu_trace_core::{
-    Backend, BackendInfo, Config, GpuClock, Limits, Sources, Tracer, TracerOptions,
-};
+use gpu_trace_agent::{Config, Startup};
+use gpu_trace_model::backend::{BackendInfo, Categories, Category};
+use gpu_trace_model::filter::KernelFilter;
+use gpu_trace_model::guard::catch;
+use gpu_trace_perfetto::{Backend, GpuClock, Sources, Tracer, TracerOptions};
 use rocprofiler::sys;
 use rocprofiler::{
     Buffer, BufferOptions, BufferTracingKind, CallbackTracingKind, ConfigureInfo, Context, Policy,
@@ -37,65 +36,26 @@ use std::time::{Duration, Instant};
 /// How long finalisation may wait for the trace to be written.
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
 
-gpu_trace_core::track_categories! {
-    static CATEGORIES = {
-        api: ("hip", "HIP runtime API calls on CPU threads"),
-        markers: ("roctx", "roctx ranges and marks"),
-    };
-}
-
 /// The HIP backend as the trace names it.
-static BACKEND: BackendInfo = BackendInfo {
-    name: "HIP",
-    categories: &CATEGORIES,
+static BACKEND: BackendInfo = BackendInfo::new(
+    "HIP",
+    Categories {
+        api: Category::new("hip", "HIP runtime API calls on CPU threads"),
+        markers: Category::new("roctx", "roctx ranges and marks"),
+    },
     // Perfetto's `InternedGraphicsContext.Api.HIP` and `gpu_api` HIP.
-    gpu_api: 5,
-    suffix: "amd",
-};
-
-/// The CUDA backend's settings, each refused here in one line when set to anything but the
-/// values that ask for nothing: HIP has no such calls to follow or layers to choose.
-const CUDA_ONLY: [(&str, &[&str], &str); 6] = [
-    (
-        cuda_vars::CAPTURE_RANGE,
-        &["", "none"],
-        "capture ranges are CUDA-only for now; recording the whole run",
-    ),
-    (
-        cuda_vars::CAPTURE_COUNT,
-        &[""],
-        "capture ranges are CUDA-only for now",
-    ),
-    (
-        cuda_vars::API_LAYER,
-        &[""],
-        "HIP has one API layer, whose runtime calls are recorded",
-    ),
-    (
-        cuda_vars::COUNTERS_REPLAY,
-        &[""],
-        "counters are collected by rocprofiler's dispatch counting, without replay",
-    ),
-    (
-        cuda_vars::COUNTERS_BATCH,
-        &[""],
-        "counters are collected by rocprofiler's dispatch counting, without replay",
-    ),
-    (
-        cuda_vars::DETACH,
-        &["", "on"],
-        "between windows the SDK's contexts are stopped; there is nothing to detach",
-    ),
-];
+    5,
+    "amd",
+);
 
 /// The tool, once rocprofiler-sdk configured it.
 pub(crate) struct HipTool {
-    config: Config,
-    problems: Vec<Problem>,
-    /// When recording runs: paused, a delay, a duration, a duty cycle, the control socket.
-    plan: gpu_trace_core::windows::Plan,
+    /// The settings, read (and their problems said) when the SDK configured the tool.
+    startup: Startup,
+    /// The counters' kernel filter, until the counting service takes it.
+    filter: Mutex<Option<KernelFilter>>,
     /// Their controller, while the tracer runs.
-    windows: Mutex<Option<gpu_trace_core::windows::Windows>>,
+    windows: Mutex<Option<gpu_trace_agent::windows::Windows>>,
     tracer: OnceLock<Tracer>,
     /// What callbacks need, once the tracer runs (ranges of the C API use it too).
     state: OnceLock<Arc<State>>,
@@ -111,7 +71,7 @@ struct State {
     /// The emitter is flushing the buffer and waits for the delivery.
     emitter_flushing: AtomicBool,
     api: Option<ApiState>,
-    recorder: gpu_trace_core::Recorder,
+    recorder: gpu_trace_model::Recorder,
     counting: Counting,
     /// roctx calls become markers (their context may also run for the
     /// counters filter's ranges alone).
@@ -151,7 +111,7 @@ struct Switches {
 fn switch(ctx: &Context, on: bool, what: &'static str) {
     let r = if on { ctx.start() } else { ctx.stop() };
     if let Err(e) = r {
-        gpu_trace_core::log::once(
+        gpu_trace_model::log::once(
             what,
             format_args!("cannot {} {what}: {e}", if on { "start" } else { "stop" }),
         );
@@ -192,7 +152,7 @@ impl Services {
                 cur.counting = want;
             }
             if want && self.state.counting.needs_ranges() && self.markers.is_none() {
-                gpu_trace_core::warn_once!(
+                gpu_trace_model::warn_once!(
                     "the counters filter names roctx ranges, but roctx calls cannot be traced here, so no range is seen"
                 );
             }
@@ -200,14 +160,14 @@ impl Services {
         // Once the counters filter keeps ranges, roctx runs for good: a pop missed would leave
         // its range open.
         self.state.markers_on.store(s.markers, Ordering::Relaxed);
-        let markers = s.markers || gpu_trace_core::filter::tx::is_on();
+        let markers = s.markers || gpu_trace_model::filter::tx::is_on();
         if markers != cur.markers
             && let Some(c) = &self.markers
         {
             switch(c, markers, "roctx tracing");
             cur.markers = markers;
         }
-        gpu_trace_core::verbose!(
+        gpu_trace_model::verbose!(
             "recording gpu={} api={} roctx={} counters={:?}",
             s.gpu,
             s.api,
@@ -219,7 +179,7 @@ impl Services {
 
     fn flush(&self) {
         if let Err(e) = self.buffer.flush() {
-            gpu_trace_core::verbose!("buffer flush failed: {e}");
+            gpu_trace_model::verbose!("buffer flush failed: {e}");
         }
     }
 }
@@ -257,7 +217,7 @@ fn optional<T>(what: &str, f: impl FnOnce() -> rocprofiler::Result<T>) -> Option
     match f() {
         Ok(v) => Some(v),
         Err(e) => {
-            gpu_trace_core::warn!("{what}: {e}");
+            gpu_trace_model::warn!("{what}: {e}");
             None
         }
     }
@@ -269,11 +229,11 @@ fn gpu_clock(rt: &Runtime) -> GpuClock {
     let Ok(sdk) = rt.timestamp() else {
         return GpuClock::Boottime;
     };
-    let boot = gpu_trace_core::clock::boottime_ns();
+    let boot = gpu_trace_model::clock::boottime_ns();
     if sdk.abs_diff(boot) < 50_000_000 {
         return GpuClock::Boottime;
     }
-    gpu_trace_core::verbose!(
+    gpu_trace_model::verbose!(
         "rocprofiler timestamps differ from CLOCK_BOOTTIME by {} ms; describing them with clock snapshots",
         sdk.abs_diff(boot) / 1_000_000
     );
@@ -282,7 +242,7 @@ fn gpu_clock(rt: &Runtime) -> GpuClock {
         name: "rocprofiler.timestamp",
         sample: Arc::new(move || {
             let sdk = rt.timestamp().ok()?;
-            Some((sdk, gpu_trace_core::clock::boottime_ns()))
+            Some((sdk, gpu_trace_model::clock::boottime_ns()))
         }),
     }
 }
@@ -313,7 +273,7 @@ fn wait_until_recording(tracer: &Tracer, config: &Config) {
     while !seen.as_ref().is_some_and(ready) {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            gpu_trace_core::verbose!(
+            gpu_trace_model::verbose!(
                 "the trace session did not switch everything on within 2 s: {:?}",
                 tracer.sources()
             );
@@ -350,31 +310,24 @@ impl Tool for HipTool {
     type Session = Session;
 
     fn configure(info: &ConfigureInfo) -> Option<Self> {
-        // Before any setting is read: in a setuid program they are the
-        // caller's (and nothing is announced: the record log is one).
-        if let Some(why) = gpu_trace_core::privilege::refusal() {
-            gpu_trace_core::warn!("{why}");
+        // Every setting, and every problem with them (the CUDA-only ones
+        // included) said once; nothing at all in a setuid program (where
+        // they are the caller's, and nothing is announced: the record log is
+        // one).
+        let Some(mut startup) = Startup::from_env(gpu_trace_agent::Backend::Hip) else {
             crate::PROGRAM.off();
             return None;
-        }
-        let (config, mut problems) = Config::from_env();
-        let (plan, plan_problems) = gpu_trace_core::windows::Plan::from_env();
-        problems.extend(plan_problems);
-        gpu_trace_core::log::set_verbose(config.verbose);
-        // Panics the rocprofiler crate catches go to our log, under our name.
-        rocprofiler::set_panic_reporter(|what, message| {
-            gpu_trace_core::warn!("panic in {what}: {message}; it is disabled from now on");
-        });
-        gpu_trace_core::verbose!(
+        };
+        let filter = std::mem::take(&mut startup.filter);
+        gpu_trace_model::verbose!(
             "rocprofiler-sdk {} ({}), {} tool(s) configured before this one",
             info.version,
             info.runtime_version,
             info.priority
         );
         Some(HipTool {
-            config,
-            problems,
-            plan,
+            startup,
+            filter: Mutex::new(Some(filter)),
             windows: Mutex::new(None),
             tracer: OnceLock::new(),
             state: OnceLock::new(),
@@ -386,7 +339,7 @@ impl Tool for HipTool {
     fn initialize(&self, rt: &Runtime) -> rocprofiler::Result<Session> {
         self.start(rt).inspect_err(|e| {
             crate::PROGRAM.off();
-            gpu_trace_core::output::announce_untraced(&format!(
+            gpu_trace_agent::output::announce_untraced(&format!(
                 "rocprofiler-sdk refused the tool's setup ({e})"
             ));
         })
@@ -410,11 +363,12 @@ impl Tool for HipTool {
 impl HipTool {
     /// [`Tool::initialize`]: the contexts, then the tracer.
     fn start(&self, rt: &Runtime) -> rocprofiler::Result<Session> {
-        gpu_trace_core::guard::quiet_panics();
-        let (filter, filter_problems) = gpu_trace_core::filter::KernelFilter::from_env();
-        for p in self.problems.iter().chain(&filter_problems) {
-            gpu_trace_core::warn!("{p}");
-        }
+        let filter = self
+            .filter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .unwrap_or_default();
         let agents = rt.agents()?;
         let gate: Gate = Arc::default();
 
@@ -459,7 +413,7 @@ impl HipTool {
             let ops = OpTable::new(&rt.callback_operations(CallbackTracingKind::HIP_RUNTIME_API)?);
             if ops.traced().is_empty() {
                 // An empty list would subscribe to every call.
-                gpu_trace_core::warn!(
+                gpu_trace_model::warn!(
                     "HIP API calls are not recorded: the runtime names none of the calls traced"
                 );
                 return Ok(None);
@@ -518,44 +472,44 @@ impl HipTool {
             Ok(ctx)
         });
 
-        // CUDA's capture ranges follow cudaProfilerStart/Stop; HIP has no such calls to follow
-        // yet, so the setting is refused rather than silently ignored (likewise the other
-        // CUDA-only settings).
-        for (var, inert, why) in CUDA_ONLY {
-            if let Some(v) = gpu_trace_core::config::env_lookup(var)
-                && !inert.contains(&v.trim().to_ascii_lowercase().as_str())
-            {
-                gpu_trace_core::warn!(
-                    "{var}={} is ignored: it is a CUDA setting ({why})",
-                    gpu_trace_core::log::quoted(&v)
-                );
-            }
-        }
-        let config = self.config.clone();
-        // A window the program opened or closed before this start decides
-        // how recording starts (see `gpu_trace_core::program`).
-        let mut plan = self.plan.clone();
-        crate::PROGRAM.before_start(&mut plan);
-        let tracer = match Tracer::start(TracerOptions {
-            backend: BACKEND,
-            config,
-            clock: gpu_clock(rt),
-            limits: Limits::default(),
-            // The control socket can close and reopen recording at any time.
-            capture_ranges: plan.switches() || plan.control,
-        }) {
-            Ok(t) => t,
+        let untraced = |e: &dyn std::fmt::Display| {
+            crate::PROGRAM.off();
+            // The contexts drop unstarted: the application runs untouched.
+            gpu_trace_model::warn!("{e}; the application runs untraced");
+            gpu_trace_agent::output::announce_untraced(&e.to_string());
+        };
+        let settings = match self.startup.trace_settings() {
+            Ok(s) => s,
             Err(e) => {
-                crate::PROGRAM.off();
-                // The contexts drop unstarted: the application runs untouched.
-                gpu_trace_core::warn!("{e}; the application runs untraced");
-                gpu_trace_core::output::announce_untraced(&e.to_string());
+                untraced(&e);
                 return Ok(Session { services: None });
             }
         };
+        // A window the program opened or closed before this start decides
+        // how recording starts (see `gpu_trace_agent::program`).
+        let mut plan = self.startup.plan.clone();
+        crate::PROGRAM.before_start(&mut plan);
+        let mut options = TracerOptions::new(BACKEND, settings);
+        options.clock = gpu_clock(rt);
+        // The control socket can close and reopen recording at any time.
+        options.capture_ranges = plan.switches() || plan.control;
+        let tracer = match Tracer::start(options) {
+            Ok(t) => t,
+            Err(e) => {
+                untraced(&e);
+                return Ok(Session { services: None });
+            }
+        };
+        if let Some(p) = tracer.output_path() {
+            gpu_trace_agent::output::announce_trace(p);
+        }
+        let telemetry = self
+            .startup
+            .telemetry(tracer.recorder().clone(), tracer.counters().clone());
+        tracer.set_listener(Box::new(telemetry.clone()));
         // Recording opens now unless the plan starts paused or with a delay; the controller
         // switches it from here on, as `gpu-trace start/stop` and the schedule ask.
-        let windows = gpu_trace_core::windows::Windows::start(
+        let windows = gpu_trace_agent::windows::Windows::start(
             &plan,
             tracer.capture_switch(),
             tracer.recorder().clone(),
@@ -565,15 +519,15 @@ impl HipTool {
         let opened = crate::PROGRAM.attach(
             windows
                 .as_ref()
-                .map(gpu_trace_core::windows::Windows::handle),
+                .map(gpu_trace_agent::windows::Windows::handle),
             tracer.capture_switch(),
         );
         *self.windows.lock().unwrap_or_else(|e| e.into_inner()) = windows;
         if plan.open_at_start() || opened {
-            wait_until_recording(&tracer, &self.config);
+            wait_until_recording(&tracer, &self.startup.config);
         }
         let devices: Vec<_> = agents.iter().filter_map(records::describe).collect();
-        crate::telemetry::watch(tracer.telemetry(), &devices);
+        crate::telemetry::watch(&telemetry, &devices);
         for d in devices {
             tracer.add_device(d);
         }
@@ -629,7 +583,7 @@ impl HipTool {
 
     /// Stops the window controller (its socket goes with it).
     fn stop_windows(&self) {
-        gpu_trace_core::windows::Windows::stop_in(&self.windows);
+        gpu_trace_agent::windows::Windows::stop_in(&self.windows);
     }
 
     /// Final flush and file finalisation; once, in the process that started tracing.
@@ -646,7 +600,11 @@ impl HipTool {
             s.flush();
         }
         if let Some(t) = self.tracer.get() {
-            catch("trace finalisation", || t.shutdown(SHUTDOWN_LIMIT));
+            gpu_trace_model::guard::run("trace finalisation", || {
+                if let Some(l) = t.shutdown(SHUTDOWN_LIMIT) {
+                    self.startup.report_losses(&l.drops, l.service);
+                }
+            });
         }
     }
 }
@@ -661,7 +619,7 @@ pub(crate) fn at_exit(cell: &'static ToolCell<HipTool>) {
     {
         return;
     }
-    gpu_trace_core::verbose!("process exit: asking rocprofiler-sdk to finalise the tool now");
+    gpu_trace_model::verbose!("process exit: asking rocprofiler-sdk to finalise the tool now");
     // The SDK stops our contexts and calls `finalize`.
     cell.finalize_early();
     if !tool.finalized.load(Ordering::Acquire) {
@@ -674,9 +632,9 @@ pub(crate) fn at_exit(cell: &'static ToolCell<HipTool>) {
 /// thread, as the marker callback records one (while roctx ranges are recorded; the counters
 /// filter's range tracking sees it too).
 pub(crate) fn range(cell: &'static ToolCell<HipTool>, push: Option<&str>) -> i32 {
-    use gpu_trace_core::filter::tx;
-    use gpu_trace_core::model::Marker;
-    use gpu_trace_core::program::status;
+    use gpu_trace_agent::program::status;
+    use gpu_trace_model::filter::tx;
+    use gpu_trace_model::model::Marker;
     let rc = crate::PROGRAM.running();
     if rc != status::OK {
         return rc;
@@ -692,8 +650,8 @@ pub(crate) fn range(cell: &'static ToolCell<HipTool>, push: Option<&str>) -> i32
     if !s.markers_on.load(Ordering::Relaxed) {
         return status::OK;
     }
-    let thread = gpu_trace_core::clock::thread_id();
-    let now = gpu_trace_core::clock::boottime_ns();
+    let thread = gpu_trace_model::clock::thread_id();
+    let now = gpu_trace_model::clock::boottime_ns();
     match push {
         Some(name) => s.recorder.marker(thread, now, name, |text| Marker::Push {
             domain: None,

@@ -4,8 +4,8 @@
 //! exactly the dispatches launched inside them, and push ranges as roctx does, as on the CUDA
 //! path (`injection-cuda/tests/c_api.rs`).
 
-use gpu_trace_core::program::status;
-use gpu_trace_core::testing::{checked_trace, kernel_counts, recording_windows};
+use gpu_trace_agent::program::status;
+use gpu_trace_testkit::{checked_trace, kernel_counts, recording_windows};
 use rocprofiler_sim::scenario::{Op, ThreadSpec};
 use rocprofiler_sim::{RunSpec, Scenario};
 use std::collections::BTreeMap;

@@ -5,7 +5,7 @@
 //! setuid programs do not run setuid, it says on stderr that it is
 //! skipped.
 
-use gpu_trace_core::testing::users::{SharedTmp, as_other, can_switch, exe_copy, setuid_works};
+use gpu_trace_testkit::users::{SharedTmp, as_other, can_switch, exe_copy, setuid_works};
 use rocprofiler_sim::{RunSpec, Scenario};
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;

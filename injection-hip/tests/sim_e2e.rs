@@ -2,7 +2,7 @@
 //! and runs a scripted HIP program; the trace file it leaves is decoded with the core's reader
 //! and compared with the script. Each run is a fresh child process, like a real application.
 
-use gpu_trace_core::reader::{ArgVal, GpuEvent, Stage, Trace};
+use gpu_trace_reader::{ArgVal, GpuEvent, Stage, Trace};
 use rocprofiler_sim::scenario::{AgentKind, CopyKind, Op};
 use rocprofiler_sim::{Outcome, RunSpec, Scenario};
 use std::collections::{BTreeMap, HashMap};
@@ -16,7 +16,7 @@ const METRICS: &str =
 
 /// The hardware counters of a trace: not the busy % gpu-trace derives from
 /// the activity itself (core's tests check those).
-fn hardware_counters(t: &Trace) -> impl Iterator<Item = &gpu_trace_core::reader::CounterValue> {
+fn hardware_counters(t: &Trace) -> impl Iterator<Item = &gpu_trace_reader::CounterValue> {
     t.counters.iter().filter(|c| !c.name.ends_with(" busy"))
 }
 
@@ -85,7 +85,7 @@ fn our_lines(stderr: &str) -> Vec<&str> {
         .collect()
 }
 
-use gpu_trace_core::testing::{EXIT_FLUSH_FAILURES, tp_check, tp_tables, tp_wait_arrows, validate};
+use gpu_trace_testkit::{EXIT_FLUSH_FAILURES, tp_check, tp_tables, tp_wait_arrows, validate};
 
 // ------------------------------------------------------------------ what the script implies
 
@@ -926,7 +926,7 @@ fn check_markers(t: &Trace) {
     assert_eq!(setup.track, compute.track);
     assert!(setup.ts + setup.dur <= compute.ts);
     // API calls nest inside the pushed range of their thread.
-    let inside = |r: &gpu_trace_core::reader::Slice, name: &str| {
+    let inside = |r: &gpu_trace_reader::Slice, name: &str| {
         t.slices
             .iter()
             .filter(|x| x.track == r.track && x.name == name)
@@ -1229,6 +1229,15 @@ fn a_panic_in_a_callback_switches_tracing_off_and_the_app_runs_on() {
             lines[0]
         );
         assert!(!out.stderr.contains("panicked at"), "{}", out.stderr);
+        // Tracing stopped, and the trace still has its end: the exit
+        // handler wrote the summary and the loss line.
+        let t = Trace::open(dir.join("trace.pftrace")).unwrap();
+        assert!(
+            t.log("gpu-trace summary:").is_some(),
+            "{site}: the summary\n{}",
+            out.stderr
+        );
+        assert!(t.drop_counts().is_some(), "{site}: the loss line");
         cleanup(&dir);
     }
 }

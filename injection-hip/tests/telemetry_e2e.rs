@@ -3,8 +3,8 @@
 //! amdgpu sysfs tree (`GPU_TRACE_SYSFS_ROOT`) for the simulated GPUs, matched
 //! by PCI bus id.
 
-use gpu_trace_core::reader::Trace;
-use gpu_trace_core::testing::{tp_tables, validate};
+use gpu_trace_reader::Trace;
+use gpu_trace_testkit::{tp_tables, validate};
 use rocprofiler_sim::scenario::Op;
 use rocprofiler_sim::{Outcome, RunSpec, Scenario};
 use std::path::{Path, PathBuf};
@@ -43,7 +43,7 @@ fn run(dir: &Path, sysfs: &Path) -> (Outcome, Trace, PathBuf) {
             dir.join("locks").display().to_string(),
         )
         .env(
-            gpu_trace_hip::telemetry::SYSFS_ROOT_ENV,
+            gpu_trace_testkit::amdgpu::SYSFS_ROOT_VAR,
             sysfs.display().to_string(),
         )
         .env("RUST_BACKTRACE", "0");
@@ -79,7 +79,7 @@ fn amdgpu_sysfs_telemetry_for_each_gpu_matched_by_bus_id() {
     let dir = tmpdir("sysfs");
     let sysfs = dir.join("sys");
     // The simulator puts GPU n at 0000:0(n+1):00.0; a third card it does not use.
-    gpu_trace_hip::telemetry::write_fake_tree(
+    gpu_trace_testkit::amdgpu::write_fake_tree(
         &sysfs,
         &[
             ("0000:01:00.0", 1700, 64, 210_000_000, 48_000, 4 << 30),

@@ -3,7 +3,7 @@
 //! control socket and by time. Each window's dispatches are exactly the ones launched inside
 //! it, as on the CUDA path (`injection-cuda/tests/windows.rs`).
 
-use gpu_trace_core::testing::{checked_trace, kernel_counts, recording_windows, wait_announce};
+use gpu_trace_testkit::{checked_trace, kernel_counts, recording_windows, wait_announce};
 use rocprofiler_sim::scenario::{Op, ThreadSpec};
 use rocprofiler_sim::{Outcome, RunSpec, Scenario};
 use std::collections::BTreeMap;
@@ -106,7 +106,7 @@ fn another_process_stops_and_restarts_recording_and_each_window_holds_exactly_it
     let child = run(&dir, scenario(ops), &[]);
     let sockets = dir.join("gpu-trace");
     let send = |pid, cmd| {
-        gpu_trace_core::windows::send_in(&sockets, pid, cmd, Duration::from_secs(10))
+        gpu_trace_agent::windows::send_in(&sockets, pid, cmd, Duration::from_secs(10))
             .unwrap_or_else(|e| panic!("{cmd}: {e}"))
     };
     let pid = wait_announce(&a);
@@ -132,7 +132,7 @@ fn another_process_stops_and_restarts_recording_and_each_window_holds_exactly_it
         out.stderr
     );
     // The socket is gone with the process.
-    assert!(!gpu_trace_core::windows::socket_path(&sockets, pid).exists());
+    assert!(!gpu_trace_agent::windows::socket_path(&sockets, pid).exists());
     let t = checked_trace(&dir.join("trace.pftrace"));
     assert_eq!(
         kernel_counts(&t),
@@ -205,7 +205,7 @@ fn a_window_closed_while_its_dispatch_runs_keeps_it_and_records_nothing_after() 
     let child = run(&dir, s, &[]);
     let sockets = dir.join("gpu-trace");
     let pid = wait_announce(&a);
-    let r = gpu_trace_core::windows::send_in(&sockets, pid, "stop", Duration::from_secs(10))
+    let r = gpu_trace_agent::windows::send_in(&sockets, pid, "stop", Duration::from_secs(10))
         .expect("stop");
     assert!(r.starts_with("closed 1 "), "{r}");
     std::fs::write(&a_go, "").unwrap();

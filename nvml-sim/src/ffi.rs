@@ -84,17 +84,6 @@ unsafe fn read_text(p: *const c_char) -> Option<String> {
     Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }
 
-fn normalize_bdf(s: &str) -> String {
-    let s = s.trim().to_ascii_lowercase();
-    match s.split_once(':') {
-        Some((dom, rest)) => {
-            let d = dom.trim_start_matches('0');
-            format!("{}:{rest}", if d.is_empty() { "0" } else { d })
-        }
-        None => s,
-    }
-}
-
 /// Writes `v` through `out`, or answers `INVALID_ARGUMENT` for NULL.
 ///
 /// # Safety
@@ -231,12 +220,12 @@ pub unsafe extern "C" fn nvmlDeviceGetHandleByPciBusId_v2(
         let Some(p) = (unsafe { read_text(p) }) else {
             return R::ERROR_INVALID_ARGUMENT;
         };
-        let want = normalize_bdf(&p);
+        let want = gpu_trace_model::pci::normalize_bdf(&p);
         match s
             .spec
             .devices
             .iter()
-            .position(|x| normalize_bdf(&x.pci) == want)
+            .position(|x| gpu_trace_model::pci::normalize_bdf(&x.pci) == want)
         {
             // SAFETY: NVML's contract.
             Some(i) => unsafe { put(d, handle(i)) },

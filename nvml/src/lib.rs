@@ -613,13 +613,7 @@ impl Device {
 }
 
 // What the sampler relies on: handles move to its threads.
-const _: () = {
-    const fn send<T: Send>() {}
-    const fn sync<T: Sync>() {}
-    send::<Nvml>();
-    sync::<Nvml>();
-    send::<Device>();
-    sync::<Device>();
-    send::<gpm::Sample>();
-    send::<gpm::Metrics>();
-};
+static_assertions::assert_impl_all!(Nvml: Send, Sync);
+static_assertions::assert_impl_all!(Device: Send, Sync);
+static_assertions::assert_impl_all!(gpm::Sample: Send);
+static_assertions::assert_impl_all!(gpm::Metrics: Send);

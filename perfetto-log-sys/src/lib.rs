@@ -55,6 +55,7 @@ unsafe extern "C" {
 
     /// `void perfetto::base::LogMessage(LogLev, const char*, int, const char*, ...)`,
     /// a printf-style logger; the tests log through it.
+    #[cfg(test)]
     #[link_name = "_ZN8perfetto4base10LogMessageENS0_6LogLevEPKciS3_z"]
     fn LogMessage(level: c_int, fname: *const c_char, line: c_int, fmt: *const c_char, ...);
 }
@@ -101,8 +102,8 @@ pub fn set_sink(sink: Sink) {
 /// Logs `message` through Perfetto's own logger, as its code does: the
 /// line reaches the sink (or Perfetto's stderr output without one). For
 /// tests of the routing.
-#[doc(hidden)]
-pub fn log_for_test(level: Level, file: &CStr, line: u32, message: &CStr) {
+#[cfg(test)]
+fn log_for_test(level: Level, file: &CStr, line: u32, message: &CStr) {
     let raw = match level {
         Level::Debug => 0,
         Level::Info => 1,

@@ -113,6 +113,12 @@ impl Buffer {
     /// Creates a buffer in `context` (only inside `initialize`). `f` runs on an SDK thread for
     /// each batch (when the watermark is reached and on flush); a panic in it is caught,
     /// reported once and switches it off.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_create_buffer` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it; outside the tool's `initialize`
+    /// the status is `ConfigurationLocked`.
     #[doc(alias = "rocprofiler_create_buffer")]
     pub fn new<F>(context: &Context, options: BufferOptions, f: F) -> Result<Buffer>
     where
@@ -159,6 +165,12 @@ impl Buffer {
 
     /// Delivers everything buffered and waits until the callback returned. Fails with
     /// `BufferBusy` when called from inside this buffer's own callback.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_flush_buffer` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it; from inside this buffer's own
+    /// callback the status is `BufferBusy`.
     #[doc(alias = "rocprofiler_flush_buffer")]
     pub fn flush(&self) -> Result<()> {
         // SAFETY: plain value argument.
@@ -167,6 +179,11 @@ impl Buffer {
     }
 
     /// Delivers this buffer on `thread`.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_assign_callback_thread` fails,
+    /// and [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_assign_callback_thread")]
     pub fn assign_callback_thread(&self, thread: CallbackThread) -> Result<()> {
         // SAFETY: plain value arguments.
@@ -179,6 +196,11 @@ impl Buffer {
     }
 
     /// Flushes, destroys and switches the callback off.
+    ///
+    /// # Errors
+    ///
+    /// The flush's error (see [`Buffer::flush`]) if it failed, else
+    /// `rocprofiler_destroy_buffer`'s; the callback is switched off either way.
     pub fn close(mut self) -> Result<()> {
         let flushed = self.flush();
         // SAFETY: plain value argument.

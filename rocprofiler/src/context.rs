@@ -39,6 +39,12 @@ unsafe impl Sync for Context {}
 impl Context {
     /// Creates a context (only inside the tool's `initialize`; later the SDK answers
     /// `ConfigurationLocked`).
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_create_context` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it; outside the tool's `initialize`
+    /// the status is `ConfigurationLocked`.
     #[doc(alias = "rocprofiler_create_context")]
     pub fn new(rt: &Runtime) -> Result<Context> {
         // The handle must be zero on input.
@@ -70,6 +76,11 @@ impl Context {
     }
 
     /// Starts the context's services.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_start_context` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_start_context")]
     pub fn start(&self) -> Result<()> {
         // SAFETY: plain value argument.
@@ -80,6 +91,11 @@ impl Context {
     }
 
     /// Stops the context's services (callbacks already running on other threads may finish).
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_stop_context` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_stop_context")]
     pub fn stop(&self) -> Result<()> {
         // SAFETY: plain value argument.
@@ -90,6 +106,11 @@ impl Context {
     }
 
     /// Whether the context is started.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_context_is_active` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_context_is_active")]
     pub fn is_active(&self) -> Result<bool> {
         let mut s = 0;
@@ -100,6 +121,11 @@ impl Context {
     }
 
     /// Whether the SDK considers the context valid.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_context_is_valid` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_context_is_valid")]
     pub fn is_valid(&self) -> Result<bool> {
         let mut s = 0;
@@ -110,6 +136,11 @@ impl Context {
     }
 
     /// Stops the context (if this value started it) and switches its callbacks off.
+    ///
+    /// # Errors
+    ///
+    /// [`Context::stop`]'s error, when this value had started the context; its callbacks are
+    /// switched off either way.
     pub fn close(self) -> Result<()> {
         let r = if self.started.load(Ordering::Relaxed) {
             self.stop()
@@ -136,6 +167,13 @@ impl Context {
     }
 
     /// Buffer tracing of `kind` into `buffer` (`operations` empty = all).
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when
+    /// `rocprofiler_configure_buffer_tracing_service` fails, and [`crate::Error::MissingSymbol`] when
+    /// the running SDK lacks it; outside the tool's `initialize` the status is
+    /// `ConfigurationLocked`.
     #[doc(alias = "rocprofiler_configure_buffer_tracing_service")]
     pub fn configure_buffer_tracing(
         &self,
@@ -165,6 +203,13 @@ impl Context {
     /// Callback tracing of `kind` (`operations` empty = all). `f` runs synchronously on the
     /// thread making the call, concurrently from many threads; a panic in it is caught, reported
     /// once and switches this callback off.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when
+    /// `rocprofiler_configure_callback_tracing_service` fails, and [`crate::Error::MissingSymbol`]
+    /// when the running SDK lacks it; outside the tool's `initialize` the status is
+    /// `ConfigurationLocked`.
     #[doc(alias = "rocprofiler_configure_callback_tracing_service")]
     pub fn configure_callback_tracing<F>(
         &self,
@@ -204,6 +249,13 @@ impl Context {
     /// Dispatch counting with callbacks: `dispatch` runs on the launching thread and picks a
     /// counter configuration (or none) per dispatch; `record` receives the counter records of a
     /// completed dispatch. Panics are caught as for callback tracing.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when
+    /// `rocprofiler_configure_callback_dispatch_counting_service` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it; outside the tool's `initialize`
+    /// the status is `ConfigurationLocked`.
     #[doc(alias = "rocprofiler_configure_callback_dispatch_counting_service")]
     pub fn configure_dispatch_counting<D, R>(&self, dispatch: D, record: R) -> Result<()>
     where
@@ -234,6 +286,13 @@ impl Context {
     }
 
     /// Dispatch counting into `buffer` (records arrive as `CountingDispatch` + `Counter`).
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when
+    /// `rocprofiler_configure_buffer_dispatch_counting_service` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it; outside the tool's `initialize`
+    /// the status is `ConfigurationLocked`.
     #[doc(alias = "rocprofiler_configure_buffer_dispatch_counting_service")]
     pub fn configure_buffer_dispatch_counting<D>(&self, buffer: &Buffer, dispatch: D) -> Result<()>
     where

@@ -161,6 +161,11 @@ impl DispatchCounts<'_> {
         self.records.iter().map(CounterRecord::from)
     }
     /// Instance records with their counter resolved through the SDK.
+    ///
+    /// # Errors
+    ///
+    /// [`Runtime::record_counter_id`]'s error for the first record whose counter the SDK cannot
+    /// name.
     pub fn samples(&self) -> Result<Vec<CounterSample>> {
         self.records()
             .map(|record| {
@@ -172,6 +177,10 @@ impl DispatchCounts<'_> {
             .collect()
     }
     /// Sum/min/max per counter over its instance records.
+    ///
+    /// # Errors
+    ///
+    /// [`DispatchCounts::samples`]' error.
     pub fn aggregate(&self) -> Result<BTreeMap<CounterId, CounterAggregate>> {
         let mut out: BTreeMap<CounterId, CounterAggregate> = BTreeMap::new();
         for s in self.samples()? {

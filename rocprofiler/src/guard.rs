@@ -1,32 +1,9 @@
-//! The one place where closures called by C run: panics are caught, reported once and turn the
-//! registration off. Nothing unwinds into the SDK.
+//! Where closures called by C run: behind gpu-trace's one panic guard
+//! (`gpu_trace_model::guard`), which catches a panic, reports the first of
+//! the process once on stderr and trips its process-wide state; the panic
+//! turns the registration off. Nothing unwinds into the SDK.
 
-use std::any::Any;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Reports a panic caught at the C boundary: `what` names the closure (e.g.
-/// "buffer callback"), `message` is the panic's text. It is disabled from
-/// then on.
-pub type PanicReporter = fn(what: &str, message: &str);
-
-static REPORTER: OnceLock<PanicReporter> = OnceLock::new();
-
-/// Sets how this crate reports a panic it caught in a closure called by
-/// rocprofiler-sdk, for the rest of the process: a tool sends it to its own
-/// log (as the `cupti` crate's `set_panic_reporter` does). Without one,
-/// the crate writes `rocprofiler: panic in <what>: <message>; it is
-/// disabled from now on` to stderr.
-///
-/// Returns `false`, changing nothing, when a reporter was already set.
-pub fn set_panic_reporter(reporter: PanicReporter) -> bool {
-    REPORTER.set(reporter).is_ok()
-}
-
-fn default_reporter(what: &str, message: &str) {
-    eprintln!("rocprofiler: panic in {what}: {message}; it is disabled from now on");
-}
 
 use crate::Runtime;
 
@@ -71,32 +48,12 @@ impl<F: ?Sized> Slot<F> {
     }
 }
 
-/// Runs `body`, catching a panic; on panic `flag` is cleared and the panic reported once.
+/// Runs `body`, catching a panic (see the module docs); on a panic `flag`
+/// is cleared and `None` returned.
 pub(crate) fn guard<R>(what: &str, flag: &AtomicBool, body: impl FnOnce() -> R) -> Option<R> {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(r) => Some(r),
-        Err(p) => {
-            // A profiler must not take the application down: report once,
-            // switch this part off.
-            if flag.swap(false, Ordering::Relaxed) {
-                let report = REPORTER.get().copied().unwrap_or(default_reporter);
-                // Reporting may itself panic (closed stderr, the caller's
-                // reporter); swallow that too.
-                let _ = catch_unwind(AssertUnwindSafe(|| report(what, panic_message(&*p))));
-            }
-            // Dropping the payload can panic as well; never let that escape.
-            let _ = catch_unwind(AssertUnwindSafe(move || drop(p)));
-            None
-        }
+    let r = gpu_trace_model::guard::run(what, body);
+    if r.is_none() {
+        flag.store(false, Ordering::Relaxed);
     }
-}
-
-fn panic_message(p: &(dyn Any + Send)) -> &str {
-    if let Some(s) = p.downcast_ref::<&'static str>() {
-        s
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s
-    } else {
-        "<non-string panic>"
-    }
+    r
 }

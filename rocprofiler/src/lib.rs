@@ -5,8 +5,9 @@
 //!   (ROCm 6.x) is refused there with a message, before anything is written.
 //! * **Objects**: [`Context`] (services; `Drop` stops it), [`Buffer`] (`Drop` destroys it,
 //!   `close` flushes first), [`CounterConfig`]. All callbacks are boxed closures run behind
-//!   panic guards: a panic is caught, reported once on stderr and switches that callback off;
-//!   nothing unwinds into the SDK.
+//!   gpu-trace's panic guard (`gpu_trace_model::guard`): a panic is caught, the first of the
+//!   process reported once on stderr, and it switches that callback off; nothing unwinds into
+//!   the SDK.
 //! * **Records**: buffer batches decode into [`BufferRecord`] (kernel dispatches, memory copies,
 //!   HIP API calls, counter records); callback tracing hands a [`CallbackEvent`] whose
 //!   [`Payload`] is a HIP call, a roctx marker, a code object or a kernel symbol; dispatch
@@ -14,6 +15,7 @@
 //! * **Errors** keep the raw status and the runtime's text ([`Error::Status`]).
 //!
 //! Timestamps are CLOCK_BOOTTIME nanoseconds. Grid sizes in dispatch records are work-items.
+#![warn(clippy::missing_errors_doc)]
 #![deny(missing_docs)]
 
 pub use rocprofiler_sys as sys;
@@ -42,7 +44,6 @@ pub use counting::{
     DispatchCountingRequest, DispatchCounts,
 };
 pub use error::{Error, Result, Status, StatusKind};
-pub use guard::{PanicReporter, set_panic_reporter};
 pub use ids::{
     AgentId, AsyncCorrelationId, BufferId, ContextId, CorrelationId, CounterId, Dim3, QueueId,
 };
@@ -59,3 +60,13 @@ pub type CallbackTracingKind = sys::rocprofiler_callback_tracing_kind_t;
 pub type BufferTracingKind = sys::rocprofiler_buffer_tracing_kind_t;
 /// HIP runtime API operation ids.
 pub type HipApiId = sys::rocprofiler_hip_runtime_api_id_t;
+
+// The SDK calls the registered closures on its own threads, and a tool
+// keeps these handles in statics and in its callbacks; what a callback is
+// handed borrows the SDK's memory for the call and stays on its thread.
+static_assertions::assert_impl_all!(Runtime: Send, Sync);
+static_assertions::assert_impl_all!(Context: Send, Sync);
+static_assertions::assert_impl_all!(Buffer: Send, Sync);
+static_assertions::assert_impl_all!(Agent: Send, Sync);
+static_assertions::assert_not_impl_any!(BufferBatch<'static>: Send, Sync);
+static_assertions::assert_not_impl_any!(CallbackEvent<'static>: Send, Sync);

@@ -75,6 +75,11 @@ impl Runtime {
     ///
     /// This trusts that `rocprofiler_*` symbols in the process belong to rocprofiler-sdk 1.x,
     /// which holds inside a tool library the SDK loaded; check the version it announced first.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Load`] when the SDK is not in the process, [`crate::Error::MissingSymbol`] when it
+    /// lacks a function this wrapper binds.
     #[doc(alias = "dlopen")]
     pub fn from_process() -> Result<Self> {
         // SAFETY: see above: in a tool library these symbols are the SDK's own.
@@ -117,6 +122,11 @@ impl Runtime {
     }
 
     /// The running SDK's version.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_get_version` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_get_version")]
     pub fn version(&self) -> Result<Version> {
         let (mut major, mut minor, mut patch) = (0, 0, 0);
@@ -134,6 +144,11 @@ impl Runtime {
     }
 
     /// Now, in the SDK's clock (CLOCK_BOOTTIME ns), the clock of every record.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_get_timestamp` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_get_timestamp")]
     pub fn timestamp(&self) -> Result<u64> {
         let mut ts = 0;
@@ -144,6 +159,11 @@ impl Runtime {
     }
 
     /// The calling thread's id as records report it.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_get_thread_id` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_get_thread_id")]
     pub fn thread_id(&self) -> Result<u64> {
         let mut tid = 0;
@@ -179,6 +199,11 @@ impl Runtime {
     }
 
     /// `rocprofiler_is_initialized`.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_is_initialized` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_is_initialized")]
     pub fn is_initialized(&self) -> Result<Progress> {
         self.progress(
@@ -188,6 +213,11 @@ impl Runtime {
     }
 
     /// `rocprofiler_is_finalized`.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_is_finalized` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_is_finalized")]
     pub fn is_finalized(&self) -> Result<Progress> {
         self.progress(
@@ -197,6 +227,13 @@ impl Runtime {
     }
 
     /// Name of an operation of a callback-tracing kind (e.g. `hipLaunchKernel`). Static.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when
+    /// `rocprofiler_query_callback_tracing_kind_operation_name` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it; [`crate::Error::InvalidArgument`] when
+    /// the SDK names no operation.
     #[doc(alias = "rocprofiler_query_callback_tracing_kind_operation_name")]
     pub fn callback_operation_name(
         &self,
@@ -216,6 +253,13 @@ impl Runtime {
     }
 
     /// Name of an operation of a buffer-tracing kind. Static.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when
+    /// `rocprofiler_query_buffer_tracing_kind_operation_name` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it; [`crate::Error::InvalidArgument`] when
+    /// the SDK names no operation.
     #[doc(alias = "rocprofiler_query_buffer_tracing_kind_operation_name")]
     pub fn buffer_operation_name(
         &self,
@@ -236,6 +280,13 @@ impl Runtime {
 
     /// Every operation of a callback-tracing kind with its name: build lookup tables once in
     /// `initialize` rather than asking per record.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when
+    /// `rocprofiler_iterate_callback_tracing_kind_operations` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it, or the first name that cannot be
+    /// had (see [`Runtime::callback_operation_name`]).
     #[doc(alias = "rocprofiler_iterate_callback_tracing_kind_operations")]
     pub fn callback_operations(
         &self,
@@ -268,11 +319,20 @@ impl Runtime {
     }
 
     /// Creates a context (only inside the tool's `initialize`).
+    ///
+    /// # Errors
+    ///
+    /// [`Context::new`]'s errors.
     pub fn create_context(&self) -> Result<Context> {
         Context::new(self)
     }
 
     /// Creates an SDK delivery thread for buffers (only inside `initialize`).
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_create_callback_thread` fails,
+    /// and [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_create_callback_thread")]
     pub fn create_callback_thread(&self) -> Result<CallbackThread> {
         let mut id = sys::rocprofiler_callback_thread_t::default();
@@ -283,6 +343,11 @@ impl Runtime {
     }
 
     /// The SDK's agents (CPUs and GPUs), copied out.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_query_available_agents` fails,
+    /// and [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_query_available_agents")]
     pub fn agents(&self) -> Result<Vec<Agent>> {
         unsafe extern "C" fn collect(
@@ -319,6 +384,12 @@ impl Runtime {
     }
 
     /// Counters an agent supports.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when
+    /// `rocprofiler_iterate_agent_supported_counters` fails, and [`crate::Error::MissingSymbol`] when
+    /// the running SDK lacks it.
     #[doc(alias = "rocprofiler_iterate_agent_supported_counters")]
     pub fn supported_counters(&self, agent: AgentId) -> Result<Vec<CounterId>> {
         unsafe extern "C" fn collect(
@@ -350,6 +421,11 @@ impl Runtime {
     }
 
     /// Name, description, block, expression of a counter (info version 0, stable across releases).
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_query_counter_info` fails, and
+    /// [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_query_counter_info")]
     pub fn counter_info(&self, id: CounterId) -> Result<CounterInfo> {
         let mut info = std::mem::MaybeUninit::<sys::rocprofiler_counter_info_v0_t>::zeroed();
@@ -376,6 +452,11 @@ impl Runtime {
     }
 
     /// Dimensions of a counter.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_iterate_counter_dimensions`
+    /// fails, and [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_iterate_counter_dimensions")]
     pub fn counter_dimensions(&self, id: CounterId) -> Result<Vec<CounterDimension>> {
         unsafe extern "C" fn collect(
@@ -412,6 +493,11 @@ impl Runtime {
     }
 
     /// Hardware instances of a counter on an agent.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_query_counter_instance_count`
+    /// fails, and [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_query_counter_instance_count")]
     pub fn counter_instance_count(&self, agent: AgentId, id: CounterId) -> Result<usize> {
         let mut n = 0usize;
@@ -425,6 +511,11 @@ impl Runtime {
     }
 
     /// The counter of a counter record's instance id.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_query_record_counter_id`
+    /// fails, and [`crate::Error::MissingSymbol`] when the running SDK lacks it.
     #[doc(alias = "rocprofiler_query_record_counter_id")]
     pub fn record_counter_id(&self, instance_id: u64) -> Result<CounterId> {
         let mut c = sys::rocprofiler_counter_id_t::default();
@@ -438,6 +529,12 @@ impl Runtime {
     }
 
     /// Position of a counter record's instance along a dimension.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when
+    /// `rocprofiler_query_record_dimension_position` fails, and [`crate::Error::MissingSymbol`] when
+    /// the running SDK lacks it.
     #[doc(alias = "rocprofiler_query_record_dimension_position")]
     pub fn record_dimension_position(&self, instance_id: u64, dimension: u64) -> Result<usize> {
         let mut pos = 0usize;
@@ -451,6 +548,12 @@ impl Runtime {
     }
 
     /// A counter configuration for `agent` (7.0: `rocprofiler_create_counter_config`).
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Status`] with the SDK's status when `rocprofiler_create_counter_config` fails,
+    /// and [`crate::Error::MissingSymbol`] when the running SDK lacks it; [`crate::Error::InvalidArgument`]
+    /// for a counter name with a NUL byte.
     #[doc(alias = "rocprofiler_create_counter_config")]
     pub fn create_counter_config(
         &self,

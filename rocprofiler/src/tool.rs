@@ -54,6 +54,11 @@ pub trait Tool: Sized + Send + Sync + 'static {
     fn configure(info: &ConfigureInfo) -> Option<Self>;
 
     /// The only window for creating contexts, buffers and services. Must not call HIP/HSA.
+    ///
+    /// # Errors
+    ///
+    /// An error declines the SDK's services for this tool: [`ToolCell`] says why on stderr,
+    /// tells the SDK the tool failed to initialise, and the tool stays inactive.
     fn initialize(&self, rt: &Runtime) -> Result<Self::Session>;
 
     /// At SDK finalisation (process exit) or after [`ToolCell::finalize_early`]. The SDK has
@@ -61,6 +66,10 @@ pub trait Tool: Sized + Send + Sync + 'static {
     fn finalize(&self, rt: &Runtime, session: Self::Session);
 
     /// Resolves the SDK's functions; override to test against a fake table.
+    ///
+    /// # Errors
+    ///
+    /// [`Runtime::from_process`]'s errors.
     fn load_runtime() -> Result<Runtime> {
         Runtime::from_process()
     }

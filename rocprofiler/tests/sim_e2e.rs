@@ -217,7 +217,8 @@ fn stopped_context_gets_no_records() {
 #[test]
 fn a_panicking_callback_is_contained() {
     // The tool panics once, in the first HIP callback; the guard catches it, reports it once and
-    // switches that callback off. The application and the tool's other services carry on.
+    // switches that callback off. The application and the tool's other services carry on (this
+    // tool does not stop them; gpu-trace's injections do, through the guard's tripped state).
     let spec = RunSpec::new(tool(), Scenario::default_scenario())
         .env("COUNT_TOOL_PANIC", "hip")
         .env("RUST_BACKTRACE", "0");
@@ -226,7 +227,7 @@ fn a_panicking_callback_is_contained() {
     let r = &out.report;
     assert!(r.violations.is_empty(), "{:#?}", r.violations);
     assert_eq!(
-        out.stderr.matches("it is disabled from now on").count(),
+        out.stderr.matches("internal error in").count(),
         1,
         "{}",
         out.stderr

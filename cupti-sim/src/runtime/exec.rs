@@ -935,8 +935,7 @@ fn start(s: &Scenario) -> Result<(), String> {
     super::register_exit_report();
     load_injection()?;
     create_context();
-    lock(&FAKE.report).program_thread_id =
-        u64::from(rustix::thread::gettid().as_raw_nonzero().get() as u32);
+    lock(&FAKE.report).program_thread_id = u64::from(gpu_trace_model::clock::thread_id());
     Ok(())
 }
 
@@ -1005,9 +1004,7 @@ pub(crate) fn run(s: &Scenario) -> Result<(), String> {
                 std::thread::Builder::new()
                     .name(format!("app-{i}"))
                     .spawn_scoped(scope, move || {
-                        lock(tids).push(u64::from(
-                            rustix::thread::gettid().as_raw_nonzero().get() as u32
-                        ));
+                        lock(tids).push(u64::from(gpu_trace_model::clock::thread_id()));
                         Thread {
                             s,
                             slots: HashMap::new(),

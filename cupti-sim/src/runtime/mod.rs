@@ -212,10 +212,7 @@ pub(crate) fn violation(s: String) {
 }
 
 /// CLOCK_BOOTTIME in ns.
-pub(crate) fn boottime() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    (t.tv_sec as u64) * 1_000_000_000 + t.tv_nsec as u64
-}
+pub(crate) use gpu_trace_model::clock::boottime_ns as boottime;
 
 /// The activity clock: the tool's timestamp callback when it registered one.
 pub(crate) fn activity_ts() -> u64 {

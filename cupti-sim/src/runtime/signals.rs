@@ -21,7 +21,7 @@ static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 extern "C" fn on_usr1(_: nix::libc::c_int) {
     // Async-signal-safe: a syscall and atomics.
-    let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+    let tid = gpu_trace_model::clock::thread_id();
     let i = NEXT.fetch_add(1, Ordering::Relaxed);
     if let Some(slot) = HANDLER_TIDS.get(i) {
         slot.store(tid, Ordering::Relaxed);

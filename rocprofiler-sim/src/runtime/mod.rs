@@ -162,13 +162,10 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// CLOCK_BOOTTIME in ns, the SDK's clock.
-pub(crate) fn now_ns() -> u64 {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub(crate) use gpu_trace_model::clock::boottime_ns as now_ns;
 
 pub(crate) fn gettid() -> u64 {
-    rustix::thread::gettid().as_raw_nonzero().get() as u64
+    u64::from(gpu_trace_model::clock::thread_id())
 }
 
 fn leak_c(s: &str) -> &'static CStr {
