@@ -99,6 +99,14 @@ pub struct Row {
     pub stddev: f64,
     /// Bytes (memory operations), summed; `None` in the other tables.
     pub bytes: Option<u64>,
+    /// A kernel's unique short name (see [`crate::names`]); `None` in the
+    /// other tables.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub short_name: Option<String>,
+    /// A kernel's mangled name, where the trace has one; `None` in the
+    /// other tables.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mangled: Option<String>,
 }
 
 /// One group's statistics; `pct` is left 0 (see [`table`]).
@@ -132,6 +140,8 @@ pub(crate) fn row(name: String, d: &mut Durations, bytes: Option<u64>) -> Row {
         max,
         stddev: var.sqrt(),
         bytes,
+        short_name: None,
+        mangled: None,
     }
 }
 

@@ -32,17 +32,22 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod diagnose;
 mod durations;
 pub mod intervals;
+mod launch;
+pub mod names;
 mod ranks;
 mod read;
 pub mod render;
 mod summary;
 mod telemetry;
 
+pub use diagnose::{Finding, IdleRow, LaunchRow, OutlierRow, TemporalRow, Verdict};
 pub use durations::Row;
 pub use gpu_trace_reader::{ReadError, ReadOptions, STREAM_LIMIT};
 pub use intervals::Intervals;
+pub use names::NameStyle;
 pub use ranks::{Measure, RankRow, Ranks, SLOWER_BY, Straggler, WAITS_MORE_BY, is_step};
 pub use summary::{
     CounterRow, Counts, EngineRow, FileSummary, KERNEL_ENGINE, Pid, Process, Span, StreamRow,
