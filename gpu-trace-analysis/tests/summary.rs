@@ -561,7 +561,7 @@ fn sixty_four_template_kernels_get_distinct_short_names() {
     );
     // CSV and JSON carry the full, base and mangled names besides.
     let csv = render::to_csv(&s, &o);
-    assert!(csv.contains(",vectorized_elementwise_kernel<…, FillFunctor<float>, …>,vectorized_elementwise_kernel,_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_"), "{csv}");
+    assert!(csv.contains(",\"vectorized_elementwise_kernel<…, FillFunctor<float>, …>\",vectorized_elementwise_kernel,_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_"), "{csv}");
     let json = render::to_json(&s, &o);
     assert!(
         json["kernels"][0]["mangled"]
