@@ -7,6 +7,8 @@
 
 mod check;
 mod control;
+mod diff;
+mod export;
 mod libs;
 mod metrics;
 mod options;
@@ -28,7 +30,9 @@ const EXAMPLES: &str = "\
 Examples:
   gpu-trace check                          # what this machine can trace, and where the libraries are
   gpu-trace record -- python train.py      # train-<pid>.pftrace, and a short summary
-  gpu-trace stats train-1234.pftrace       # the full report
+  gpu-trace stats train-1234.pftrace       # the full report, with its verdict
+  gpu-trace diff before/ after/            # two runs (a trace or a directory of them each)
+  gpu-trace export rank-*.pftrace -o tables/   # Parquet tables for DuckDB, Spark, Dask
   gpu-trace record --paused -- python train.py &   # then, from anywhere:
   gpu-trace start all; sleep 5; gpu-trace stop all # record a 5 s window of a live job
   gpu-trace record --window 2s --every 60s -- python train.py   # 2 s of every minute
@@ -50,6 +54,12 @@ enum Cmd {
     Record(Box<record::RecordArgs>),
     /// Summarise traces: kernels, memory operations, API calls, ranges.
     Stats(stats::StatsArgs),
+    /// Compare two runs: kernels, memory operations, API calls and ranges
+    /// by name, with each run's idle time.
+    Diff(diff::DiffArgs),
+    /// Write traces as Parquet tables (kernels, memops, api_calls, ranges,
+    /// counters, telemetry, windows) for DuckDB, Spark, Dask or pandas.
+    Export(export::ExportArgs),
     /// List the per-kernel metrics a GPU offers (as ncu --query-metrics).
     Metrics(metrics::MetricsArgs),
     /// Start recording (open a window) in running traced processes:
@@ -135,6 +145,8 @@ fn main() -> ExitCode {
     match Cli::parse().cmd {
         Cmd::Record(a) => record::record(*a, &argv),
         Cmd::Stats(a) => stats::run(a),
+        Cmd::Diff(a) => diff::run(a),
+        Cmd::Export(a) => export::run(a),
         Cmd::Metrics(a) => metrics::metrics_cmd(a),
         Cmd::Check(a) => check::check_cmd(a.lib_dir.as_deref()),
         Cmd::Start(a) => control::run("start", &a),

@@ -686,6 +686,7 @@ fn csv_parses_back_into_the_json_numbers() {
     assert_eq!(
         names,
         [
+            "verdict",
             "kernels",
             "memops",
             "api",
@@ -693,10 +694,16 @@ fn csv_parses_back_into_the_json_numbers() {
             "counters",
             "counters_by_kernel",
             "devices",
+            "idle",
+            "temporal",
+            "launches",
+            "launch_outliers",
             "streams",
             "threads"
         ]
     );
+    // The verdict first, then the tables as before.
+    tables.remove(0);
     let (header, kernels) = &tables[0];
     let col = |n: &str| header.iter().position(|h| h == n).unwrap();
     let got: Vec<(String, u64, u64, f64)> = kernels
@@ -737,6 +744,8 @@ fn report_top_and_name_width_shape_the_output() {
         &[
             "--report",
             "kernels,threads",
+            "--names",
+            "full",
             "--top",
             "1",
             "--name-width",
@@ -937,7 +946,10 @@ fn garbage_empty_and_truncated_input() {
     );
     // A bad file among good ones: the good one is summarised, the exit
     // status says something failed.
-    let (rc, out, _) = stats(&["--report", "kernels"], &[&empty, &r.path]);
+    let (rc, out, _) = stats(
+        &["--report", "kernels", "--names", "full"],
+        &[&empty, &r.path],
+    );
     assert_eq!(rc, 1);
     assert!(out.contains("busy(int, int)"), "{out}");
 

@@ -1283,7 +1283,7 @@ fn losses(t: &Trace) -> Option<Vec<(String, u64)>> {
 /// without one, what gpu-trace's track uuids hold (`gpu-trace-core`'s
 /// `thread_track_uuid`: bit 54, the pid in bits 32–53 and the tid below;
 /// `range_track_uuid`: the pid from bit 40, with bit 61 flipped).
-fn track_owner(t: &Trace, uuid: u64) -> (Pid, Option<i64>) {
+pub(crate) fn track_owner(t: &Trace, uuid: u64) -> (Pid, Option<i64>) {
     if let Some(th) = t.thread_of(uuid) {
         return (th.pid, Some(th.tid));
     }

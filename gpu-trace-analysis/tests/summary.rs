@@ -42,6 +42,8 @@ fn child() {
         "fast" => step_rank(&app, 1_000),
         "launch" => launch(&app),
         "templates" => templates(&app),
+        "before" => before_after(&app, false),
+        "after" => before_after(&app, true),
         other => panic!("unknown scenario {other}"),
     }
     tracer.shutdown(Duration::from_secs(20));
@@ -176,6 +178,26 @@ fn launch(app: &App<'_>) {
     app.kernel(4, 7, (8_230, 9_230), big);
     app.api("cudaLaunchKernel", (5_300, 5_400), 4, true);
     app.api("cudaDeviceSynchronize", (5_400, 9_300), 101, false);
+}
+
+/// A run before and after a change: gemm slower (1000 → 1500 ns, twice),
+/// relu the same, `old` gone and `fresh` new.
+fn before_after(app: &App<'_>, after: bool) {
+    let gemm = app.class("_Z4gemmv");
+    let relu = app.class("_Z4reluv");
+    let (gemm_ns, last) = if after {
+        (1_500, app.class("_Z5freshv"))
+    } else {
+        (1_000, app.class("_Z3oldv"))
+    };
+    app.kernel(1, 7, (0, gemm_ns), gemm);
+    app.kernel(2, 7, (2_000, 2_000 + gemm_ns), gemm);
+    app.kernel(3, 7, (4_000, 4_100), relu);
+    app.kernel(4, 7, (5_000, 5_000 + if after { 70 } else { 50 }), last);
+    for (corr, at) in [(1, 0), (2, 1_900), (3, 3_900), (4, 4_900)] {
+        app.api("cudaLaunchKernel", (at, at + 50), corr, true);
+    }
+    app.range("step", (0, 6_000));
 }
 
 /// The functors and element types of [`templates`]' kernels.
@@ -569,4 +591,64 @@ fn sixty_four_template_kernels_get_distinct_short_names() {
             .unwrap()
             .starts_with("_ZN2at6native")
     );
+}
+
+#[test]
+fn a_diff_finds_the_slower_the_new_and_the_gone_kernel() {
+    let dir = scratch("diff");
+    let (a, _) = record("before", &dir);
+    let (b, _) = record("after", &dir);
+    let sa = summarize(&[&a], &ReadOptions::default()).expect("reads");
+    let sb = summarize(&[&b], &ReadOptions::default()).expect("reads");
+    let d = gpu_trace_analysis::diff::diff(&sa, &sb);
+    use gpu_trace_analysis::diff::Change;
+    let k: Vec<(&str, Change, u64, u64, i64, f64)> = d
+        .kernels
+        .iter()
+        .map(|r| {
+            (
+                r.short_name.as_str(),
+                r.change,
+                r.count_a,
+                r.count_b,
+                r.total_delta_ns,
+                r.mean_delta_ns,
+            )
+        })
+        .collect();
+    // By the size of the change: gemm +1000, fresh +70, old -50, relu 0.
+    assert_eq!(
+        k,
+        [
+            ("gemm", Change::Both, 2, 2, 1_000, 500.0),
+            ("fresh", Change::New, 0, 1, 70, 70.0),
+            ("old", Change::Gone, 1, 0, -50, -50.0),
+            ("relu", Change::Both, 1, 1, 0, 0.0),
+        ]
+    );
+    assert_eq!(d.kernels[0].total_delta_pct, Some(50.0));
+    assert_eq!(d.kernels[1].total_delta_pct, None);
+    // The API calls and the range are there on both sides.
+    assert_eq!(d.api[0].name, "cudaLaunchKernel");
+    assert_eq!((d.api[0].count_a, d.api[0].count_b), (4, 4));
+    assert_eq!(d.nvtx[0].name, "step");
+    // Each side's idle time: A busy 2000 + 100 + 50 of 6000 ns (the range
+    // spans the recorded time), B 3000 + 100 + 70.
+    assert_eq!((d.a.recorded_ns, d.a.busy_ns), (6_000, 2_150));
+    assert_eq!((d.b.recorded_ns, d.b.busy_ns), (6_000, 3_170));
+    assert_eq!(
+        d.a.idle_ns,
+        d.a.host_wait_ns + d.a.kernel_wait_ns + d.a.other_wait_ns
+    );
+    // Text, CSV and JSON.
+    let o = render::Options::default();
+    let text = render::diff_to_text(&d, &o);
+    assert!(text.contains("new"), "{text}");
+    let csv = render::diff_to_csv(&d, &o);
+    assert!(
+        csv.contains("kernels,gemm(),gemm,,2,2,2000,3000,1000,1500,0,1000,500,50"),
+        "{csv}"
+    );
+    let json = render::diff_to_json(&d, &o);
+    assert_eq!(json["kernels"][2]["change"], "gone");
 }

@@ -6,6 +6,7 @@
 //! tables ([`gpu_trace_reader::text`]); CSV and JSON keep it whole.
 
 mod csv_out;
+mod diff_out;
 mod json_out;
 pub mod text;
 
@@ -170,4 +171,21 @@ pub fn kernel_name(r: &Row, style: NameStyle) -> &str {
         NameStyle::Full => &r.name,
         NameStyle::Mangled => r.mangled.as_deref().unwrap_or(&r.name),
     }
+}
+
+/// A [`crate::diff::Diff`] as text tables (the options' `top`,
+/// `name_width` and `names`; every string from a trace escaped).
+pub fn diff_to_text(d: &crate::diff::Diff, o: &Options) -> String {
+    diff_out::text(d, o)
+}
+
+/// A [`crate::diff::Diff`] as CSV: each side's idle breakdown, then one
+/// table per kind, each with its header row.
+pub fn diff_to_csv(d: &crate::diff::Diff, o: &Options) -> String {
+    diff_out::csv(d, o)
+}
+
+/// A [`crate::diff::Diff`] as JSON.
+pub fn diff_to_json(d: &crate::diff::Diff, o: &Options) -> serde_json::Value {
+    diff_out::json(d, o)
 }
