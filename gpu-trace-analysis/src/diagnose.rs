@@ -229,9 +229,10 @@ impl Split {
 pub(crate) fn idle_split(
     busy: &[(u64, u64)],
     (start, end): (u64, u64),
-    pairs: &[(u64, u64)],
+    pairs: impl IntoIterator<Item = (u64, u64)>,
     mut recorded: Option<&mut Intervals>,
 ) -> Split {
+    let mut pairs = pairs.into_iter().peekable();
     let mut split = Split::default();
     let mut amount = |a: u64, b: u64| -> u64 {
         match recorded.as_deref_mut() {
@@ -240,17 +241,15 @@ pub(crate) fn idle_split(
         }
     };
     let mut prev = start;
+    // Stretches and pairs are both in time order: one walk over each.
     for &(s, e) in busy {
         let (s, e) = (s.max(start), e.min(end));
         if s > prev {
             let (a, b) = (prev, s);
-            // The earliest call of the work that starts at `b`.
-            let at = pairs.partition_point(|p| p.0 < b);
-            let call = pairs[at..]
-                .iter()
-                .take_while(|p| p.0 == b)
-                .map(|p| p.1)
-                .min();
+            // The earliest call of the work that starts at `b` (pairs are
+            // sorted by work start, then call start).
+            while pairs.next_if(|p| p.0 < b).is_some() {}
+            let call = pairs.peek().filter(|p| p.0 == b).map(|p| p.1);
             let n = amount(a, b);
             match call {
                 Some(c) if c > a => split.host += n,
@@ -282,10 +281,29 @@ pub(crate) struct DeviceWork<'a> {
     pub(crate) device: String,
     /// Every engine's union.
     pub(crate) busy: Intervals,
-    pub(crate) compute: Intervals,
+    /// Compute kernels' union; `None`: every kernel was compute, and their
+    /// union is `kernels_ns` long.
+    pub(crate) compute: Option<Intervals>,
+    pub(crate) kernels_ns: u64,
     pub(crate) comm: Intervals,
     pub(crate) memory: Intervals,
-    pub(crate) pairs: Vec<(u64, u64)>,
+    pub(crate) pairs: Pairs,
+}
+
+/// A device's (work start, call start) pairs, sorted.
+pub(crate) enum Pairs {
+    /// A log written in order.
+    Log(crate::launch::PairLog),
+    Sorted(Vec<(u64, u64)>),
+}
+
+impl Pairs {
+    pub(crate) fn into_sorted(self) -> Vec<(u64, u64)> {
+        match self {
+            Pairs::Log(l) => l.sorted(),
+            Pairs::Sorted(v) => v,
+        }
+    }
 }
 
 /// The idle and temporal rows of one device, over the process's span
@@ -298,14 +316,19 @@ pub(crate) fn device_rows(
     recorded_ns: u64,
 ) -> (IdleRow, TemporalRow) {
     let busy_ns = d.busy.total();
-    let split = idle_split(d.busy.stretches(), span, &d.pairs, recorded);
+    let split = match &d.pairs {
+        Pairs::Log(l) => idle_split(d.busy.stretches(), span, l.iter(), recorded),
+        Pairs::Sorted(v) => idle_split(d.busy.stretches(), span, v.iter().copied(), recorded),
+    };
     let idle_ns = split.total();
-    let compute_ns = d.compute.total();
     let communication_ns = d.comm.total();
-    let both = {
-        let mut u = d.compute.clone();
-        u.union(d.comm.clone());
-        compute_ns + communication_ns - u.total()
+    let (compute_ns, both) = match d.compute.take() {
+        Some(mut c) => {
+            let compute_ns = c.total();
+            c.union(std::mem::take(&mut d.comm));
+            (compute_ns, compute_ns + communication_ns - c.total())
+        }
+        None => (d.kernels_ns, 0),
     };
     let memory_ns = d.memory.total();
     let idle = IdleRow {
@@ -575,7 +598,7 @@ mod tests {
         // wait before the first (submitted at 50), and after the last.
         let busy = [(100, 200), (220, 300), (1000, 1100)];
         let pairs = [(100, 50), (220, 150), (1000, 250)];
-        let s = idle_split(&busy, (0, 1500), &pairs, None);
+        let s = idle_split(&busy, (0, 1500), pairs, None);
         assert_eq!(
             s,
             Split {
@@ -585,15 +608,10 @@ mod tests {
             }
         );
         // Submitted after the GPU went idle: host wait, however short.
-        let s = idle_split(
-            &busy,
-            (0, 1500),
-            &[(100, 50), (220, 210), (1000, 250)],
-            None,
-        );
+        let s = idle_split(&busy, (0, 1500), [(100, 50), (220, 210), (1000, 250)], None);
         assert_eq!((s.host, s.kernel), (520, 0));
         // Unknown calls: other, or kernel wait when short.
-        let s = idle_split(&busy, (100, 1100), &[], None);
+        let s = idle_split(&busy, (100, 1100), [], None);
         assert_eq!(
             s,
             Split {

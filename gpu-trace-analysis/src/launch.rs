@@ -16,13 +16,141 @@ use crate::summary::Pid;
 use gpu_trace_reader::Str;
 use std::collections::HashMap;
 
+/// Correlations per page of [`Pending`]: bits 22.. of an id.
+const PAGE_BITS: u32 = 10;
+const PAGE_MASK: u64 = ((1 << PAGE_BITS) - 1) << 22;
+
+/// Items waiting under their GPU event id, found without hashing most of
+/// the time. Ids are `correlation << 22 | pid` (and a flag bit) with
+/// correlations counting up, so the ids waiting at once fill few pages of
+/// consecutive correlations, and a page is mostly the last one used. A
+/// page goes back to the pool when its last item leaves; any id is kept
+/// exactly, whatever its layout.
+struct Pending<T> {
+    index: HashMap<u64, u32, IdHash>,
+    /// Per page: the item index + 1 of each correlation (0: none), and
+    /// how many it holds.
+    pages: Vec<(Box<[u32; 1 << PAGE_BITS]>, u32)>,
+    free_pages: Vec<u32>,
+    items: Vec<Option<T>>,
+    free_items: Vec<u32>,
+    last: Option<(u64, u32)>,
+    len: usize,
+}
+
+impl<T> Default for Pending<T> {
+    fn default() -> Self {
+        Pending {
+            index: HashMap::default(),
+            pages: Vec::new(),
+            free_pages: Vec::new(),
+            items: Vec::new(),
+            free_items: Vec::new(),
+            last: None,
+            len: 0,
+        }
+    }
+}
+
+impl<T> Pending<T> {
+    #[inline]
+    fn split(id: u64) -> (u64, usize) {
+        (id & !PAGE_MASK, ((id & PAGE_MASK) >> 22) as usize)
+    }
+
+    #[inline]
+    fn page(&mut self, key: u64, create: bool) -> Option<u32> {
+        if let Some((k, p)) = self.last
+            && k == key
+        {
+            return Some(p);
+        }
+        let p = match self.index.get(&key) {
+            Some(&p) => p,
+            None if create => {
+                let p = match self.free_pages.pop() {
+                    Some(p) => p,
+                    None => {
+                        self.pages.push((Box::new([0; 1 << PAGE_BITS]), 0));
+                        self.pages.len() as u32 - 1
+                    }
+                };
+                self.index.insert(key, p);
+                p
+            }
+            None => return None,
+        };
+        self.last = Some((key, p));
+        Some(p)
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn insert(&mut self, id: u64, v: T) {
+        let (key, slot) = Self::split(id);
+        let p = self.page(key, true).expect("created") as usize;
+        let old = self.pages[p].0[slot];
+        if old != 0 {
+            // The same id again: the later one stays.
+            self.items[old as usize - 1] = Some(v);
+            return;
+        }
+        let i = match self.free_items.pop() {
+            Some(i) => {
+                self.items[i as usize] = Some(v);
+                i
+            }
+            None => {
+                self.items.push(Some(v));
+                self.items.len() as u32 - 1
+            }
+        };
+        self.pages[p].0[slot] = i + 1;
+        self.pages[p].1 += 1;
+        self.len += 1;
+    }
+
+    #[inline]
+    fn remove(&mut self, id: u64) -> Option<T> {
+        let (key, slot) = Self::split(id);
+        let p = self.page(key, false)? as usize;
+        let i = std::mem::take(&mut self.pages[p].0[slot]);
+        if i == 0 {
+            return None;
+        }
+        let v = self.items[i as usize - 1].take();
+        self.free_items.push(i - 1);
+        self.len -= 1;
+        let page = &mut self.pages[p];
+        page.1 -= 1;
+        if page.1 == 0 {
+            // Empty (all zero again): back to the pool.
+            self.index.remove(&key);
+            self.free_pages.push(p as u32);
+            self.last = None;
+        }
+        v
+    }
+}
+
 /// The group of memory operations (no kernel name).
 pub(crate) const NO_GROUP: u32 = u32::MAX;
 
 /// Works or calls waiting for their other half, at most: past that, both
-/// maps are let go (what was in them stays unmatched) and matching starts
-/// afresh. 2¹⁸ entries are some 15 MiB.
+/// are let go (what was in them stays unmatched) and matching starts
+/// afresh. 2¹⁸ items are some 15 MiB.
 pub(crate) const MAX_PENDING: usize = 1 << 18;
+
+/// Pages of [`Pending`] in use at most (4 KiB each: 16 MiB), likewise: ids
+/// scattered on purpose would take a page each.
+const MAX_PAGES: usize = 1 << 12;
 
 /// Launch-delay outliers kept per trace.
 pub(crate) const OUTLIERS: usize = 10;
@@ -93,11 +221,27 @@ impl std::fmt::Debug for Call {
 /// (work start, call start) pairs of one device, compactly: a zigzag
 /// varint of the distance from the previous work's start, then one of the
 /// call's distance before its work (a few bytes a pair), in blocks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct PairLog {
     blocks: Vec<Vec<u8>>,
     prev: u64,
+    prev_call: u64,
     len: usize,
+    /// Whether the pairs were pushed sorted (work start, then call start):
+    /// they are read back as they are, without a sorted copy.
+    in_order: bool,
+}
+
+impl Default for PairLog {
+    fn default() -> Self {
+        PairLog {
+            blocks: Vec::new(),
+            prev: 0,
+            prev_call: 0,
+            len: 0,
+            in_order: true,
+        }
+    }
 }
 
 const BLOCK: usize = 64 << 10;
@@ -115,7 +259,11 @@ impl PairLog {
         let mut buf = [0u8; 20];
         let n = put_varint(&mut buf, 0, zigzag(work.wrapping_sub(self.prev) as i64));
         let n = put_varint(&mut buf, n, zigzag(work.wrapping_sub(call) as i64));
+        if (work, call) < (self.prev, self.prev_call) {
+            self.in_order = false;
+        }
         self.prev = work;
+        self.prev_call = call;
         self.len += 1;
         let block = match self.blocks.last_mut() {
             Some(b) if b.len() + n <= BLOCK => b,
@@ -127,19 +275,34 @@ impl PairLog {
         block.extend_from_slice(&buf[..n]);
     }
 
+    /// Every (work start, call start), in the order pushed.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let mut ts = 0u64;
+        self.blocks.iter().flat_map(move |b| {
+            let mut at = 0;
+            std::iter::from_fn(move || {
+                if at >= b.len() {
+                    return None;
+                }
+                ts = ts.wrapping_add(unzigzag(get_varint(b, &mut at)) as u64);
+                let back = unzigzag(get_varint(b, &mut at));
+                Some((ts, ts.wrapping_sub(back as u64)))
+            })
+        })
+    }
+
+    /// Whether [`PairLog::iter`] comes sorted.
+    pub(crate) fn in_order(&self) -> bool {
+        self.in_order
+    }
+
     /// Every (work start, call start), sorted by work start (then call).
     pub(crate) fn sorted(&self) -> Vec<(u64, u64)> {
         let mut out = Vec::with_capacity(self.len);
-        let mut ts = 0u64;
-        for b in &self.blocks {
-            let mut at = 0;
-            while at < b.len() {
-                ts = ts.wrapping_add(unzigzag(get_varint(b, &mut at)) as u64);
-                let back = unzigzag(get_varint(b, &mut at));
-                out.push((ts, ts.wrapping_sub(back as u64)));
-            }
+        out.extend(self.iter());
+        if !self.in_order {
+            out.sort_unstable();
         }
-        out.sort_unstable();
         out
     }
 }
@@ -147,8 +310,8 @@ impl PairLog {
 /// The matching and what it found, for one trace.
 #[derive(Default)]
 pub(crate) struct Matcher {
-    works: HashMap<u64, Work, IdHash>,
-    calls: HashMap<u64, Call, IdHash>,
+    works: Pending<Work>,
+    calls: Pending<Call>,
     /// Whether the maps passed [`MAX_PENDING`] and were let go.
     pub(crate) overflowed: bool,
     /// Per kernel group.
@@ -167,12 +330,12 @@ impl Matcher {
     #[inline]
     pub(crate) fn work(&mut self, id: u64, w: Work) {
         if !self.calls.is_empty()
-            && let Some(c) = self.calls.remove(&id)
+            && let Some(c) = self.calls.remove(id)
         {
             self.matched(w, &c);
             return;
         }
-        if self.works.len() >= MAX_PENDING {
+        if self.works.len() >= MAX_PENDING || self.works.index.len() >= MAX_PAGES {
             self.let_go();
         }
         self.works.insert(id, w);
@@ -181,11 +344,11 @@ impl Matcher {
     /// A call that submitted the work `id` came.
     #[inline]
     pub(crate) fn call(&mut self, id: u64, c: impl FnOnce() -> Call) {
-        if let Some(w) = self.works.remove(&id) {
+        if let Some(w) = self.works.remove(id) {
             self.matched(w, &c());
             return;
         }
-        if self.calls.len() >= MAX_PENDING {
+        if self.calls.len() >= MAX_PENDING || self.calls.index.len() >= MAX_PAGES {
             self.let_go();
         }
         self.calls.insert(id, c());
@@ -193,8 +356,8 @@ impl Matcher {
 
     fn let_go(&mut self) {
         self.overflowed = true;
-        self.works = HashMap::default();
-        self.calls = HashMap::default();
+        self.works = Pending::default();
+        self.calls = Pending::default();
     }
 
     fn matched(&mut self, w: Work, c: &Call) {
@@ -261,6 +424,16 @@ mod tests {
         let mut want = pairs.to_vec();
         want.sort_unstable();
         assert_eq!(l.sorted(), want);
+        assert!(!l.in_order());
+        let mut l = PairLog::default();
+        for (w, c) in [(1, 0), (5, 1), (5, 2), (9, 9)] {
+            l.push(w, c);
+        }
+        assert!(l.in_order());
+        assert_eq!(
+            l.iter().collect::<Vec<_>>(),
+            [(1, 0), (5, 1), (5, 2), (9, 9)]
+        );
     }
 
     fn work(ts: u64, dur: u64, group: u32) -> Work {
@@ -303,5 +476,34 @@ mod tests {
             [(1_000, 0), (2_100, 2_000), (3_000, 2_900)]
         );
         assert_eq!(m.outliers[0].delay, 900);
+    }
+}
+
+#[cfg(test)]
+mod pending_tests {
+    use super::*;
+
+    #[test]
+    fn pending_items_come_back_once_by_id() {
+        let mut p: Pending<u64> = Pending::default();
+        let ids: Vec<u64> = (0..5_000u64)
+            .map(|c| c << 22 | 4242)
+            .chain([0, 1, u64::MAX, 1 << 63 | 7 << 22 | 4242])
+            .collect();
+        for &id in &ids {
+            p.insert(id, id ^ 5);
+        }
+        assert_eq!(p.len(), ids.len());
+        for &id in ids.iter().rev() {
+            assert_eq!(p.remove(id), Some(id ^ 5), "{id:#x}");
+            assert_eq!(p.remove(id), None);
+        }
+        assert!(p.is_empty());
+        // Every page went back to the pool, and is used again.
+        assert!(p.index.is_empty());
+        let pages = p.pages.len();
+        p.insert(3 << 22, 1);
+        assert_eq!(p.pages.len(), pages);
+        assert_eq!(p.remove(3 << 22), Some(1));
     }
 }

@@ -423,10 +423,11 @@ struct EngineAcc {
     ops: u64,
     span: Span,
     busy: Intervals,
-    /// Of the kernels' engine: the union of its communication kernels and
-    /// of its other (compute) kernels.
+    /// Of the kernels' engine: the union of its communication kernels,
+    /// and, once one came (before, they are all of `busy`), of its other
+    /// (compute) kernels.
     comm: Intervals,
-    compute: Intervals,
+    compute: Option<Intervals>,
 }
 
 /// (queue address, pid, gpu, engine).
@@ -617,17 +618,18 @@ impl Visitor for Acc {
                 stream: lane.stream,
             },
         );
+        let comm = is_kernel && self.kernels.groups[group as usize].comm;
         let en = &mut self.engines[lane.engine as usize];
         en.ops += 1;
         en.span.add(e.ts, end);
-        en.busy.add(e.ts, end);
-        if is_kernel {
-            if self.kernels.groups[group as usize].comm {
-                en.comm.add(e.ts, end);
-            } else {
-                en.compute.add(e.ts, end);
-            }
+        if comm {
+            // Every kernel so far was compute.
+            en.compute.get_or_insert_with(|| en.busy.clone());
+            en.comm.add(e.ts, end);
+        } else if let Some(c) = &mut en.compute {
+            c.add(e.ts, end);
         }
+        en.busy.add(e.ts, end);
         let s = &mut self.streams[lane.stream as usize];
         if is_kernel {
             s.kernels += 1;
@@ -819,7 +821,7 @@ impl Acc {
                         span: Span::default(),
                         busy: Intervals::default(),
                         comm: Intervals::default(),
-                        compute: Intervals::default(),
+                        compute: None,
                     });
                 }
                 let l = Lane { engine: e, stream };
@@ -1312,9 +1314,9 @@ pub(crate) struct EngineData {
     pub(crate) ops: u64,
     pub(crate) busy: Intervals,
     /// Of the kernels' engine: its communication kernels' union, and its
-    /// other kernels'.
+    /// other kernels' (`None`: the same as `busy`, none was communication).
     pub(crate) comm: Intervals,
-    pub(crate) compute: Intervals,
+    pub(crate) compute: Option<Intervals>,
 }
 
 /// A kernel that started long after its launch call returned.

@@ -1,7 +1,9 @@
 //! The summary of a set of traces, per process and over all processes,
 //! from what the reads kept: the one type every front end renders.
 
-use crate::diagnose::{self, DeviceWork, IdleRow, LaunchRow, OutlierRow, TemporalRow, Verdict};
+use crate::diagnose::{
+    self, DeviceWork, IdleRow, LaunchRow, OutlierRow, Pairs, TemporalRow, Verdict,
+};
 use crate::durations::{Durations, Row, mean_min_max, row, table};
 use crate::intervals::Intervals;
 use crate::launch::LaunchAcc;
@@ -794,9 +796,21 @@ fn process(
     t.threads
         .sort_by(|a, b| b.waiting.cmp(&a.waiting).then_with(|| a.tid.cmp(&b.tid)));
     // Per device: its idle time by cause, and its time by kind of work.
-    let mut pairs: BTreeMap<i64, Vec<(u64, u64)>> = BTreeMap::new();
-    for (gpu, log) in &p.pairs {
-        pairs.entry(*gpu).or_default().extend(log.sorted());
+    // A device's pairs: its one log, read as it is when it was written in
+    // order (mostly), else sorted.
+    let mut pairs: BTreeMap<i64, Pairs> = BTreeMap::new();
+    for (gpu, log) in std::mem::take(&mut p.pairs) {
+        let mine = match pairs.remove(&gpu) {
+            None if log.in_order() => Pairs::Log(log),
+            None => Pairs::Sorted(log.sorted()),
+            Some(other) => {
+                let mut v = other.into_sorted();
+                v.extend(log.iter());
+                v.sort_unstable();
+                Pairs::Sorted(v)
+            }
+        };
+        pairs.insert(gpu, mine);
     }
     for (gpu, busy) in per_gpu {
         let mut d = DeviceWork {
@@ -805,16 +819,17 @@ fn process(
             gpu,
             device: device_name(devices, gpu),
             busy,
-            compute: Intervals::default(),
+            compute: None,
+            kernels_ns: 0,
             comm: Intervals::default(),
             memory: Intervals::default(),
-            pairs: pairs.remove(&gpu).unwrap_or_default(),
+            pairs: pairs.remove(&gpu).unwrap_or(Pairs::Sorted(Vec::new())),
         };
-        d.pairs.sort_unstable();
-        for e in p.engines.iter().filter(|e| e.gpu == gpu) {
+        for e in p.engines.iter_mut().filter(|e| e.gpu == gpu) {
             if e.engine == KERNEL_ENGINE {
-                d.compute.union(e.compute.clone());
-                d.comm.union(e.comm.clone());
+                d.kernels_ns = e.busy.total();
+                d.compute = e.compute.take();
+                d.comm = std::mem::take(&mut e.comm);
             } else {
                 d.memory.union(e.busy.clone());
             }
