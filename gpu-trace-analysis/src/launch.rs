@@ -276,19 +276,13 @@ impl PairLog {
     }
 
     /// Every (work start, call start), in the order pushed.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        let mut ts = 0u64;
-        self.blocks.iter().flat_map(move |b| {
-            let mut at = 0;
-            std::iter::from_fn(move || {
-                if at >= b.len() {
-                    return None;
-                }
-                ts = ts.wrapping_add(unzigzag(get_varint(b, &mut at)) as u64);
-                let back = unzigzag(get_varint(b, &mut at));
-                Some((ts, ts.wrapping_sub(back as u64)))
-            })
-        })
+    pub(crate) fn iter(&self) -> PairIter<'_> {
+        PairIter {
+            blocks: &self.blocks,
+            block: 0,
+            at: 0,
+            ts: 0,
+        }
     }
 
     /// Whether [`PairLog::iter`] comes sorted.
@@ -304,6 +298,33 @@ impl PairLog {
             out.sort_unstable();
         }
         out
+    }
+}
+
+/// [`PairLog::iter`]: the start of each work is the sum of the distances
+/// before it, across blocks.
+pub(crate) struct PairIter<'a> {
+    blocks: &'a [Vec<u8>],
+    block: usize,
+    at: usize,
+    ts: u64,
+}
+
+impl Iterator for PairIter<'_> {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        let mut b = self.blocks.get(self.block)?;
+        while self.at >= b.len() {
+            self.block += 1;
+            self.at = 0;
+            b = self.blocks.get(self.block)?;
+        }
+        self.ts = self
+            .ts
+            .wrapping_add(unzigzag(get_varint(b, &mut self.at)) as u64);
+        let back = unzigzag(get_varint(b, &mut self.at));
+        Some((self.ts, self.ts.wrapping_sub(back as u64)))
     }
 }
 
