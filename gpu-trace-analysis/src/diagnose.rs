@@ -32,7 +32,6 @@
 //!   returns, as nsys's queue time), and the *short kernels*: those that
 //!   ran shorter than their launch call (HTA).
 
-use crate::durations::row;
 use crate::intervals::Intervals;
 use crate::launch::{LaunchAcc, OUTLIERS};
 use crate::read::OutlierData;
@@ -373,19 +372,19 @@ pub(crate) fn launch_rows(list: &mut [(String, LaunchAcc)]) -> Vec<LaunchRow> {
     let mut rows: Vec<LaunchRow> = list
         .iter_mut()
         .map(|(name, l)| {
-            let api = row(String::new(), &mut l.calls, None);
-            let delay = row(String::new(), &mut l.delays, None);
+            let (launches, api_median, api_p99, _) = l.calls.quantiles();
+            let (_, delay_median, delay_p99, delay_max) = l.delays.quantiles();
             LaunchRow {
                 name: name.clone(),
                 short_name: String::new(),
-                launches: api.count,
-                api_median_ns: api.median,
-                api_p99_ns: api.p99,
-                delay_median_ns: delay.median,
-                delay_p99_ns: delay.p99,
-                delay_max_ns: delay.max,
+                launches,
+                api_median_ns: api_median,
+                api_p99_ns: api_p99,
+                delay_median_ns: delay_median,
+                delay_p99_ns: delay_p99,
+                delay_max_ns: delay_max,
                 short_kernels: l.short,
-                short_pct: pct(l.short, api.count),
+                short_pct: pct(l.short, launches),
             }
         })
         .collect();

@@ -353,7 +353,7 @@ impl Matcher {
         if !self.calls.is_empty()
             && let Some(c) = self.calls.remove(id)
         {
-            self.matched(w, &c);
+            self.matched(w, c.ts, c.dur, &c.name, c.track);
             return;
         }
         if self.works.len() >= MAX_PENDING || self.works.index.len() >= MAX_PAGES {
@@ -362,17 +362,26 @@ impl Matcher {
         self.works.insert(id, w);
     }
 
-    /// A call that submitted the work `id` came.
+    /// A call (named `name`, on `track`, from `ts` for `dur` ns) that
+    /// submitted the work `id` came.
     #[inline]
-    pub(crate) fn call(&mut self, id: u64, c: impl FnOnce() -> Call) {
+    pub(crate) fn call(&mut self, id: u64, ts: u64, dur: u64, name: &Str, track: u64) {
         if let Some(w) = self.works.remove(id) {
-            self.matched(w, &c());
+            self.matched(w, ts, dur, name, track);
             return;
         }
         if self.calls.len() >= MAX_PENDING || self.calls.index.len() >= MAX_PAGES {
             self.let_go();
         }
-        self.calls.insert(id, c());
+        self.calls.insert(
+            id,
+            Call {
+                ts,
+                dur,
+                name: name.clone(),
+                track,
+            },
+        );
     }
 
     fn let_go(&mut self) {
@@ -381,7 +390,7 @@ impl Matcher {
         self.calls = Pending::default();
     }
 
-    fn matched(&mut self, w: Work, c: &Call) {
+    fn matched(&mut self, w: Work, call_ts: u64, call_dur: u64, name: &Str, track: u64) {
         self.matched += 1;
         let key = (w.pid, w.gpu);
         let i = match self.devices.get(self.last_device) {
@@ -395,7 +404,7 @@ impl Matcher {
             },
         };
         self.last_device = i;
-        self.devices[i].1.push(w.ts, c.ts);
+        self.devices[i].1.push(w.ts, call_ts);
         if w.group == NO_GROUP {
             return;
         }
@@ -404,10 +413,10 @@ impl Matcher {
             self.kernels.resize_with(g + 1, LaunchAcc::default);
         }
         let k = &mut self.kernels[g];
-        let delay = w.ts.saturating_sub(c.ts.saturating_add(c.dur));
-        k.calls.push(c.dur);
+        let delay = w.ts.saturating_sub(call_ts.saturating_add(call_dur));
+        k.calls.push(call_dur);
         k.delays.push(delay);
-        if w.dur < c.dur {
+        if w.dur < call_dur {
             k.short += 1;
         }
         if self.outliers.len() < OUTLIERS || self.outliers.last().is_some_and(|o| delay > o.delay) {
@@ -417,7 +426,12 @@ impl Matcher {
                 Outlier {
                     delay,
                     work: w,
-                    call: c.clone(),
+                    call: Call {
+                        ts: call_ts,
+                        dur: call_dur,
+                        name: name.clone(),
+                        track,
+                    },
                 },
             );
             self.outliers.truncate(OUTLIERS);
@@ -468,25 +482,17 @@ mod tests {
         }
     }
 
-    fn call(ts: u64, dur: u64) -> Call {
-        Call {
-            ts,
-            dur,
-            name: "cudaLaunchKernel".into(),
-            track: 9,
-        }
-    }
-
     #[test]
     fn work_and_call_meet_in_either_order() {
+        let name: Str = "cudaLaunchKernel".into();
         let mut m = Matcher::default();
         m.work(1, work(1_000, 50, 0));
-        m.call(1, || call(0, 100));
-        m.call(2, || call(2_000, 100));
+        m.call(1, 0, 100, &name, 9);
+        m.call(2, 2_000, 100, &name, 9);
         m.work(2, work(2_100, 500, 0));
         // A copy: its device's pair only.
         m.work(3, work(3_000, 10, NO_GROUP));
-        m.call(3, || call(2_900, 10));
+        m.call(3, 2_900, 10, &name, 9);
         assert_eq!(m.matched, 3);
         let k = &mut m.kernels[0];
         assert_eq!(k.short, 1);

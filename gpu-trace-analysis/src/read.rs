@@ -11,7 +11,7 @@
 
 use crate::durations::Durations;
 use crate::intervals::Intervals;
-use crate::launch::{Call, LaunchAcc, Matcher, NO_GROUP, Work};
+use crate::launch::{LaunchAcc, Matcher, NO_GROUP, Work};
 use crate::render::text::int;
 use crate::summary::{Counts, FileSummary, KERNEL_ENGINE, Pid, Span, UNKNOWN_PID};
 use gpu_trace_core::waits::waits_for_gpu;
@@ -667,12 +667,7 @@ impl Visitor for Acc {
             return;
         }
         for &id in &s.submissions {
-            self.launch.call(id, || Call {
-                ts: s.ts,
-                dur: s.dur,
-                name: s.name.clone(),
-                track: s.track,
-            });
+            self.launch.call(id, s.ts, s.dur, &s.name, s.track);
         }
         if self.unchecked {
             return;
