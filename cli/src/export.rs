@@ -54,12 +54,18 @@ pub(crate) fn run(a: ExportArgs) -> ExitCode {
     };
     // Each trace's files are named after it; two of one name (in two
     // directories) are told apart by their place in the list.
-    let mut names: Vec<String> = a.traces.iter().map(|t| file_stem(t)).collect();
-    for i in 0..names.len() {
-        if names[..i].contains(&names[i]) || names[i + 1..].contains(&names[i]) {
-            names[i] = format!("{}-{i}", names[i]);
-        }
-    }
+    let stems: Vec<String> = a.traces.iter().map(|t| file_stem(t)).collect();
+    let names: Vec<String> = stems
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if stems.iter().filter(|x| *x == s).count() > 1 {
+                format!("{s}-{i}")
+            } else {
+                s.clone()
+            }
+        })
+        .collect();
     let read = ReadOptions {
         max_bytes,
         progress: None,
