@@ -111,6 +111,11 @@ fn sdk_dir(manifest_dir: &Path) -> PathBuf {
             "--format-version",
             "1",
             "--offline",
+            // Only the packages this platform builds are downloaded; without
+            // the filter, metadata asks for every platform's (and fails
+            // offline once a dependency has an Android-only one).
+            "--filter-platform",
+            &std::env::var("TARGET").expect("cargo sets TARGET"),
             "--manifest-path",
         ])
         .arg(manifest_dir.join("Cargo.toml"))

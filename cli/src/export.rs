@@ -1,216 +1,157 @@
-//! `gpu-trace export TRACE --dir DIR` (hidden): a trace's events as CSV
-//! tables, one row per event, read by the Python package's
-//! `gpu_trace.load()`. The trace is read by the same reader as `stats`
-//! (`gpu_trace_reader`), so Python parses no protobuf of its own.
-//!
-//! Tables (`DIR/<table>.csv`, a header line first; times in ns of the
-//! trace's clock; an empty field is a value the trace does not have):
-//!
-//! - `kernels`: pid, gpu, queue, start_ns, dur_ns, name (demangled),
-//!   mangled, grid_x/y/z, block_x/y/z, event_id;
-//! - `memory`: pid, gpu, queue, start_ns, dur_ns, kind (`memcpy`,
-//!   `memset`), name, bytes, event_id;
-//! - `api`: pid, tid, start_ns, dur_ns, name, depth, event_ids (the GPU
-//!   work the call submitted, space-separated);
-//! - `ranges`: pid, tid, start_ns, dur_ns, name, depth (NVTX and roctx);
-//! - `counters`: gpu, ts_ns, name, value, kind (`kernel`: a per-kernel
-//!   counter's value at its kernel's start; `device`: a telemetry sample).
-//!
-//! The columns are the contract with `python/gpu_trace/_load.py`; a change
-//! here changes that file's schema too.
+//! `gpu-trace export --format parquet TRACE... -o DIR`: traces as Parquet
+//! tables, one dataset per kind of event, for DuckDB, Spark, Dask and
+//! pandas; `--format csv`: one trace's tables as CSV, what the Python
+//! package's `gpu_trace.load()` reads ([`crate::export_csv`]).
 
-use gpu_trace_reader::{CounterValue, GpuEvent, Stage, Trace};
-use rustc_hash::FxHashMap;
-use std::path::{Path, PathBuf};
+use crate::stats::{count, max_bytes_of};
+use gpu_trace_analysis::ReadOptions;
+use gpu_trace_reader::text::{escape, printable};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// `gpu-trace export`'s arguments.
 #[derive(clap::Args, Debug)]
 pub(crate) struct ExportArgs {
-    /// The trace.
-    trace: PathBuf,
-    /// The folder the tables are written into (made if missing).
-    #[arg(long, value_name = "DIR")]
-    dir: PathBuf,
+    /// The format written: parquet (DIR/<table>/<trace>.parquet for
+    /// kernels, memops, api_calls, ranges, counters, telemetry, windows), or
+    /// csv (one trace: DIR/<table>.csv for kernels, memory, api, ranges,
+    /// counters; what the Python package's gpu_trace.load reads).
+    #[arg(long, value_name = "parquet|csv", default_value = "parquet")]
+    format: String,
+    /// The directory of the tables (made if missing).
+    #[arg(short, long, value_name = "DIR")]
+    output: PathBuf,
+    /// Export up to N traces at once, one per thread (0: one per core).
+    #[arg(short, long, value_name = "N", default_value = "0")]
+    jobs: String,
+    /// Read at most SIZE bytes of each trace (as stats' --max-bytes).
+    #[arg(long, value_name = "SIZE")]
+    max_bytes: Option<String>,
+    /// Traces to export (one per rank of a job, say).
+    #[arg(required = true)]
+    traces: Vec<PathBuf>,
 }
 
-/// The tables' names and columns.
-pub(crate) const TABLES: [(&str, &[&str]); 5] = [
-    (
-        "kernels",
-        &[
-            "pid", "gpu", "queue", "start_ns", "dur_ns", "name", "mangled", "grid_x", "grid_y",
-            "grid_z", "block_x", "block_y", "block_z", "event_id",
-        ],
-    ),
-    (
-        "memory",
-        &[
-            "pid", "gpu", "queue", "start_ns", "dur_ns", "kind", "name", "bytes", "event_id",
-        ],
-    ),
-    (
-        "api",
-        &[
-            "pid",
-            "tid",
-            "start_ns",
-            "dur_ns",
-            "name",
-            "depth",
-            "event_ids",
-        ],
-    ),
-    (
-        "ranges",
-        &["pid", "tid", "start_ns", "dur_ns", "name", "depth"],
-    ),
-    ("counters", &["gpu", "ts_ns", "name", "value", "kind"]),
-];
-
-/// Writes the tables; exit 0, or 1 (after a line) when the trace cannot be
-/// read or a table cannot be written.
+/// `gpu-trace export`.
+#[cfg(feature = "parquet")]
 pub(crate) fn run(a: ExportArgs) -> ExitCode {
-    match export(&a.trace, &a.dir) {
-        Ok(()) => ExitCode::SUCCESS,
+    use gpu_trace_analysis::export::{export, file_stem};
+    if let Some(rc) = csv(&a) {
+        return rc;
+    }
+    let parsed = (|| -> Result<_, String> {
+        if !a.format.eq_ignore_ascii_case("parquet") {
+            return Err(format!(
+                "--format \"{}\": expected parquet or csv",
+                escape(&a.format)
+            ));
+        }
+        let jobs = match count("--jobs", &a.jobs, "traces")? {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        Ok((jobs, max_bytes_of(a.max_bytes.as_deref())?))
+    })();
+    let (jobs, max_bytes) = match parsed {
+        Ok(x) => x,
         Err(e) => {
             eprintln!("gpu-trace: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Each trace's files are named after it; two of one name (in two
+    // directories) are told apart by their place in the list.
+    let stems: Vec<String> = a.traces.iter().map(|t| file_stem(t)).collect();
+    let names: Vec<String> = stems
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if stems.iter().filter(|x| *x == s).count() > 1 {
+                format!("{s}-{i}")
+            } else {
+                s.clone()
+            }
+        })
+        .collect();
+    let read = ReadOptions {
+        max_bytes,
+        progress: None,
+    };
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<Result<_, _>>>> =
+        a.traces.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.min(a.traces.len()) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(t) = a.traces.get(i) else { break };
+                    let r = export(t, &a.output, &names[i], &read);
+                    *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                }
+            });
+        }
+    });
+    let mut ok = true;
+    for (t, r) in a.traces.iter().zip(results) {
+        let shown = escape(&t.display().to_string()).into_owned();
+        match r.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(Ok(x)) => {
+                let rows: Vec<String> = x.rows.iter().map(|(t, n)| format!("{n} {t}")).collect();
+                eprintln!("gpu-trace: {shown}: {}", rows.join(", "));
+            }
+            Some(Err(e)) => {
+                eprintln!("gpu-trace: {shown}: {}", printable(&e.to_string(), 1000));
+                ok = false;
+            }
+            None => ok = false,
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `gpu-trace export`, in a build without Parquet.
+#[cfg(not(feature = "parquet"))]
+pub(crate) fn run(a: ExportArgs) -> ExitCode {
+    if let Some(rc) = csv(&a) {
+        return rc;
+    }
+    let _ = (
+        a.format,
+        a.output,
+        a.jobs,
+        a.max_bytes,
+        a.traces,
+        count,
+        max_bytes_of,
+    );
+    eprintln!("gpu-trace: export: this gpu-trace was built without its `parquet` feature");
+    ExitCode::from(2)
+}
+
+/// `--format csv`: the CSV tables of one trace; `None` for another format.
+fn csv(a: &ExportArgs) -> Option<ExitCode> {
+    if !a.format.eq_ignore_ascii_case("csv") {
+        return None;
+    }
+    let [trace] = a.traces.as_slice() else {
+        eprintln!(
+            "gpu-trace: export --format csv: expected one trace, got {}",
+            a.traces.len()
+        );
+        return Some(ExitCode::from(2));
+    };
+    Some(match crate::export_csv::export(trace, &a.output) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gpu-trace: {}", printable(&e, 1000));
             ExitCode::FAILURE
         }
-    }
-}
-
-fn export(trace: &Path, dir: &Path) -> Result<(), String> {
-    let t = Trace::open(trace).map_err(|e| format!("{}: {e}", trace.display()))?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for (table, columns) in TABLES {
-        let path = dir.join(format!("{table}.csv"));
-        write_table(&t, table, columns, &path).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    Ok(())
-}
-
-type Row = Vec<String>;
-
-fn write_table(t: &Trace, table: &str, columns: &[&str], path: &Path) -> Result<(), String> {
-    let mut w = csv::Writer::from_path(path).map_err(|e| e.to_string())?;
-    w.write_record(columns).map_err(|e| e.to_string())?;
-    let mut put = |row: Row| {
-        debug_assert_eq!(row.len(), columns.len(), "{table}");
-        w.write_record(&row).map_err(|e| e.to_string())
-    };
-    match table {
-        "kernels" => t.kernels().try_for_each(|k| put(kernel(k)))?,
-        "memory" => t.memory_ops().try_for_each(|m| put(memory(m)))?,
-        "api" | "ranges" => {
-            let api = table == "api";
-            t.slices
-                .iter()
-                .filter(|s| s.gpu_api.is_some() == api)
-                .try_for_each(|s| {
-                    let th = t.thread_of(s.track);
-                    let mut row = vec![
-                        opt(th.map(|th| th.pid)),
-                        opt(th.map(|th| th.tid)),
-                        s.ts.to_string(),
-                        s.dur.to_string(),
-                        s.name.as_str().to_owned(),
-                        s.depth.to_string(),
-                    ];
-                    if api {
-                        row.push(
-                            s.submissions
-                                .iter()
-                                .map(u64::to_string)
-                                .collect::<Vec<_>>()
-                                .join(" "),
-                        );
-                    }
-                    put(row)
-                })?
-        }
-        "counters" => counters(&t.counters).into_iter().try_for_each(&mut put)?,
-        _ => unreachable!("a table of TABLES"),
-    }
-    w.flush().map_err(|e| e.to_string())
-}
-
-fn opt<T: ToString>(v: Option<T>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_default()
-}
-
-fn kernel(k: &GpuEvent) -> Row {
-    let (name, mangled) = match &k.kernel {
-        Some(info) if !info.demangled.is_empty() => (info.demangled.clone(), info.name.clone()),
-        Some(info) => (k.name.as_str().to_owned(), info.name.clone()),
-        None => (k.name.as_str().to_owned(), String::new()),
-    };
-    let dims = |d: Option<[u32; 3]>| -> [String; 3] {
-        match d {
-            Some(d) => d.map(|v| v.to_string()),
-            None => Default::default(),
-        }
-    };
-    let mut row = vec![
-        opt(k.context.map(|c| c.pid)),
-        opt(k.gpu_id),
-        k.queue.as_str().to_owned(),
-        k.ts.to_string(),
-        k.dur.to_string(),
-        name,
-        mangled,
-    ];
-    row.extend(dims(k.grid));
-    row.extend(dims(k.block));
-    row.push(k.event_id.to_string());
-    row
-}
-
-fn memory(m: &GpuEvent) -> Row {
-    vec![
-        opt(m.context.map(|c| c.pid)),
-        opt(m.gpu_id),
-        m.queue.as_str().to_owned(),
-        m.ts.to_string(),
-        m.dur.to_string(),
-        match m.stage {
-            Stage::Memset => "memset",
-            _ => "memcpy",
-        }
-        .to_owned(),
-        m.name.as_str().to_owned(),
-        opt(m.bytes()),
-        m.event_id.to_string(),
-    ]
-}
-
-/// Counter rows: each sample of the device's telemetry, and each value of
-/// a per-kernel counter (which returns to zero at its kernel's end: every
-/// other sample of a device's counter is that reset, as `stats` reads it).
-fn counters(values: &[CounterValue]) -> Vec<Row> {
-    use gpu_trace_reader::wire::counters::GROUP_COMPUTE;
-    let mut next_is_value: FxHashMap<(i64, &str), bool> = FxHashMap::default();
-    values
-        .iter()
-        .filter_map(|c| {
-            let per_kernel = c.groups.is_empty() || c.groups.contains(&GROUP_COMPUTE);
-            if per_kernel {
-                let v = next_is_value
-                    .entry((c.gpu_id, c.name.as_str()))
-                    .or_insert(true);
-                let is_value = *v;
-                *v = !is_value;
-                if !is_value {
-                    return None;
-                }
-            }
-            Some(vec![
-                c.gpu_id.to_string(),
-                c.ts.to_string(),
-                c.name.as_str().to_owned(),
-                c.value.to_string(),
-                if per_kernel { "kernel" } else { "device" }.to_owned(),
-            ])
-        })
-        .collect()
+    })
 }

@@ -7,7 +7,9 @@
 
 mod check;
 mod control;
+mod diff;
 mod export;
+mod export_csv;
 mod libs;
 mod metrics;
 mod options;
@@ -29,7 +31,9 @@ const EXAMPLES: &str = "\
 Examples:
   gpu-trace check                          # what this machine can trace, and where the libraries are
   gpu-trace record -- python train.py      # train-<pid>.pftrace, and a short summary
-  gpu-trace stats train-1234.pftrace       # the full report
+  gpu-trace stats train-1234.pftrace       # the full report, with its verdict
+  gpu-trace diff before/ after/            # two runs (a trace or a directory of them each)
+  gpu-trace export rank-*.pftrace -o tables/   # Parquet tables for DuckDB, Spark, Dask
   gpu-trace record --paused -- python train.py &   # then, from anywhere:
   gpu-trace start all; sleep 5; gpu-trace stop all # record a 5 s window of a live job
   gpu-trace record --window 2s --every 60s -- python train.py   # 2 s of every minute
@@ -51,6 +55,13 @@ enum Cmd {
     Record(Box<record::RecordArgs>),
     /// Summarise traces: kernels, memory operations, API calls, ranges.
     Stats(stats::StatsArgs),
+    /// Compare two runs: kernels, memory operations, API calls and ranges
+    /// by name, with each run's idle time.
+    Diff(diff::DiffArgs),
+    /// Write traces as Parquet tables (kernels, memops, api_calls, ranges,
+    /// counters, telemetry, windows) for DuckDB, Spark, Dask or pandas, or
+    /// one trace as CSV tables.
+    Export(export::ExportArgs),
     /// List the per-kernel metrics a GPU offers (as ncu --query-metrics).
     Metrics(metrics::MetricsArgs),
     /// Start recording (open a window) in running traced processes:
@@ -71,11 +82,6 @@ enum Cmd {
     /// Print the man page (roff) of gpu-trace or of one of its commands
     /// (e.g. `gpu-trace man record | man -l -`).
     Man(ManArgs),
-    /// Write a trace's kernels, memory operations, API calls, ranges and
-    /// counters as CSV tables (what the Python package's `gpu_trace.load`
-    /// reads).
-    #[command(hide = true)]
-    Export(export::ExportArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -146,6 +152,8 @@ fn main() -> ExitCode {
     match Cli::parse().cmd {
         Cmd::Record(a) => record::record(*a, &argv),
         Cmd::Stats(a) => stats::run(a),
+        Cmd::Diff(a) => diff::run(a),
+        Cmd::Export(a) => export::run(a),
         Cmd::Metrics(a) => metrics::metrics_cmd(a),
         Cmd::Check(a) => check::check_cmd(a.lib_dir.as_deref()),
         Cmd::Start(a) => control::run("start", &a),
@@ -153,6 +161,5 @@ fn main() -> ExitCode {
         Cmd::Status(a) => control::run("status", &a),
         Cmd::Completions(a) => completions_cmd(a),
         Cmd::Man(a) => man_cmd(a),
-        Cmd::Export(a) => export::run(a),
     }
 }

@@ -4,7 +4,7 @@
 //! into one summary and renders it.
 
 use gpu_trace_analysis::render::{self, Report, text};
-use gpu_trace_analysis::{Analyzer, ReadError, ReadOptions, STREAM_LIMIT};
+use gpu_trace_analysis::{Analyzer, NameStyle, ReadError, ReadOptions, STREAM_LIMIT};
 use gpu_trace_reader::text::{escape, printable};
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -22,11 +22,21 @@ pub(crate) struct StatsArgs {
     /// Write the summary to FILE instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// The tables to show, comma-separated: ranks, kernels, memops, api,
-    /// nvtx, counters, devices, telemetry, streams, threads (default: all
-    /// that have rows; ranks only over several processes).
+    /// The tables to show, comma-separated: verdict, ranks, kernels,
+    /// memops, api, nvtx, counters, devices, idle, temporal, launches,
+    /// telemetry, streams, threads (default: all that have rows; ranks only
+    /// over several processes).
     #[arg(long, value_name = "LIST")]
     report: Option<String>,
+    /// How kernels are named in tables: short (the base name, with what
+    /// tells it from other kernels of that base), base (the name alone,
+    /// without namespaces, template arguments and parameters), full (the
+    /// whole demangled name) or mangled. CSV and JSON carry every form.
+    #[arg(long, value_name = "short|base|full|mangled", default_value = "short")]
+    names: String,
+    /// Read up to N traces at once, one per thread (0: one per core).
+    #[arg(short, long, value_name = "N", default_value = "0")]
+    jobs: String,
     /// Only the first N rows of each table (the longest total time, the
     /// busiest, the most waiting).
     #[arg(long, value_name = "N")]
@@ -52,7 +62,7 @@ pub(crate) struct StatsArgs {
 
 /// How the summary is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
+pub(crate) enum Format {
     Table,
     Csv,
     Json,
@@ -79,33 +89,8 @@ fn parse_size(v: &str) -> Option<u64> {
 /// The options, or what is wrong with them: how the summary is written,
 /// what it shows, and the bytes read at most of each trace (`None`: the
 /// reader's default).
-fn options(a: &StatsArgs) -> Result<(Format, render::Options, Option<u64>), String> {
-    let format = match a.format.as_deref().map(str::to_ascii_lowercase).as_deref() {
-        None => {
-            if a.json {
-                Format::Json
-            } else {
-                Format::Table
-            }
-        }
-        Some("json") => Format::Json,
-        Some(f) if a.json => {
-            return Err(format!("--json and --format {f:?} disagree"));
-        }
-        Some("table") => Format::Table,
-        Some("csv") => Format::Csv,
-        Some(_) => {
-            return Err(format!(
-                "--format {:?}: expected table, csv or json",
-                a.format.as_deref().unwrap_or_default()
-            ));
-        }
-    };
-    let count = |flag: &str, v: &str, what: &str| -> Result<usize, String> {
-        v.trim()
-            .parse::<usize>()
-            .map_err(|_| format!("{flag} {v:?}: expected a whole number of {what}"))
-    };
+fn options(a: &StatsArgs) -> Result<(Format, render::Options, Option<u64>, usize), String> {
+    let format = format_of(a.format.as_deref(), a.json)?;
     let mut o = render::Options::default();
     if let Some(r) = &a.report {
         o.reports = Report::parse_list(r)?;
@@ -115,19 +100,58 @@ fn options(a: &StatsArgs) -> Result<(Format, render::Options, Option<u64>), Stri
         o.top = Some(count("--top", t, "rows")?);
     }
     o.name_width = count("--name-width", &a.name_width, "characters")?;
+    o.names = NameStyle::parse(&a.names)?;
     if (1..4).contains(&o.name_width) {
         return Err(format!(
             "--name-width {:?}: expected 0 (whole names) or at least 4 characters",
             a.name_width
         ));
     }
-    let max_bytes = match &a.max_bytes {
-        Some(m) => Some(parse_size(m).ok_or_else(|| {
+    let max_bytes = max_bytes_of(a.max_bytes.as_deref())?;
+    let jobs = count("--jobs", &a.jobs, "traces")?;
+    Ok((format, o, max_bytes, jobs))
+}
+
+/// `--format` (and `--json`).
+pub(crate) fn format_of(format: Option<&str>, json: bool) -> Result<Format, String> {
+    Ok(match format.map(str::to_ascii_lowercase).as_deref() {
+        None => {
+            if json {
+                Format::Json
+            } else {
+                Format::Table
+            }
+        }
+        Some("json") => Format::Json,
+        Some(f) if json => {
+            return Err(format!("--json and --format {f:?} disagree"));
+        }
+        Some("table") => Format::Table,
+        Some("csv") => Format::Csv,
+        Some(_) => {
+            return Err(format!(
+                "--format {:?}: expected table, csv or json",
+                format.unwrap_or_default()
+            ));
+        }
+    })
+}
+
+/// A whole number given to `flag`.
+pub(crate) fn count(flag: &str, v: &str, what: &str) -> Result<usize, String> {
+    v.trim()
+        .parse::<usize>()
+        .map_err(|_| format!("{flag} {v:?}: expected a whole number of {what}"))
+}
+
+/// `--max-bytes`.
+pub(crate) fn max_bytes_of(m: Option<&str>) -> Result<Option<u64>, String> {
+    match m {
+        Some(m) => Ok(Some(parse_size(m).ok_or_else(|| {
             format!("--max-bytes {m:?}: expected a size above 0, in bytes or with K, M, G or T")
-        })?),
-        None => None,
-    };
-    Ok((format, o, max_bytes))
+        })?)),
+        None => Ok(None),
+    }
 }
 
 /// Characters of a warning shown at most (names in it come from the trace).
@@ -135,7 +159,7 @@ const WARNING_WIDTH: usize = 1000;
 
 /// `gpu-trace stats`.
 pub(crate) fn run(a: StatsArgs) -> ExitCode {
-    let (format, o, max_bytes) = match options(&a) {
+    let (format, o, max_bytes, jobs) = match options(&a) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("gpu-trace: {e}");
@@ -146,21 +170,79 @@ pub(crate) fn run(a: StatsArgs) -> ExitCode {
         max_bytes,
         progress: Some("gpu-trace:".to_owned()),
     };
-    let mut ok = true;
     let mut analyzer = Analyzer::new();
-    for p in &a.traces {
+    let mut ok = read_traces(&mut analyzer, &a.traces, &read, jobs, a.strict);
+    if analyzer.files().next().is_none() {
+        return ExitCode::FAILURE;
+    }
+    let s = analyzer.finish();
+    let out = match format {
+        Format::Table => render::to_text(&s, &o),
+        Format::Csv => render::to_csv(&s, &o),
+        Format::Json => format!("{}\n", render::to_json(&s, &o)),
+    };
+    if !write_out(a.output.as_deref(), &out) {
+        ok = false;
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Writes `out` to `path`, or to stdout; false (said on stderr) when it
+/// cannot.
+pub(crate) fn write_out(path: Option<&std::path::Path>, out: &str) -> bool {
+    let written = match path {
+        Some(path) => std::fs::write(path, out.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display())),
+        None => {
+            let mut so = std::io::stdout().lock();
+            so.write_all(out.as_bytes())
+                .and_then(|()| so.flush())
+                .map_err(|e| format!("cannot write the summary: {e}"))
+        }
+    };
+    match written {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("gpu-trace: {e}");
+            false
+        }
+    }
+}
+
+/// Reads `paths` into `analyzer`, `jobs` at once (0: one per core), and
+/// says each trace's warnings and errors on stderr, in the order given;
+/// false when a trace could not be read or (`strict`) is incomplete or
+/// has warnings.
+pub(crate) fn read_traces(
+    analyzer: &mut Analyzer,
+    paths: &[PathBuf],
+    read: &ReadOptions,
+    jobs: usize,
+    strict: bool,
+) -> bool {
+    let before = analyzer.files().count();
+    let results = analyzer.read_all(paths, read, jobs);
+    let files: Vec<_> = analyzer.files().skip(before).collect();
+    let mut files = files.into_iter();
+    let mut ok = true;
+    for (p, r) in paths.iter().zip(results) {
         // Names from the trace (and the path) are escaped: each line of
         // ours stays one line, and nothing in a trace reaches the terminal
         // as a control sequence.
         let shown = p.display().to_string();
         let shown = escape(&shown);
-        match analyzer.read(p, &read) {
-            Ok(f) => {
+        match r {
+            Ok(()) => {
+                let Some(f) = files.next() else { continue };
                 for w in &f.warnings {
                     eprintln!("gpu-trace: {shown}: {}", printable(w, WARNING_WIDTH));
                 }
                 let incomplete = !f.complete();
-                if a.strict && (incomplete || !f.warnings.is_empty()) {
+                if strict && (incomplete || !f.warnings.is_empty()) {
                     eprintln!(
                         "gpu-trace: {shown}: {} (--strict)",
                         if incomplete {
@@ -179,7 +261,7 @@ pub(crate) fn run(a: StatsArgs) -> ExitCode {
                     ReadError::TooLarge { limit } => eprintln!(
                         "gpu-trace: {shown}: more than {} bytes ({}): not summarised",
                         text::int(limit),
-                        if max_bytes.is_some() {
+                        if read.max_bytes.is_some() {
                             "--max-bytes".to_owned()
                         } else {
                             format!(
@@ -197,32 +279,5 @@ pub(crate) fn run(a: StatsArgs) -> ExitCode {
             }
         }
     }
-    if analyzer.files().next().is_none() {
-        return ExitCode::FAILURE;
-    }
-    let s = analyzer.finish();
-    let out = match format {
-        Format::Table => render::to_text(&s, &o),
-        Format::Csv => render::to_csv(&s, &o),
-        Format::Json => format!("{}\n", render::to_json(&s, &o)),
-    };
-    let written = match &a.output {
-        Some(path) => std::fs::write(path, out.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", path.display())),
-        None => {
-            let mut so = std::io::stdout().lock();
-            so.write_all(out.as_bytes())
-                .and_then(|()| so.flush())
-                .map_err(|e| format!("cannot write the summary: {e}"))
-        }
-    };
-    if let Err(e) = written {
-        eprintln!("gpu-trace: {e}");
-        ok = false;
-    }
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    ok
 }

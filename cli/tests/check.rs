@@ -127,7 +127,7 @@ fn completions_and_man_pages_come_from_the_clap_definition() {
     assert_eq!(code, Some(2));
     assert_eq!(
         err.trim(),
-        "gpu-trace: man \"nope\": expected one of record, stats, metrics, start, stop, status, check, completions, man"
+        "gpu-trace: man \"nope\": expected one of record, stats, diff, export, metrics, start, stop, status, check, completions, man"
     );
 }
 

@@ -682,6 +682,7 @@ fn csv_parses_back_into_the_json_numbers() {
     assert_eq!(
         names,
         [
+            "verdict",
             "kernels",
             "memops",
             "api",
@@ -689,10 +690,16 @@ fn csv_parses_back_into_the_json_numbers() {
             "counters",
             "counters_by_kernel",
             "devices",
+            "idle",
+            "temporal",
+            "launches",
+            "launch_outliers",
             "streams",
             "threads"
         ]
     );
+    // The verdict first, then the tables as before.
+    tables.remove(0);
     let (header, kernels) = &tables[0];
     let col = |n: &str| header.iter().position(|h| h == n).unwrap();
     let got: Vec<(String, u64, u64, f64)> = kernels
@@ -733,6 +740,8 @@ fn report_top_and_name_width_shape_the_output() {
         &[
             "--report",
             "kernels,threads",
+            "--names",
+            "full",
             "--top",
             "1",
             "--name-width",
@@ -762,7 +771,17 @@ fn report_top_and_name_width_shape_the_output() {
     assert!(reversed.find("GPU kernels") > reversed.find("Threads: "));
 
     // Whole names without a width, and in CSV whatever the width.
-    let (_, text, _) = stats(&["--report", "kernels", "--name-width", "0"], &[&r.path]);
+    let (_, text, _) = stats(
+        &[
+            "--report",
+            "kernels",
+            "--name-width",
+            "0",
+            "--names",
+            "full",
+        ],
+        &[&r.path],
+    );
     assert!(text.contains("  busy(int, int)\n"), "{text}");
     let (_, csv, _) = stats(
         &[
@@ -791,7 +810,7 @@ fn report_top_and_name_width_shape_the_output() {
     for (args, msg) in [
         (
             vec!["--report", "kernels,kernal"],
-            "gpu-trace: --report \"kernal\": expected ranks, kernels, memops, api, nvtx, counters, devices, telemetry, streams, threads (comma-separated)",
+            "gpu-trace: --report \"kernal\": expected verdict, ranks, kernels, memops, api, nvtx, counters, devices, idle, temporal, launches, telemetry, streams, threads (comma-separated)",
         ),
         (
             vec!["--top", "ten"],
@@ -933,7 +952,10 @@ fn garbage_empty_and_truncated_input() {
     );
     // A bad file among good ones: the good one is summarised, the exit
     // status says something failed.
-    let (rc, out, _) = stats(&["--report", "kernels"], &[&empty, &r.path]);
+    let (rc, out, _) = stats(
+        &["--report", "kernels", "--names", "full"],
+        &[&empty, &r.path],
+    );
     assert_eq!(rc, 1);
     assert!(out.contains("busy(int, int)"), "{out}");
 
@@ -1352,4 +1374,148 @@ fn busy_shares_are_of_the_windows_and_their_drain() {
     assert!(close(pct, want), "all: {pct}% (want {want}%)");
     std::fs::remove_dir_all(dir).unwrap();
     std::fs::remove_dir_all(again.path.parent().unwrap()).unwrap();
+}
+
+fn gpu_trace(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-trace"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn diff_of_two_programs_by_name() {
+    let dir = scratch("diff");
+    let a = record("known", &dir);
+    let b = record("second", &dir);
+    let (pa, pb) = (a.path.to_str().unwrap(), b.path.to_str().unwrap());
+    let (rc, out, err) = gpu_trace(&["diff", "--format", "json", pa, pb]);
+    assert_eq!(rc, 0, "{err}");
+    let d: Value = serde_json::from_str(&out).unwrap();
+    let k: Vec<(&str, &str, i64, i64)> = d["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["short_name"].as_str().unwrap(),
+                r["change"].as_str().unwrap(),
+                r["count_delta"].as_i64().unwrap(),
+                r["total_delta_ns"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    // other() gone (8000 ns), busy(int, int) 3500 → 6000 ns, tiny() gone.
+    assert_eq!(
+        k,
+        [
+            ("other", "gone", -1, -8_000),
+            ("busy", "both", -2, 2_500),
+            ("tiny", "gone", -3, -600),
+        ]
+    );
+    assert_eq!(d["a"]["files"][0], pa);
+    // A directory of traces is a side; text names the changes.
+    let side = dir.join("b-side");
+    std::fs::create_dir_all(&side).unwrap();
+    std::fs::copy(&b.path, side.join("rank-0.pftrace")).unwrap();
+    let (rc, text, err) = gpu_trace(&["diff", pa, side.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(text.contains("gone"), "{text}");
+    assert!(text.contains("GPU idle time"), "{text}");
+    let (rc, csv, _) = gpu_trace(&["diff", "--format", "csv", pa, pb]);
+    assert_eq!(rc, 0);
+    assert!(csv.starts_with("report,side,files,"), "{csv}");
+    assert!(
+        csv.contains("\nkernels,other(),other,gone,1,0,8000,0,"),
+        "{csv}"
+    );
+    // Bad input names the value and what was expected.
+    let missing = dir.join("missing.pftrace");
+    let (rc, _, err) = gpu_trace(&["diff", pa, missing.to_str().unwrap()]);
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("B ") && err.contains("missing.pftrace"),
+        "{err}"
+    );
+    let empty = dir.join("empty-dir");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (rc, _, err) = gpu_trace(&["diff", empty.to_str().unwrap(), pb]);
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("expected a trace, or a directory of .pftrace files"),
+        "{err}"
+    );
+    let (rc, _, err) = gpu_trace(&["diff", "--names", "mangled", pa, pb]);
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("--names \"mangled\": expected short, base or full"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn names_jobs_and_export_options_are_checked() {
+    let dir = scratch("options");
+    let r = record("known", &dir);
+    let p = r.path.to_str().unwrap();
+    let (rc, _, err) = stats(&["--names", "pretty"], &[&r.path]);
+    assert_eq!(rc, 2);
+    assert_eq!(
+        err.trim(),
+        "gpu-trace: --names \"pretty\": expected short, base, full or mangled"
+    );
+    let (rc, _, err) = stats(&["--jobs", "many"], &[&r.path]);
+    assert_eq!(rc, 2);
+    assert_eq!(
+        err.trim(),
+        "gpu-trace: --jobs \"many\": expected a whole number of traces"
+    );
+    // Every form of the names; the same summary read on one or two
+    // threads.
+    for n in ["short", "base", "full", "mangled"] {
+        let (rc, text, _) = stats(&["--names", n, "--report", "kernels"], &[&r.path]);
+        assert_eq!(rc, 0);
+        let want = match n {
+            "short" | "base" => "  busy\n",
+            "full" => "  busy(int, int)\n",
+            _ => "  _Z4busyii\n",
+        };
+        assert!(text.contains(want), "{n}: {text}");
+    }
+    let one = json(&["--jobs", "1"], &[&r.path, &r.path]);
+    let two = json(&["--jobs", "2"], &[&r.path, &r.path]);
+    assert_eq!(one, two);
+    let out = dir.join("tables");
+    let o = out.to_str().unwrap();
+    let (rc, _, err) = gpu_trace(&["export", "--format", "csv", "-o", o, p]);
+    assert_eq!(rc, 2);
+    assert_eq!(err.trim(), "gpu-trace: --format \"csv\": expected parquet");
+    let (rc, _, err) = gpu_trace(&["export", "-o", o, p, p]);
+    assert_eq!(rc, 0, "{err}");
+    // Two traces of one name are told apart by their place.
+    for t in [
+        "kernels",
+        "memops",
+        "api_calls",
+        "ranges",
+        "counters",
+        "telemetry",
+        "windows",
+    ] {
+        for f in ["known-0", "known-1"] {
+            assert!(
+                out.join(t).join(format!("{f}.parquet")).is_file(),
+                "{t}/{f}"
+            );
+        }
+    }
+    assert!(err.contains("8 kernels"), "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -55,6 +55,36 @@ impl Durations {
         }
     }
 
+    /// Count, median, p99 (nearest rank) and max, as [`row`] has them,
+    /// without sorting: selections, linear in the count.
+    pub(crate) fn quantiles(&mut self) -> (u64, f64, u64, u64) {
+        let n = self.len();
+        if n == 0 {
+            return (0, 0.0, 0, 0);
+        }
+        if !self.large.is_empty() || self.sorted {
+            self.sort();
+            let median = if n % 2 == 1 {
+                self.nth(n / 2) as f64
+            } else {
+                (self.nth(n / 2 - 1) as f64 + self.nth(n / 2) as f64) / 2.0
+            };
+            let rank = (99 * n).div_ceil(100).max(1);
+            return (n as u64, median, self.nth(rank - 1), self.nth(n - 1));
+        }
+        let v = &mut self.small;
+        let mut at = |k: usize| -> u64 { *v.select_nth_unstable(k).1 as u64 };
+        let max = at(n - 1);
+        let rank = (99 * n).div_ceil(100).max(1);
+        let p99 = at(rank - 1);
+        let median = if n % 2 == 1 {
+            at(n / 2) as f64
+        } else {
+            (at(n / 2 - 1) as f64 + at(n / 2) as f64) / 2.0
+        };
+        (n as u64, median, p99, max)
+    }
+
     fn iter(&self) -> impl Iterator<Item = u64> + '_ {
         self.small
             .iter()
@@ -99,6 +129,14 @@ pub struct Row {
     pub stddev: f64,
     /// Bytes (memory operations), summed; `None` in the other tables.
     pub bytes: Option<u64>,
+    /// A kernel's unique short name (see [`crate::names`]); `None` in the
+    /// other tables.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub short_name: Option<String>,
+    /// A kernel's mangled name, where the trace has one; `None` in the
+    /// other tables.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mangled: Option<String>,
 }
 
 /// One group's statistics; `pct` is left 0 (see [`table`]).
@@ -132,6 +170,8 @@ pub(crate) fn row(name: String, d: &mut Durations, bytes: Option<u64>) -> Row {
         max,
         stddev: var.sqrt(),
         bytes,
+        short_name: None,
+        mangled: None,
     }
 }
 
@@ -186,6 +226,22 @@ mod tests {
         b.push(4);
         a.append(b);
         assert_eq!(row("m".into(), &mut a, None).median, 4.0);
+    }
+
+    #[test]
+    fn quantiles_without_sorting_are_those_of_the_row() {
+        for v in [
+            vec![5u64],
+            vec![4, 9],
+            (1..=200).rev().collect::<Vec<_>>(),
+            vec![7, 7, 1, 9, 3, 3, 8, 0, 12, 5],
+            vec![3, 5_000_000_000, 1],
+        ] {
+            let r = of(&v);
+            let mut d = Durations::default();
+            v.iter().for_each(|&x| d.push(x));
+            assert_eq!(d.quantiles(), (r.count, r.median, r.p99, r.max), "{v:?}");
+        }
     }
 
     #[test]

@@ -32,17 +32,25 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod diagnose;
+pub mod diff;
 mod durations;
+#[cfg(feature = "parquet")]
+pub mod export;
 pub mod intervals;
+mod launch;
+pub mod names;
 mod ranks;
 mod read;
 pub mod render;
 mod summary;
 mod telemetry;
 
+pub use diagnose::{Finding, IdleRow, LaunchRow, OutlierRow, TemporalRow, Verdict};
 pub use durations::Row;
 pub use gpu_trace_reader::{ReadError, ReadOptions, STREAM_LIMIT};
 pub use intervals::Intervals;
+pub use names::NameStyle;
 pub use ranks::{Measure, RankRow, Ranks, SLOWER_BY, Straggler, WAITS_MORE_BY, is_step};
 pub use summary::{
     CounterRow, Counts, EngineRow, FileSummary, KERNEL_ENGINE, Pid, Process, Span, StreamRow,
@@ -52,6 +60,8 @@ pub use telemetry::{DeviceTelemetry, ReasonRow, TelemetryRow, Throttle, reason};
 
 use gpu_trace_reader::Trace;
 use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The README's example, compiled.
 #[cfg(doctest)]
@@ -90,15 +100,76 @@ impl Analyzer {
         path: impl AsRef<Path>,
         o: &ReadOptions,
     ) -> Result<&FileSummary, ReadError> {
-        let p = path.as_ref();
-        let mut acc = read::Acc::default();
-        let t = Trace::visit_with(p, o, &mut acc)?;
-        // 0: not known (a pipe).
-        let size = std::fs::metadata(p)
-            .ok()
-            .filter(|m| m.is_file())
-            .map_or(0, |m| m.len());
-        Ok(self.keep(acc.finish(&t, p.display().to_string(), size)))
+        let f = read_one(path.as_ref(), o)?;
+        Ok(self.keep(f))
+    }
+
+    /// [`Analyzer::read`] of every trace at `paths`, on up to `jobs`
+    /// threads at once (0: one per core), kept in the order given; each
+    /// result says how that trace's read went. With more than one thread,
+    /// no progress bar is drawn (several would fight over the line).
+    ///
+    /// Each thread reads one trace at a time, as it streams by: memory
+    /// holds, besides what the summary keeps of the traces read, one
+    /// trace's reading state per thread. The threads take the next trace
+    /// from a shared counter, so a large trace does not hold up the
+    /// others.
+    pub fn read_all<P: AsRef<Path> + Sync>(
+        &mut self,
+        paths: &[P],
+        o: &ReadOptions,
+        jobs: usize,
+    ) -> Vec<Result<(), ReadError>> {
+        let jobs = match jobs {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+        .min(paths.len());
+        if jobs <= 1 {
+            return paths.iter().map(|p| self.read(p, o).map(|_| ())).collect();
+        }
+        let quiet = ReadOptions {
+            progress: None,
+            ..o.clone()
+        };
+        let next = AtomicUsize::new(0);
+        let slots: Vec<Mutex<Option<ReadResult>>> =
+            paths.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                let work = || {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(p) = paths.get(i) else { break };
+                        let r = read_one(p.as_ref(), &quiet);
+                        *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                    }
+                };
+                // The reader's decoding recurses a little: the main
+                // thread's stack size, not a spawned thread's 2 MiB.
+                if std::thread::Builder::new()
+                    .name("gpu-trace-read".to_owned())
+                    .stack_size(8 << 20)
+                    .spawn_scoped(scope, work)
+                    .is_err()
+                {
+                    // No thread to be had: this one reads what is left.
+                    break;
+                }
+            }
+        });
+        slots
+            .into_iter()
+            .zip(paths)
+            .map(|(slot, p)| {
+                let r = slot.into_inner().unwrap_or_else(|e| e.into_inner());
+                // A trace no thread got to (none could be started).
+                let r = r.unwrap_or_else(|| read_one(p.as_ref(), o));
+                r.map(|f| {
+                    self.keep(f);
+                })
+            })
+            .collect()
     }
 
     /// [`Analyzer::read`] of a trace in memory, named `name` in the summary.
@@ -126,6 +197,21 @@ impl Analyzer {
     pub fn finish(self) -> Summary {
         summary::build(self.files)
     }
+}
+
+/// What one read keeps of a trace.
+type ReadResult = Result<(FileSummary, read::FileData), ReadError>;
+
+/// Reads the trace at `p` once, as it streams by.
+fn read_one(p: &Path, o: &ReadOptions) -> ReadResult {
+    let mut acc = read::Acc::default();
+    let t = Trace::visit_with(p, o, &mut acc)?;
+    // 0: not known (a pipe).
+    let size = std::fs::metadata(p)
+        .ok()
+        .filter(|m| m.is_file())
+        .map_or(0, |m| m.len());
+    Ok(acc.finish(&t, p.display().to_string(), size))
 }
 
 /// The summary of the traces at `paths`, each read once with `o`.

@@ -11,6 +11,7 @@
 
 use crate::durations::Durations;
 use crate::intervals::Intervals;
+use crate::launch::{LaunchAcc, Matcher, NO_GROUP, Work};
 use crate::render::text::int;
 use crate::summary::{Counts, FileSummary, KERNEL_ENGINE, Pid, Span, UNKNOWN_PID};
 use gpu_trace_model::waits::waits_for_gpu;
@@ -38,6 +39,10 @@ struct Group<K> {
     bytes: u64,
     /// Whether the name is that of a call waiting for the GPU.
     waits: bool,
+    /// Whether the name is that of a communication kernel (NCCL, RCCL).
+    comm: bool,
+    /// A kernel's mangled name (empty: not known).
+    mangled: String,
 }
 
 /// Durations and bytes by owner (a process, or a track) and name. Each
@@ -72,6 +77,8 @@ impl<K: Copy + Eq + Hash> Groups<K> {
                     durs: Durations::default(),
                     bytes: 0,
                     waits: waits_for_gpu(name),
+                    comm: crate::diagnose::is_communication(name),
+                    mangled: String::new(),
                 });
                 *v.insert(self.groups.len() as u32 - 1)
             }
@@ -99,6 +106,10 @@ impl<K: Copy + Eq + Hash> Groups<K> {
             Some(&i) => i,
             None => {
                 let i = self.named(owner, &k.demangled);
+                let g = &mut self.groups[i as usize];
+                if g.mangled.is_empty() {
+                    g.mangled = k.name.clone();
+                }
                 self.keep.push(Holder::Kernel(k.clone()));
                 self.by_ptr.insert(key, i);
                 i
@@ -118,7 +129,7 @@ impl<K: Copy + Eq + Hash> Groups<K> {
 /// (`correlation << 22 | pid`), with splitmix64's finaliser: every bit of
 /// the id reaches the bits the table indexes and tags by.
 #[derive(Default, Clone, Copy)]
-struct IdHash;
+pub(crate) struct IdHash;
 
 impl std::hash::BuildHasher for IdHash {
     type Hasher = IdHasher;
@@ -127,7 +138,7 @@ impl std::hash::BuildHasher for IdHash {
     }
 }
 
-struct IdHasher(u64);
+pub(crate) struct IdHasher(u64);
 
 impl std::hash::Hasher for IdHasher {
     fn finish(&self) -> u64 {
@@ -263,7 +274,7 @@ const COUNTERS_SOURCE: &str = "gpu.counters";
 const START_BLOCK: usize = 64 << 10;
 
 /// Writes `v` as a varint into `out` at `n`; returns the new end.
-fn put_varint(out: &mut [u8; 20], mut n: usize, mut v: u64) -> usize {
+pub(crate) fn put_varint(out: &mut [u8; 20], mut n: usize, mut v: u64) -> usize {
     while v >= 0x80 {
         out[n] = (v as u8) | 0x80;
         v >>= 7;
@@ -274,7 +285,7 @@ fn put_varint(out: &mut [u8; 20], mut n: usize, mut v: u64) -> usize {
 }
 
 /// Reads a varint at `*at` of `b`, moving `*at` past it.
-fn get_varint(b: &[u8], at: &mut usize) -> u64 {
+pub(crate) fn get_varint(b: &[u8], at: &mut usize) -> u64 {
     let (mut v, mut shift) = (0u64, 0);
     loop {
         let byte = b[*at];
@@ -412,6 +423,11 @@ struct EngineAcc {
     ops: u64,
     span: Span,
     busy: Intervals,
+    /// Of the kernels' engine: the union of its communication kernels,
+    /// and, once one came (before, they are all of `busy`), of its other
+    /// (compute) kernels.
+    comm: Intervals,
+    compute: Option<Intervals>,
 }
 
 /// (queue address, pid, gpu, engine).
@@ -525,6 +541,8 @@ pub(crate) struct Acc {
     /// Whether API calls are no longer checked against their GPU work: the
     /// ids to keep for it passed a limit.
     unchecked: bool,
+    /// GPU work matched with its calls.
+    launch: Matcher,
 }
 
 impl Visitor for Acc {
@@ -564,7 +582,7 @@ impl Visitor for Acc {
         };
         let gpu = e.gpu_id.unwrap_or(0);
         let end = e.ts.saturating_add(e.dur);
-        let (engine, is_kernel) = match e.stage {
+        let (engine, group) = match e.stage {
             Stage::Kernel => {
                 let g = match &e.kernel {
                     Some(k) if !k.demangled.is_empty() => self.kernels.of_kernel(k, pid),
@@ -573,7 +591,7 @@ impl Visitor for Acc {
                 self.kernels.add(g, e.dur, 0);
                 self.starts.push(gpu, e.ts, g);
                 self.counts.kernels += 1;
-                (0, true)
+                (0, g)
             }
             Stage::Memcpy | Stage::Memset => {
                 if e.stage == Stage::Memcpy {
@@ -583,14 +601,34 @@ impl Visitor for Acc {
                 }
                 let g = self.memory.of_str(&e.name, pid);
                 self.memory.add(g, e.dur, e.bytes().unwrap_or(0));
-                (g + 1, false)
+                (g + 1, NO_GROUP)
             }
             Stage::Other(_) => return,
         };
+        let is_kernel = group != NO_GROUP;
         let lane = self.lane(&e.queue, pid, gpu, engine);
+        self.launch.work(
+            e.event_id,
+            Work {
+                pid,
+                gpu,
+                ts: e.ts,
+                dur: e.dur,
+                group,
+                stream: lane.stream,
+            },
+        );
+        let comm = is_kernel && self.kernels.groups[group as usize].comm;
         let en = &mut self.engines[lane.engine as usize];
         en.ops += 1;
         en.span.add(e.ts, end);
+        if comm {
+            // Every kernel so far was compute.
+            en.compute.get_or_insert_with(|| en.busy.clone());
+            en.comm.add(e.ts, end);
+        } else if let Some(c) = &mut en.compute {
+            c.add(e.ts, end);
+        }
         en.busy.add(e.ts, end);
         let s = &mut self.streams[lane.stream as usize];
         if is_kernel {
@@ -625,7 +663,13 @@ impl Visitor for Acc {
                 self.tracks[t as usize].span.add(s.ts, end);
             }
         }
-        if s.submissions.is_empty() || self.unchecked {
+        if s.submissions.is_empty() {
+            return;
+        }
+        for &id in &s.submissions {
+            self.launch.call(id, s.ts, s.dur, &s.name, s.track);
+        }
+        if self.unchecked {
             return;
         }
         let mut missing = std::mem::take(&mut self.missing);
@@ -771,6 +815,8 @@ impl Acc {
                         ops: 0,
                         span: Span::default(),
                         busy: Intervals::default(),
+                        comm: Intervals::default(),
+                        compute: None,
                     });
                 }
                 let l = Lane { engine: e, stream };
@@ -855,7 +901,7 @@ impl Acc {
     /// without its events) holds besides: the header of the file at `path`
     /// (`size` bytes, 0: not known), and the rest of what the summary
     /// needs.
-    pub(crate) fn finish(self, t: &Trace, path: String, size: u64) -> (FileSummary, FileData) {
+    pub(crate) fn finish(mut self, t: &Trace, path: String, size: u64) -> (FileSummary, FileData) {
         // The kernel of each per-kernel counter value: the one that starts
         // on its GPU at its time.
         let mut wanted: FxHashMap<(i64, u64), Option<u32>> =
@@ -927,12 +973,41 @@ impl Acc {
             let i = self.track_index[&uuid] as usize;
             fold(owners[i].0)
         };
-        for g in self.kernels.groups {
+        // The launch-delay outliers, with their names, streams and threads.
+        for o in &self.launch.outliers {
+            let g = &self.kernels.groups[o.work.group as usize];
             procs
-                .entry(fold(g.owner))
+                .entry(fold(o.work.pid))
                 .or_default()
-                .kernels
-                .push((g.name, g.durs));
+                .outliers
+                .push(OutlierData {
+                    kernel: g.name.clone(),
+                    gpu: o.work.gpu,
+                    stream: self.streams[o.work.stream as usize].name.clone(),
+                    start: o.work.ts,
+                    dur: o.work.dur,
+                    delay: o.delay,
+                    api: o.call.name.to_string(),
+                    api_start: o.call.ts,
+                    api_dur: o.call.dur,
+                    tid: track_owner(t, o.call.track).1,
+                });
+        }
+        let mut launches = std::mem::take(&mut self.launch.kernels).into_iter();
+        for g in self.kernels.groups {
+            let p = procs.entry(fold(g.owner)).or_default();
+            if let Some(l) = launches.next()
+                && l.calls.len() > 0
+            {
+                p.launches.push((g.name.clone(), l));
+            }
+            if !g.mangled.is_empty() && g.mangled != g.name {
+                p.mangled.push((g.name.clone(), g.mangled));
+            }
+            p.kernels.push((g.name, g.durs));
+        }
+        for ((pid, gpu), log) in std::mem::take(&mut self.launch.devices) {
+            procs.entry(fold(pid)).or_default().pairs.push((gpu, log));
         }
         let mut engine_names: Vec<String> = Vec::with_capacity(self.memory.groups.len());
         for g in self.memory.groups {
@@ -957,6 +1032,8 @@ impl Acc {
                     engine,
                     ops: e.ops,
                     busy: e.busy,
+                    comm: e.comm,
+                    compute: e.compute,
                 });
         }
         for s in self.streams {
@@ -1067,6 +1144,15 @@ impl Acc {
                         format!(
                             "{} per-kernel counter values are not matched to their kernels: the trace's config names no counters data source, so the kernels before the first value were not kept",
                             int(unmatched as u64)
+                        ),
+                    );
+                }
+                if self.launch.overflowed && self.launch.matched > 0 {
+                    p.insert(
+                        0,
+                        format!(
+                            "some GPU work is not matched with the API call that submitted it (more than {} waited for their other half at once): the launch statistics and the idle breakdown leave it out",
+                            int(crate::launch::MAX_PENDING as u64)
                         ),
                     );
                 }
@@ -1194,7 +1280,7 @@ fn losses(t: &Trace) -> Option<Vec<(String, u64)>> {
 /// without one, what gpu-trace's track uuids hold (`gpu-trace-perfetto`'s
 /// `thread_track_uuid`: bit 54, the pid in bits 32–53 and the tid below;
 /// `range_track_uuid`: the pid from bit 40, with bit 61 flipped).
-fn track_owner(t: &Trace, uuid: u64) -> (Pid, Option<i64>) {
+pub(crate) fn track_owner(t: &Trace, uuid: u64) -> (Pid, Option<i64>) {
     if let Some(th) = t.thread_of(uuid) {
         return (th.pid, Some(th.tid));
     }
@@ -1222,6 +1308,25 @@ pub(crate) struct EngineData {
     pub(crate) engine: String,
     pub(crate) ops: u64,
     pub(crate) busy: Intervals,
+    /// Of the kernels' engine: its communication kernels' union, and its
+    /// other kernels' (`None`: the same as `busy`, none was communication).
+    pub(crate) comm: Intervals,
+    pub(crate) compute: Option<Intervals>,
+}
+
+/// A kernel that started long after its launch call returned.
+#[derive(Debug, Clone)]
+pub(crate) struct OutlierData {
+    pub(crate) kernel: String,
+    pub(crate) gpu: i64,
+    pub(crate) stream: String,
+    pub(crate) start: u64,
+    pub(crate) dur: u64,
+    pub(crate) delay: u64,
+    pub(crate) api: String,
+    pub(crate) api_start: u64,
+    pub(crate) api_dur: u64,
+    pub(crate) tid: Option<i64>,
 }
 
 /// A stream's work.
@@ -1269,6 +1374,14 @@ pub(crate) struct ProcData {
     pub(crate) streams: Vec<StreamData>,
     pub(crate) threads: Vec<ThreadData>,
     pub(crate) counters: Vec<CounterData>,
+    /// Per kernel name, its launches matched with their calls.
+    pub(crate) launches: Vec<(String, LaunchAcc)>,
+    /// Per device, (work start, call start) of the work matched.
+    pub(crate) pairs: Vec<(i64, crate::launch::PairLog)>,
+    /// The kernels that waited longest after their calls.
+    pub(crate) outliers: Vec<OutlierData>,
+    /// Kernel names whose mangled name differs: (demangled, mangled).
+    pub(crate) mangled: Vec<(String, String)>,
 }
 
 /// What the summary needs of one file besides its header

@@ -1,8 +1,12 @@
 //! The summary of a set of traces, per process and over all processes,
 //! from what the reads kept: the one type every front end renders.
 
+use crate::diagnose::{
+    self, DeviceWork, IdleRow, LaunchRow, OutlierRow, Pairs, TemporalRow, Verdict,
+};
 use crate::durations::{Durations, Row, mean_min_max, row, table};
 use crate::intervals::Intervals;
+use crate::launch::LaunchAcc;
 use crate::ranks::Ranks;
 use crate::read::{CounterData, FileData, ProcData};
 use crate::telemetry::{self, DeviceAcc, DeviceTelemetry};
@@ -205,6 +209,14 @@ pub struct Tables {
     pub streams: Vec<StreamRow>,
     /// Per thread, the most waiting first.
     pub threads: Vec<ThreadRow>,
+    /// Per device of each process, its idle time by cause.
+    pub idle: Vec<IdleRow>,
+    /// Per device of each process, its time by kind of work.
+    pub temporal: Vec<TemporalRow>,
+    /// Per kernel name, its launches; the most first.
+    pub launches: Vec<LaunchRow>,
+    /// The kernels that started longest after their launch calls returned.
+    pub launch_outliers: Vec<OutlierRow>,
     /// The union of the scope's GPU work on each device (kernels, copies
     /// and memsets: the intervals of the devices table), summed over its
     /// devices, ns. Not in the JSON: the ranks table has it per process.
@@ -443,6 +455,8 @@ pub struct Summary {
     /// The processes side by side as the ranks of one job, when there are
     /// several.
     pub ranks: Option<Ranks>,
+    /// Where the time goes, in one paragraph with its numbers.
+    pub verdict: Verdict,
 }
 
 impl Summary {
@@ -482,6 +496,7 @@ impl Serialize for Summary {
             processes: &'a [Process],
             #[serde(skip_serializing_if = "Option::is_none")]
             ranks: Option<&'a Ranks>,
+            verdict: &'a Verdict,
         }
         let dropped = self.dropped();
         View {
@@ -492,6 +507,7 @@ impl Serialize for Summary {
             complete: self.complete(),
             processes: &self.processes,
             ranks: self.ranks.as_ref(),
+            verdict: &self.verdict,
         }
         .serialize(s)
     }
@@ -522,6 +538,10 @@ struct All {
     streams: Vec<StreamRow>,
     threads: Vec<ThreadRow>,
     counters: Vec<CounterData>,
+    idle: Vec<IdleRow>,
+    temporal: Vec<TemporalRow>,
+    launches: Named<LaunchAcc>,
+    outliers: Vec<OutlierRow>,
 }
 
 /// Items by name, in first-seen order.
@@ -709,6 +729,9 @@ fn process(
         per_gpu.entry(e.gpu).or_default().union(e.busy.clone());
     }
     t.gpu_busy = per_gpu.values_mut().map(Intervals::total).sum();
+    if p.span.is_empty() {
+        per_gpu.clear();
+    }
     t.devices = p
         .engines
         .iter_mut()
@@ -772,7 +795,59 @@ fn process(
         .collect();
     t.threads
         .sort_by(|a, b| b.waiting.cmp(&a.waiting).then_with(|| a.tid.cmp(&b.tid)));
+    // Per device: its idle time by cause, and its time by kind of work.
+    // A device's pairs: its one log, read as it is when it was written in
+    // order (mostly), else sorted.
+    let mut pairs: BTreeMap<i64, Pairs> = BTreeMap::new();
+    for (gpu, log) in std::mem::take(&mut p.pairs) {
+        let mine = match pairs.remove(&gpu) {
+            None if log.in_order() => Pairs::Log(log),
+            None => Pairs::Sorted(log.sorted()),
+            Some(other) => {
+                let mut v = other.into_sorted();
+                v.extend(log.iter());
+                v.sort_unstable();
+                Pairs::Sorted(v)
+            }
+        };
+        pairs.insert(gpu, mine);
+    }
+    for (gpu, busy) in per_gpu {
+        let mut d = DeviceWork {
+            file,
+            pid,
+            gpu,
+            device: device_name(devices, gpu),
+            busy,
+            compute: None,
+            kernels_ns: 0,
+            comm: Intervals::default(),
+            memory: Intervals::default(),
+            pairs: pairs.remove(&gpu).unwrap_or(Pairs::Sorted(Vec::new())),
+        };
+        for e in p.engines.iter_mut().filter(|e| e.gpu == gpu) {
+            if e.engine == KERNEL_ENGINE {
+                d.kernels_ns = e.busy.total();
+                d.compute = e.compute.take();
+                d.comm = std::mem::take(&mut e.comm);
+            } else {
+                d.memory.union(e.busy.clone());
+            }
+        }
+        let (idle, temporal) =
+            diagnose::device_rows(d, (p.span.start, p.span.end), seen.as_mut(), span);
+        t.idle.push(idle);
+        t.temporal.push(temporal);
+    }
+    t.launches = diagnose::launch_rows(&mut p.launches);
+    t.launch_outliers = diagnose::outlier_rows(file, pid, &p.outliers);
     let Some(all) = all else { return t };
+    for (n, l) in p.launches {
+        all.launches.add(n, l, LaunchAcc::append);
+    }
+    all.idle.extend(t.idle.iter().cloned());
+    all.temporal.extend(t.temporal.iter().cloned());
+    all.outliers.extend(t.launch_outliers.iter().cloned());
     all.span.join(p.span);
     match seen {
         Some(seen) => {
@@ -837,6 +912,14 @@ impl All {
             ),
             streams: self.streams,
             threads: self.threads,
+            launches: diagnose::launch_rows(&mut self.launches.items),
+            idle: self.idle,
+            temporal: self.temporal,
+            launch_outliers: {
+                let mut o = self.outliers;
+                diagnose::worst_first(&mut o);
+                o
+            },
             ..Tables::default()
         };
         (t.counters, t.counters_by_kernel) = counter_rows(&self.counters);
@@ -881,6 +964,8 @@ pub(crate) fn build(files: Vec<(FileSummary, FileData)>) -> Summary {
     let n_procs: usize = files.iter().map(|f| f.1.procs.len()).sum();
     let mut all = (n_procs > 1).then(All::default);
     let mut out = Summary::default();
+    // Kernel names' mangled names.
+    let mut mangled: FxHashMap<String, String> = FxHashMap::default();
     // Telemetry by device, in the order first seen.
     let mut devices: Vec<(DeviceKey, i64, String, Vec<String>, DeviceAcc)> = Vec::new();
     for (i, (header, mut f)) in files.into_iter().enumerate() {
@@ -905,7 +990,10 @@ pub(crate) fn build(files: Vec<(FileSummary, FileData)>) -> Summary {
             }
         }
         let alone = f.procs.len() == 1;
-        for (pid, p) in f.procs {
+        for (pid, mut p) in f.procs {
+            for (d, m) in std::mem::take(&mut p.mangled) {
+                mangled.entry(d).or_insert(m);
+            }
             let recorded = Recorded {
                 windows: Some(header.window_spans.as_slice()).filter(|w| !w.is_empty()),
                 alone,
@@ -938,15 +1026,89 @@ pub(crate) fn build(files: Vec<(FileSummary, FileData)>) -> Summary {
         .map(|(_, gpu, device, files, acc)| telemetry::table(gpu, device, files, acc))
         .collect();
     out.ranks = crate::ranks::of(&out.processes);
+    for p in &mut out.processes {
+        let rank = p.rank.map(|r| r.rank);
+        p.tables.idle.iter_mut().for_each(|r| r.rank = rank);
+        p.tables.temporal.iter_mut().for_each(|r| r.rank = rank);
+    }
     out.all = match all {
-        Some(a) => a.tables(),
+        Some(mut a) => {
+            let rank_of = |file: &str, pid: Pid| {
+                out.processes
+                    .iter()
+                    .find(|p| p.file == file && p.pid == pid)
+                    .and_then(|p| p.rank.map(|r| r.rank))
+            };
+            for r in &mut a.idle {
+                r.rank = rank_of(&r.file, r.pid);
+            }
+            for r in &mut a.temporal {
+                r.rank = rank_of(&r.file, r.pid);
+            }
+            a.tables()
+        }
         None => out
             .processes
             .first()
             .map(|s| s.tables.clone())
             .unwrap_or_default(),
     };
+    name_kernels(&mut out, &mangled);
+    let top = out.all.kernels.first().map(|k| {
+        (
+            k.short_name.clone().unwrap_or_else(|| k.name.clone()),
+            k.pct,
+        )
+    });
+    let straggler = out.ranks.as_ref().and_then(|r| {
+        r.straggler
+            .as_ref()
+            .map(|s| (r.verdict(), 100.0 * s.excess))
+    });
+    if out.processes.is_empty() {
+        return out;
+    }
+    out.verdict = diagnose::verdict(
+        &out.all.idle,
+        &out.all.temporal,
+        &out.all.launches,
+        top.as_ref().map(|(k, p)| (k.as_str(), *p)),
+        straggler,
+    );
     out
+}
+
+/// Gives every kernel row its unique short name (over every kernel name
+/// of the summary, so that a name reads the same in every table) and its
+/// mangled name.
+fn name_kernels(out: &mut Summary, mangled: &FxHashMap<String, String>) {
+    let mut names: Vec<&str> = out
+        .processes
+        .iter()
+        .flat_map(|p| p.tables.kernels.iter().map(|r| r.name.as_str()))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let short: FxHashMap<String, String> = names
+        .iter()
+        .map(|n| n.to_string())
+        .zip(crate::names::short_names(&names))
+        .collect();
+    let name = |n: &str| short.get(n).cloned().unwrap_or_else(|| n.to_owned());
+    let tables =
+        std::iter::once(&mut out.all).chain(out.processes.iter_mut().map(|p| &mut p.tables));
+    for t in tables {
+        for r in &mut t.kernels {
+            r.short_name = Some(name(&r.name));
+            r.mangled = Some(mangled.get(&r.name).unwrap_or(&r.name).clone());
+        }
+        for r in &mut t.launches {
+            r.short_name = name(&r.name);
+        }
+        for r in &mut t.launch_outliers {
+            r.short_name = name(&r.kernel);
+        }
+    }
 }
 
 /// How a pid reads: `?` for [`UNKNOWN_PID`].

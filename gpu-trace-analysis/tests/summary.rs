@@ -36,6 +36,10 @@ fn child() {
         "profiled" => profiled(&app),
         "slow" => step_rank(&app, 2_000),
         "fast" => step_rank(&app, 1_000),
+        "launch" => launch(&app),
+        "templates" => templates(&app),
+        "before" => before_after(&app, false),
+        "after" => before_after(&app, true),
         other => panic!("unknown scenario {other}"),
     }
     tracer.shutdown(Duration::from_secs(20));
@@ -149,6 +153,90 @@ fn step_rank(app: &App<'_>, kernel_ns: u64) {
         app.kernel(i, 7, (at + 100, at + 100 + kernel_ns), k);
         app.api("cudaLaunchKernel", (at, at + 50), i, true);
         app.range(&format!("step {i}"), (at, at + 9_000));
+    }
+}
+
+/// Kernels whose idle stretches, launch delays and short kernels are
+/// known exactly (see `idle_launch_and_temporal_breakdowns_are_exact`).
+fn launch(app: &App<'_>) {
+    let big = app.class("_Z3bigv");
+    let tiny = app.class("_Z4tinyv");
+    let nccl = app.class("_Z23ncclDevKernel_AllReducev");
+    app.api("cudaMalloc", (0, 500), 100, false);
+    app.kernel(1, 7, (1_000, 2_000), big);
+    app.api("cudaLaunchKernel", (600, 700), 1, true);
+    app.kernel(6, 8, (1_200, 1_800), nccl);
+    app.api("cudaLaunchKernel", (700, 800), 6, true);
+    app.kernel(2, 7, (5_200, 5_210), tiny);
+    app.api("cudaLaunchKernel", (5_000, 5_100), 2, true);
+    app.kernel(3, 7, (5_230, 6_230), big);
+    app.api("cudaLaunchKernel", (5_100, 5_200), 3, true);
+    app.kernel(4, 7, (8_230, 9_230), big);
+    app.api("cudaLaunchKernel", (5_300, 5_400), 4, true);
+    app.api("cudaDeviceSynchronize", (5_400, 9_300), 101, false);
+}
+
+/// A run before and after a change: gemm slower (1000 → 1500 ns, twice),
+/// relu the same, `old` gone and `fresh` new.
+fn before_after(app: &App<'_>, after: bool) {
+    let gemm = app.class("_Z4gemmv");
+    let relu = app.class("_Z4reluv");
+    let (gemm_ns, last) = if after {
+        (1_500, app.class("_Z5freshv"))
+    } else {
+        (1_000, app.class("_Z3oldv"))
+    };
+    app.kernel(1, 7, (0, gemm_ns), gemm);
+    app.kernel(2, 7, (2_000, 2_000 + gemm_ns), gemm);
+    app.kernel(3, 7, (4_000, 4_100), relu);
+    app.kernel(4, 7, (5_000, 5_000 + if after { 70 } else { 50 }), last);
+    for (corr, at) in [(1, 0), (2, 1_900), (3, 3_900), (4, 4_900)] {
+        app.api("cudaLaunchKernel", (at, at + 50), corr, true);
+    }
+    app.range("step", (0, 6_000));
+}
+
+/// The functors and element types of [`templates`]' kernels.
+const FUNCTORS: [&str; 8] = [
+    "FillFunctor",
+    "AddFunctor",
+    "MulFunctor",
+    "AbsFunctor",
+    "NegFunctor",
+    "SqrtFunctor",
+    "ExpFunctor",
+    "CopyFunctor",
+];
+const TYPES: [(&str, &str); 8] = [
+    ("f", "float"),
+    ("d", "double"),
+    ("i", "int"),
+    ("l", "long"),
+    ("a", "signed char"),
+    ("h", "unsigned char"),
+    ("s", "short"),
+    ("b", "bool"),
+];
+
+/// `at::native::vectorized_elementwise_kernel<4, at::native::F<T>,
+/// at::detail::Array<char*, 1>>`, mangled as the compiler does.
+fn elementwise(functor: &str, ty: &str) -> String {
+    format!(
+        "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_{}{functor}I{ty}EENS_6detail5ArrayIPcLi1EEEEEviT0_T1_",
+        functor.len()
+    )
+}
+
+/// 64 instances of one PyTorch-style template kernel, one launch each.
+fn templates(app: &App<'_>) {
+    let mut corr = 1;
+    for f in FUNCTORS {
+        for (t, _) in TYPES {
+            let k = app.class(&elementwise(f, t));
+            let at = corr * 1_000;
+            app.kernel(corr, 7, (at, at + 100), k);
+            corr += 1;
+        }
     }
 }
 
@@ -352,4 +440,211 @@ fn a_file_that_is_no_trace_is_an_error_and_nothing_is_kept() {
     assert_eq!(a.finish(), Summary::default());
     assert!(summarize(&[&bad], &ReadOptions::default()).is_err());
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn idle_launch_and_temporal_breakdowns_are_exact() {
+    let dir = scratch("launch");
+    let (path, pid) = record("launch", &dir);
+    let s = summarize(&[&path], &ReadOptions::default()).expect("reads");
+    let t = &s.all;
+    // Idle: [0, 1000) and [2000, 5200) before work whose call began after
+    // the GPU went idle (host), [5210, 5230) 20 ns between kernels already
+    // submitted (kernel), [6230, 8230) with the next kernel submitted at
+    // 5300 (other), and [9230, 9300) after the last work (host).
+    assert_eq!(t.idle.len(), 1);
+    let i = &t.idle[0];
+    assert_eq!((i.pid, i.gpu), (pid, 0));
+    assert_eq!((i.recorded_ns, i.busy_ns, i.idle_ns), (9_300, 3_010, 6_290));
+    assert_eq!(
+        (i.host_wait_ns, i.kernel_wait_ns, i.other_wait_ns),
+        (1_000 + 3_200 + 70, 20, 2_000)
+    );
+    // Temporal: compute 3010, the all-reduce's 600 inside the first kernel.
+    let tb = &t.temporal[0];
+    assert_eq!(
+        (tb.compute_ns, tb.communication_ns, tb.memory_ns, tb.idle_ns),
+        (3_010, 600, 0, 6_290)
+    );
+    assert_eq!(tb.overlap_pct, 100.0);
+    // Launches: big's delays 300, 30 and 2830 ns after calls of 100 ns.
+    let l: Vec<(&str, u64, f64, u64, f64, u64, u64)> = t
+        .launches
+        .iter()
+        .map(|l| {
+            (
+                l.short_name.as_str(),
+                l.launches,
+                l.api_median_ns,
+                l.api_p99_ns,
+                l.delay_median_ns,
+                l.delay_p99_ns,
+                l.short_kernels,
+            )
+        })
+        .collect();
+    assert_eq!(
+        l,
+        [
+            ("big", 3, 100.0, 100, 300.0, 2_830, 0),
+            ("ncclDevKernel_AllReduce", 1, 100.0, 100, 400.0, 400, 0),
+            ("tiny", 1, 100.0, 100, 100.0, 100, 1),
+        ]
+    );
+    // The worst outlier, with its call.
+    let o = &t.launch_outliers[0];
+    assert_eq!(
+        (
+            o.short_name.as_str(),
+            o.delay_ns,
+            o.kernel_ns,
+            o.api.as_str(),
+            o.api_ns
+        ),
+        ("big", 2_830, 1_000, "cudaLaunchKernel", 100)
+    );
+    assert_eq!(o.start_ns - o.api_start_ns, 8_230 - 5_300);
+    let delays: Vec<u64> = t.launch_outliers.iter().map(|o| o.delay_ns).collect();
+    assert_eq!(delays, [2_830, 400, 300, 100, 30]);
+    // One kernel of five ran shorter than its launch; 4270 of 9300 ns
+    // waiting on the host.
+    assert_eq!(
+        s.verdict.text,
+        "host-bound: 45.9% of GPU time idle waiting on the host; 20.0% of kernels shorter than their launch. \
+         Idle 67.6% of GPU time (9.300 µs recorded): 45.9% waiting on the host, 0.2% between back-to-back kernels, 21.5% on submitted work."
+    );
+    assert_eq!(s.verdict.findings[0].kind, "host-bound");
+    // Every form of the report carries them.
+    let o = render::Options::default();
+    let text = render::to_text(&s, &o);
+    assert!(text.starts_with("Verdict: host-bound: 45.9%"), "{text}");
+    assert!(text.contains("GPU idle time by cause"), "{text}");
+    let csv = render::to_csv(&s, &o);
+    assert!(
+        csv.contains("\nreport,scope,file,pid,rank,gpu,device,recorded_ns,busy_ns,idle_ns"),
+        "{csv}"
+    );
+    let json = render::to_json(&s, &o);
+    assert_eq!(json["idle"][0]["host_wait_ns"], 4_270);
+    assert_eq!(json["launches"][0]["delay_p99_ns"], 2_830);
+    assert_eq!(json["verdict"]["findings"][0]["kind"], "host-bound");
+}
+
+#[test]
+fn sixty_four_template_kernels_get_distinct_short_names() {
+    let dir = scratch("templates");
+    let (path, _) = record("templates", &dir);
+    let s = summarize(&[&path], &ReadOptions::default()).expect("reads");
+    let k = &s.all.kernels;
+    assert_eq!(k.len(), 64);
+    let mut short: Vec<&str> = k.iter().map(|r| r.short_name.as_deref().unwrap()).collect();
+    short.sort_unstable();
+    short.dedup();
+    assert_eq!(short.len(), 64, "{short:?}");
+    let fill = k
+        .iter()
+        .find(|r| r.mangled.as_deref() == Some(elementwise("FillFunctor", "f").as_str()))
+        .expect("FillFunctor<float>");
+    assert_eq!(
+        fill.name,
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"
+    );
+    assert_eq!(
+        fill.short_name.as_deref(),
+        Some("vectorized_elementwise_kernel<…, FillFunctor<float>, …>")
+    );
+    // Still distinct when cut to the default column of 60 characters.
+    let mut cut: Vec<String> = short
+        .iter()
+        .map(|n| gpu_trace_analysis::render::text::clip(n, 60).into_owned())
+        .collect();
+    cut.dedup();
+    assert_eq!(cut.len(), 64, "{cut:?}");
+    // The text table shows them; --names full the whole names, cut.
+    let mut o = render::Options {
+        reports: vec![Report::Kernels],
+        ..render::Options::default()
+    };
+    let text = render::to_text(&s, &o);
+    assert!(
+        text.contains("vectorized_elementwise_kernel<…, SqrtFunctor<float>, …>"),
+        "{text}"
+    );
+    o.names = gpu_trace_analysis::NameStyle::Full;
+    let text = render::to_text(&s, &o);
+    assert_eq!(
+        text.matches("void at::native::vectorized_elementwise_kernel<4, at::nativ…")
+            .count(),
+        64
+    );
+    // CSV and JSON carry the full, base and mangled names besides.
+    let csv = render::to_csv(&s, &o);
+    assert!(csv.contains(",\"vectorized_elementwise_kernel<…, FillFunctor<float>, …>\",vectorized_elementwise_kernel,_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_"), "{csv}");
+    let json = render::to_json(&s, &o);
+    assert!(
+        json["kernels"][0]["mangled"]
+            .as_str()
+            .unwrap()
+            .starts_with("_ZN2at6native")
+    );
+}
+
+#[test]
+fn a_diff_finds_the_slower_the_new_and_the_gone_kernel() {
+    let dir = scratch("diff");
+    let (a, _) = record("before", &dir);
+    let (b, _) = record("after", &dir);
+    let sa = summarize(&[&a], &ReadOptions::default()).expect("reads");
+    let sb = summarize(&[&b], &ReadOptions::default()).expect("reads");
+    let d = gpu_trace_analysis::diff::diff(&sa, &sb);
+    use gpu_trace_analysis::diff::Change;
+    let k: Vec<(&str, Change, u64, u64, i64, f64)> = d
+        .kernels
+        .iter()
+        .map(|r| {
+            (
+                r.short_name.as_str(),
+                r.change,
+                r.count_a,
+                r.count_b,
+                r.total_delta_ns,
+                r.mean_delta_ns,
+            )
+        })
+        .collect();
+    // By the size of the change: gemm +1000, fresh +70, old -50, relu 0.
+    assert_eq!(
+        k,
+        [
+            ("gemm", Change::Both, 2, 2, 1_000, 500.0),
+            ("fresh", Change::New, 0, 1, 70, 70.0),
+            ("old", Change::Gone, 1, 0, -50, -50.0),
+            ("relu", Change::Both, 1, 1, 0, 0.0),
+        ]
+    );
+    assert_eq!(d.kernels[0].total_delta_pct, Some(50.0));
+    assert_eq!(d.kernels[1].total_delta_pct, None);
+    // The API calls and the range are there on both sides.
+    assert_eq!(d.api[0].name, "cudaLaunchKernel");
+    assert_eq!((d.api[0].count_a, d.api[0].count_b), (4, 4));
+    assert_eq!(d.nvtx[0].name, "step");
+    // Each side's idle time: A busy 2000 + 100 + 50 of 6000 ns (the range
+    // spans the recorded time), B 3000 + 100 + 70.
+    assert_eq!((d.a.recorded_ns, d.a.busy_ns), (6_000, 2_150));
+    assert_eq!((d.b.recorded_ns, d.b.busy_ns), (6_000, 3_170));
+    assert_eq!(
+        d.a.idle_ns,
+        d.a.host_wait_ns + d.a.kernel_wait_ns + d.a.other_wait_ns
+    );
+    // Text, CSV and JSON.
+    let o = render::Options::default();
+    let text = render::diff_to_text(&d, &o);
+    assert!(text.contains("new"), "{text}");
+    let csv = render::diff_to_csv(&d, &o);
+    assert!(
+        csv.contains("kernels,gemm(),gemm,,2,2,2000,3000,1000,1500,0,1000,500,50"),
+        "{csv}"
+    );
+    let json = render::diff_to_json(&d, &o);
+    assert_eq!(json["kernels"][2]["change"], "gone");
 }

@@ -9,7 +9,7 @@ import tempfile
 from ._exe import find_gpu_trace_bin
 
 # The tables ``gpu-trace export`` writes and their columns' types (the
-# contract with cli/src/export.rs). int: an integer, or None where the trace
+# contract with cli/src/export_csv.rs). int: an integer, or None where the trace
 # has no value; ids: a list of ints; float; str.
 SCHEMA = {
     "kernels": {
@@ -56,7 +56,8 @@ class Trace:
 
 def _export(path, out_dir):
     exe = find_gpu_trace_bin()
-    r = subprocess.run([exe, "export", os.fspath(path), "--dir", out_dir],
+    r = subprocess.run([exe, "export", "--format", "csv", "-o", out_dir, "--",
+                        os.fspath(path)],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         msg = r.stderr.strip() or "gpu-trace export exited with %d" % r.returncode

@@ -8,7 +8,7 @@
 //! bytes, %).
 
 use super::{Options, Report};
-use crate::{CounterRow, DeviceTelemetry, RankRow, Ranks, Row, Summary, Tables};
+use crate::{CounterRow, DeviceTelemetry, RankRow, Ranks, Row, Summary, Tables, Verdict};
 
 /// A CSV table being written: the `csv` crate quotes what needs quoting
 /// (kernel names hold commas, and may hold quotes).
@@ -62,7 +62,14 @@ const DURATIONS: [&str; 10] = [
     "stddev_ns",
 ];
 
-fn durations(t: &mut Table, lead: &Lead<'_>, report: &str, rows: &[Row], bytes: bool) {
+fn durations(
+    t: &mut Table,
+    lead: &Lead<'_>,
+    report: &str,
+    rows: &[Row],
+    bytes: bool,
+    kernels: bool,
+) {
     for r in rows {
         let mut c = vec![
             r.name.clone(),
@@ -78,6 +85,11 @@ fn durations(t: &mut Table, lead: &Lead<'_>, report: &str, rows: &[Row], bytes: 
         ];
         if bytes {
             c.push(r.bytes.unwrap_or(0).to_string());
+        }
+        if kernels {
+            c.push(r.short_name.clone().unwrap_or_default());
+            c.push(crate::names::base_name(&r.name).to_owned());
+            c.push(r.mangled.clone().unwrap_or_default());
         }
         t.row(lead, report, &c);
     }
@@ -115,6 +127,11 @@ fn table(tables: &mut Vec<(String, Table)>, name: &str, header: &[&str]) -> usiz
 fn add(tables: &mut Vec<(String, Table)>, r: Report, lead: &Lead<'_>, t: &Tables, o: &Options) {
     let take = |n: usize| o.top.map_or(n, |t| t.min(n));
     let with_bytes: Vec<&str> = DURATIONS.iter().copied().chain(["bytes"]).collect();
+    let with_names: Vec<&str> = DURATIONS
+        .iter()
+        .copied()
+        .chain(["short_name", "base_name", "mangled"])
+        .collect();
     match r {
         Report::Kernels | Report::Api | Report::Nvtx | Report::Memops => {
             let (rows, bytes) = match r {
@@ -123,17 +140,22 @@ fn add(tables: &mut Vec<(String, Table)>, r: Report, lead: &Lead<'_>, t: &Tables
                 Report::Nvtx => (&t.ranges, false),
                 _ => (&t.memory, true),
             };
-            let i = table(
-                tables,
-                r.name(),
-                if bytes { &with_bytes } else { &DURATIONS },
-            );
+            let kernels = r == Report::Kernels;
+            let header: &[&str] = if bytes {
+                &with_bytes
+            } else if kernels {
+                &with_names
+            } else {
+                &DURATIONS
+            };
+            let i = table(tables, r.name(), header);
             durations(
                 &mut tables[i].1,
                 lead,
                 r.name(),
                 &rows[..take(rows.len())],
                 bytes,
+                kernels,
             );
         }
         Report::Counters => {
@@ -162,7 +184,178 @@ fn add(tables: &mut Vec<(String, Table)>, r: Report, lead: &Lead<'_>, t: &Tables
             counters(&mut tables[i].1, lead, "counters_by_kernel", &rows);
         }
         // Once, over every scope (see `render`).
-        Report::Telemetry | Report::Ranks => {}
+        Report::Telemetry | Report::Ranks | Report::Verdict => {}
+        Report::Idle => {
+            let i = table(
+                tables,
+                "idle",
+                &[
+                    "rank",
+                    "gpu",
+                    "device",
+                    "recorded_ns",
+                    "busy_ns",
+                    "idle_ns",
+                    "idle_pct",
+                    "host_wait_ns",
+                    "kernel_wait_ns",
+                    "other_wait_ns",
+                    "host_wait_pct",
+                    "kernel_wait_pct",
+                    "other_wait_pct",
+                ],
+            );
+            for x in &t.idle[..take(t.idle.len())] {
+                let own = Lead {
+                    scope: lead.scope,
+                    file: Some(&x.file),
+                    pid: Some(x.pid),
+                };
+                tables[i].1.row(
+                    &own,
+                    "idle",
+                    &[
+                        x.rank.map(|r| r.to_string()).unwrap_or_default(),
+                        x.gpu.to_string(),
+                        x.device.clone(),
+                        x.recorded_ns.to_string(),
+                        x.busy_ns.to_string(),
+                        x.idle_ns.to_string(),
+                        x.idle_pct.to_string(),
+                        x.host_wait_ns.to_string(),
+                        x.kernel_wait_ns.to_string(),
+                        x.other_wait_ns.to_string(),
+                        x.host_wait_pct.to_string(),
+                        x.kernel_wait_pct.to_string(),
+                        x.other_wait_pct.to_string(),
+                    ],
+                );
+            }
+        }
+        Report::Temporal => {
+            let i = table(
+                tables,
+                "temporal",
+                &[
+                    "rank",
+                    "gpu",
+                    "device",
+                    "recorded_ns",
+                    "compute_ns",
+                    "communication_ns",
+                    "memory_ns",
+                    "idle_ns",
+                    "compute_pct",
+                    "communication_pct",
+                    "memory_pct",
+                    "idle_pct",
+                    "overlap_pct",
+                ],
+            );
+            for x in &t.temporal[..take(t.temporal.len())] {
+                let own = Lead {
+                    scope: lead.scope,
+                    file: Some(&x.file),
+                    pid: Some(x.pid),
+                };
+                tables[i].1.row(
+                    &own,
+                    "temporal",
+                    &[
+                        x.rank.map(|r| r.to_string()).unwrap_or_default(),
+                        x.gpu.to_string(),
+                        x.device.clone(),
+                        x.recorded_ns.to_string(),
+                        x.compute_ns.to_string(),
+                        x.communication_ns.to_string(),
+                        x.memory_ns.to_string(),
+                        x.idle_ns.to_string(),
+                        x.compute_pct.to_string(),
+                        x.communication_pct.to_string(),
+                        x.memory_pct.to_string(),
+                        x.idle_pct.to_string(),
+                        x.overlap_pct.to_string(),
+                    ],
+                );
+            }
+        }
+        Report::Launches => {
+            let i = table(
+                tables,
+                "launches",
+                &[
+                    "name",
+                    "short_name",
+                    "launches",
+                    "api_median_ns",
+                    "api_p99_ns",
+                    "delay_median_ns",
+                    "delay_p99_ns",
+                    "delay_max_ns",
+                    "short_kernels",
+                    "short_pct",
+                ],
+            );
+            for x in &t.launches[..take(t.launches.len())] {
+                tables[i].1.row(
+                    lead,
+                    "launches",
+                    &[
+                        x.name.clone(),
+                        x.short_name.clone(),
+                        x.launches.to_string(),
+                        x.api_median_ns.to_string(),
+                        x.api_p99_ns.to_string(),
+                        x.delay_median_ns.to_string(),
+                        x.delay_p99_ns.to_string(),
+                        x.delay_max_ns.to_string(),
+                        x.short_kernels.to_string(),
+                        x.short_pct.to_string(),
+                    ],
+                );
+            }
+            let i = table(
+                tables,
+                "launch_outliers",
+                &[
+                    "gpu",
+                    "stream",
+                    "kernel",
+                    "short_name",
+                    "start_ns",
+                    "kernel_ns",
+                    "delay_ns",
+                    "api",
+                    "api_start_ns",
+                    "api_ns",
+                    "tid",
+                ],
+            );
+            for x in &t.launch_outliers[..take(t.launch_outliers.len())] {
+                let own = Lead {
+                    scope: lead.scope,
+                    file: Some(&x.file),
+                    pid: Some(x.pid),
+                };
+                tables[i].1.row(
+                    &own,
+                    "launch_outliers",
+                    &[
+                        x.gpu.to_string(),
+                        x.stream.clone(),
+                        x.kernel.clone(),
+                        x.short_name.clone(),
+                        x.start_ns.to_string(),
+                        x.kernel_ns.to_string(),
+                        x.delay_ns.to_string(),
+                        x.api.clone(),
+                        x.api_start_ns.to_string(),
+                        x.api_ns.to_string(),
+                        x.tid.map(|t| t.to_string()).unwrap_or_default(),
+                    ],
+                );
+            }
+        }
         Report::Devices => {
             let i = table(
                 tables,
@@ -447,10 +640,37 @@ fn ranks(tables: &mut Vec<(String, Table)>, r: &Ranks) {
     tables[j].1.row(&job, "rank_verdict", &cells);
 }
 
+/// The verdict (scope `job`): one row per finding, then the paragraph
+/// (kind `verdict`).
+fn verdict(tables: &mut Vec<(String, Table)>, v: &Verdict) {
+    let i = table(tables, "verdict", &["kind", "pct", "text"]);
+    let job = Lead {
+        scope: "job",
+        file: None,
+        pid: None,
+    };
+    for f in &v.findings {
+        tables[i].1.row(
+            &job,
+            "verdict",
+            &[f.kind.clone(), f.pct.to_string(), f.text.clone()],
+        );
+    }
+    tables[i].1.row(
+        &job,
+        "verdict",
+        &["verdict".to_owned(), String::new(), v.text.clone()],
+    );
+}
+
 /// Renders the summary as CSV.
 pub(crate) fn render(s: &Summary, o: &Options) -> String {
     let mut tables: Vec<(String, Table)> = Vec::new();
     for &r in &o.reports {
+        if r == Report::Verdict {
+            verdict(&mut tables, &s.verdict);
+            continue;
+        }
         if r == Report::Telemetry {
             telemetry(&mut tables, &s.telemetry);
             continue;

@@ -22,9 +22,13 @@ fn keys(r: Report) -> &'static [&'static str] {
         Report::Devices => &["devices"],
         Report::Streams => &["streams"],
         Report::Threads => &["threads"],
+        Report::Idle => &["idle"],
+        Report::Temporal => &["temporal"],
+        Report::Launches => &["launches", "launch_outliers"],
         // At the top level only (see `render`).
         Report::Telemetry => &["telemetry"],
         Report::Ranks => &["ranks"],
+        Report::Verdict => &["verdict"],
     }
 }
 
@@ -53,7 +57,7 @@ fn first_kernels(v: &mut Value, n: usize) {
 /// Keeps the tables of a scope that `o` selects, each cut to `o.top` rows.
 fn select(m: &mut Map<String, Value>, o: &Options) {
     for r in Report::ALL {
-        if matches!(r, Report::Telemetry | Report::Ranks) {
+        if matches!(r, Report::Telemetry | Report::Ranks | Report::Verdict) {
             continue;
         }
         for &k in keys(r) {
@@ -82,7 +86,7 @@ pub(crate) fn render(s: &Summary, o: &Options) -> Value {
         return v;
     };
     select(top, o);
-    for r in [Report::Telemetry, Report::Ranks] {
+    for r in [Report::Telemetry, Report::Ranks, Report::Verdict] {
         if !o.reports.contains(&r) {
             top.remove(keys(r)[0]);
         }

@@ -6,14 +6,17 @@
 //! tables ([`gpu_trace_reader::text`]); CSV and JSON keep it whole.
 
 mod csv_out;
+mod diff_out;
 mod json_out;
 pub mod text;
 
-use crate::Summary;
+use crate::{NameStyle, Row, Summary};
 
 /// A table of the summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Report {
+    /// Where the time goes, in one paragraph with its numbers.
+    Verdict,
     /// The processes side by side as the ranks of a job, with the verdict.
     Ranks,
     /// Per kernel name.
@@ -34,11 +37,19 @@ pub enum Report {
     Streams,
     /// Each thread's time waiting for the GPU.
     Threads,
+    /// Each device's idle time by cause: host, kernel or other wait.
+    Idle,
+    /// Each device's time: compute, communication, memory, idle.
+    Temporal,
+    /// Per kernel name, its launch calls and launch delays, and the
+    /// longest delays.
+    Launches,
 }
 
 impl Report {
     /// Every table, in the order shown by default.
-    pub const ALL: [Report; 10] = [
+    pub const ALL: [Report; 14] = [
+        Report::Verdict,
         Report::Ranks,
         Report::Kernels,
         Report::Memops,
@@ -46,6 +57,9 @@ impl Report {
         Report::Nvtx,
         Report::Counters,
         Report::Devices,
+        Report::Idle,
+        Report::Temporal,
+        Report::Launches,
         Report::Telemetry,
         Report::Streams,
         Report::Threads,
@@ -64,6 +78,10 @@ impl Report {
             Report::Telemetry => "telemetry",
             Report::Streams => "streams",
             Report::Threads => "threads",
+            Report::Verdict => "verdict",
+            Report::Idle => "idle",
+            Report::Temporal => "temporal",
+            Report::Launches => "launches",
         }
     }
 
@@ -109,6 +127,9 @@ pub struct Options {
     /// Names longer than this many characters are cut, with an ellipsis,
     /// in text tables (0: never).
     pub name_width: usize,
+    /// How kernels are named in text tables (CSV and JSON have every
+    /// form).
+    pub names: NameStyle,
 }
 
 impl Default for Options {
@@ -118,6 +139,7 @@ impl Default for Options {
             explicit: false,
             top: None,
             name_width: 60,
+            names: NameStyle::Short,
         }
     }
 }
@@ -139,4 +161,31 @@ pub fn to_csv(s: &Summary, o: &Options) -> String {
 /// the tables `o` selects and their first `o.top` rows.
 pub fn to_json(s: &Summary, o: &Options) -> serde_json::Value {
     json_out::render(s, o)
+}
+
+/// A kernel row's name as `style` has it.
+pub fn kernel_name(r: &Row, style: NameStyle) -> &str {
+    match style {
+        NameStyle::Short => r.short_name.as_deref().unwrap_or(&r.name),
+        NameStyle::Base => crate::names::base_name(&r.name),
+        NameStyle::Full => &r.name,
+        NameStyle::Mangled => r.mangled.as_deref().unwrap_or(&r.name),
+    }
+}
+
+/// A [`crate::diff::Diff`] as text tables (the options' `top`,
+/// `name_width` and `names`; every string from a trace escaped).
+pub fn diff_to_text(d: &crate::diff::Diff, o: &Options) -> String {
+    diff_out::text(d, o)
+}
+
+/// A [`crate::diff::Diff`] as CSV: each side's idle breakdown, then one
+/// table per kind, each with its header row.
+pub fn diff_to_csv(d: &crate::diff::Diff, o: &Options) -> String {
+    diff_out::csv(d, o)
+}
+
+/// A [`crate::diff::Diff`] as JSON.
+pub fn diff_to_json(d: &crate::diff::Diff, o: &Options) -> serde_json::Value {
+    diff_out::json(d, o)
 }

@@ -120,6 +120,18 @@ fn top<T>(rows: &[T], o: &Options) -> usize {
 }
 
 fn durations(out: &mut String, title: &str, rows: &[Row], bytes: bool, o: &Options, what: &str) {
+    durations_named(out, title, rows, bytes, o, what, |r| &r.name);
+}
+
+fn durations_named(
+    out: &mut String,
+    title: &str,
+    rows: &[Row],
+    bytes: bool,
+    o: &Options,
+    what: &str,
+    name: impl Fn(&Row) -> &str,
+) {
     if rows.is_empty() {
         if o.explicit {
             none(out, title, what);
@@ -158,7 +170,7 @@ fn durations(out: &mut String, title: &str, rows: &[Row], bytes: bool, o: &Optio
             if bytes {
                 c.push(fixed(r.bytes.unwrap_or(0) as f64 / 1e6, 3));
             }
-            c.push(clip(&r.name, o.name_width).into_owned());
+            c.push(clip(name(r), o.name_width).into_owned());
             c
         })
         .collect();
@@ -267,7 +279,16 @@ fn tables(
         match r {
             // Once, over the processes (see `render`).
             Report::Ranks => {}
-            Report::Kernels => durations(out, "GPU kernels", &t.kernels, false, o, "none"),
+            Report::Kernels => {
+                durations_named(out, "GPU kernels", &t.kernels, false, o, "none", |r| {
+                    super::kernel_name(r, o.names)
+                })
+            }
+            // At the top (see `render`).
+            Report::Verdict => {}
+            Report::Idle => idle(out, t, o, several),
+            Report::Temporal => temporal(out, t, o, several),
+            Report::Launches => launches(out, t, o, several),
             Report::Memops => durations(out, "GPU memory operations", &t.memory, true, o, "none"),
             Report::Api => durations(out, "API calls", &t.api, false, o, "none in the trace"),
             Report::Nvtx => durations(
@@ -477,6 +498,226 @@ fn telemetry_tables(out: &mut String, devices: &[DeviceTelemetry], o: &Options) 
             &cells,
         );
     }
+}
+
+const IDLE: &str = "GPU idle time by cause (host wait: nothing submitted yet; kernel wait: under 30 ns between back-to-back kernels; other: submitted work not started)";
+const TEMPORAL: &str = "GPU time by kind of work (unions over the recorded time; communication: NCCL/RCCL kernels; kinds may overlap)";
+const LAUNCHES: &str = "Kernel launches (API: the launch call's duration; delay: from the call's end to the kernel's start; short: the kernel ran shorter than its call)";
+const OUTLIERS: &str = "Longest launch delays, with their launch calls";
+
+/// The rank (or pid) column of a device row over several processes.
+fn who(rank: Option<u32>, pid: crate::Pid) -> String {
+    match rank {
+        Some(r) => format!("rank {r}"),
+        None => format!("pid {}", pid_text(pid)),
+    }
+}
+
+/// A kernel's name as the options show it: `short` or `full`, the base
+/// name of `full`, or its mangled name from the kernel rows.
+fn named<'a>(full: &'a str, short: &'a str, t: &'a Tables, o: &Options) -> &'a str {
+    match o.names {
+        crate::NameStyle::Short => short,
+        crate::NameStyle::Base => crate::names::base_name(full),
+        crate::NameStyle::Full => full,
+        crate::NameStyle::Mangled => t
+            .kernels
+            .iter()
+            .find(|r| r.name == full)
+            .and_then(|r| r.mangled.as_deref())
+            .unwrap_or(full),
+    }
+}
+
+fn idle(out: &mut String, t: &Tables, o: &Options, several: bool) {
+    if t.idle.is_empty() {
+        if o.explicit {
+            none(out, IDLE, "no GPU work");
+        }
+        return;
+    }
+    let mut header = vec![];
+    if several {
+        header.push("Process");
+    }
+    header.extend([
+        "GPU",
+        "Recorded (ns)",
+        "Busy (ns)",
+        "Idle (ns)",
+        "Idle(%)",
+        "Host wait (ns)",
+        "Host(%)",
+        "Kernel wait (ns)",
+        "Kernel(%)",
+        "Other (ns)",
+        "Other(%)",
+        "Device",
+    ]);
+    let cells: Vec<Vec<String>> = t.idle[..top(&t.idle, o)]
+        .iter()
+        .map(|x| {
+            let mut c = vec![];
+            if several {
+                c.push(who(x.rank, x.pid));
+            }
+            c.extend([
+                x.gpu.to_string(),
+                int(x.recorded_ns),
+                int(x.busy_ns),
+                int(x.idle_ns),
+                format!("{:.1}", x.idle_pct),
+                int(x.host_wait_ns),
+                format!("{:.1}", x.host_wait_pct),
+                int(x.kernel_wait_ns),
+                format!("{:.1}", x.kernel_wait_pct),
+                int(x.other_wait_ns),
+                format!("{:.1}", x.other_wait_pct),
+                clip(&x.device, o.name_width).into_owned(),
+            ]);
+            c
+        })
+        .collect();
+    grid_left(out, IDLE, &header, &cells, usize::from(several));
+    more(out, t.idle.len(), o);
+}
+
+fn temporal(out: &mut String, t: &Tables, o: &Options, several: bool) {
+    if t.temporal.is_empty() {
+        if o.explicit {
+            none(out, TEMPORAL, "no GPU work");
+        }
+        return;
+    }
+    let mut header = vec![];
+    if several {
+        header.push("Process");
+    }
+    header.extend([
+        "GPU",
+        "Recorded (ns)",
+        "Compute(%)",
+        "Communication(%)",
+        "Memory(%)",
+        "Idle(%)",
+        "Comm. overlapped(%)",
+        "Device",
+    ]);
+    let cells: Vec<Vec<String>> = t.temporal[..top(&t.temporal, o)]
+        .iter()
+        .map(|x| {
+            let mut c = vec![];
+            if several {
+                c.push(who(x.rank, x.pid));
+            }
+            c.extend([
+                x.gpu.to_string(),
+                int(x.recorded_ns),
+                format!("{:.1}", x.compute_pct),
+                format!("{:.1}", x.communication_pct),
+                format!("{:.1}", x.memory_pct),
+                format!("{:.1}", x.idle_pct),
+                if x.communication_ns == 0 {
+                    "-".to_owned()
+                } else {
+                    format!("{:.1}", x.overlap_pct)
+                },
+                clip(&x.device, o.name_width).into_owned(),
+            ]);
+            c
+        })
+        .collect();
+    grid_left(out, TEMPORAL, &header, &cells, usize::from(several));
+    more(out, t.temporal.len(), o);
+}
+
+fn launches(out: &mut String, t: &Tables, o: &Options, several: bool) {
+    if t.launches.is_empty() {
+        if o.explicit {
+            none(
+                out,
+                LAUNCHES,
+                "no kernel matched with its launch call (are API calls traced?)",
+            );
+        }
+        return;
+    }
+    let cells: Vec<Vec<String>> = t.launches[..top(&t.launches, o)]
+        .iter()
+        .map(|x| {
+            vec![
+                int(x.launches),
+                fixed(x.api_median_ns, 1),
+                int(x.api_p99_ns),
+                fixed(x.delay_median_ns, 1),
+                int(x.delay_p99_ns),
+                int(x.delay_max_ns),
+                int(x.short_kernels),
+                format!("{:.1}", x.short_pct),
+                clip(named(&x.name, &x.short_name, t, o), o.name_width).into_owned(),
+            ]
+        })
+        .collect();
+    grid(
+        out,
+        LAUNCHES,
+        &[
+            "Launches",
+            "API Med (ns)",
+            "API P99 (ns)",
+            "Delay Med (ns)",
+            "Delay P99 (ns)",
+            "Delay Max (ns)",
+            "Short",
+            "Short(%)",
+            "Name",
+        ],
+        &cells,
+    );
+    more(out, t.launches.len(), o);
+    if t.launch_outliers.is_empty() {
+        return;
+    }
+    let mut header = vec![];
+    if several {
+        header.push("PID");
+    }
+    header.extend([
+        "Delay (ns)",
+        "Kernel start (ns)",
+        "Kernel (ns)",
+        "API start (ns)",
+        "API (ns)",
+        "TID",
+        "GPU",
+        "API call",
+        "Stream",
+        "Kernel",
+    ]);
+    let cells: Vec<Vec<String>> = t
+        .launch_outliers
+        .iter()
+        .map(|x| {
+            let mut c = vec![];
+            if several {
+                c.push(pid_text(x.pid));
+            }
+            c.extend([
+                int(x.delay_ns),
+                int(x.start_ns),
+                int(x.kernel_ns),
+                int(x.api_start_ns),
+                int(x.api_ns),
+                x.tid.map_or("?".to_owned(), |t| t.to_string()),
+                x.gpu.to_string(),
+                clip(&x.api, 40).into_owned(),
+                clip(&x.stream, 20).into_owned(),
+                clip(named(&x.kernel, &x.short_name, t, o), o.name_width).into_owned(),
+            ]);
+            c
+        })
+        .collect();
+    grid(out, OUTLIERS, &header, &cells);
 }
 
 fn streams(out: &mut String, t: &Tables, o: &Options, several: bool) {
@@ -719,6 +960,9 @@ pub(crate) fn render(s: &Summary, o: &Options) -> String {
 
 fn render_parts(s: &Summary, o: &Options) -> String {
     let mut out = String::new();
+    if o.reports.contains(&Report::Verdict) && !s.verdict.text.is_empty() {
+        let _ = writeln!(out, "Verdict: {}\n", s.verdict.text);
+    }
     if !s.several() {
         for h in &s.files {
             let _ = writeln!(out, "{}", shown(&h.path));
