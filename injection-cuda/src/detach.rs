@@ -110,6 +110,13 @@ pub(crate) fn corr(raw: u32) -> u64 {
     OFFSET.load(Ordering::Relaxed) + u64::from(raw)
 }
 
+/// Which attachment of CUPTI records come from: a number that changes at
+/// each detach (CUPTI's own pointers, kernel names among them, may be
+/// reused for other things after one).
+pub(crate) fn attachment() -> u64 {
+    OFFSET.load(Ordering::Relaxed)
+}
+
 pub(crate) struct Detach {
     allowed: bool,
     /// The most detaches in the run.

@@ -61,13 +61,23 @@ struct ArgNames {
     occupancy_warps: NameId,
 }
 
+/// Kernel classes of one attachment of CUPTI ([`crate::detach::attachment`]).
+#[derive(Default)]
+struct Classes {
+    attachment: u64,
+    map: FxHashMap<ClassKey, KernelId>,
+}
+
 /// Converts records; one per process.
 pub(crate) struct RecordState {
     recorder: Recorder,
     names: Arc<Names>,
     kernels: Arc<Kernels>,
     devices: Arc<DevicesSink>,
-    classes: Mutex<FxHashMap<ClassKey, KernelId>>,
+    /// Kernel classes by CUPTI's name pointer and resources, for the
+    /// attachment of CUPTI they were seen in: after a detach CUPTI may give
+    /// another kernel's name the same address.
+    classes: Mutex<Classes>,
     device_cache: Mutex<FxHashMap<u32, DeviceEntry>>,
     args: ArgNames,
     /// Where profiled kernels' counters wait for their records.
@@ -107,7 +117,7 @@ impl RecordState {
             names,
             kernels,
             devices: Arc::new(devices),
-            classes: Mutex::new(FxHashMap::default()),
+            classes: Mutex::new(Classes::default()),
             device_cache: Mutex::new(FxHashMap::default()),
             args,
             join: OnceLock::new(),
@@ -367,11 +377,16 @@ impl RecordState {
         };
         let class = {
             let mut classes = self.classes.lock().unwrap_or_else(|e| e.into_inner());
-            match classes.get(&key) {
+            let attachment = crate::detach::attachment();
+            if classes.attachment != attachment {
+                classes.attachment = attachment;
+                classes.map.clear();
+            }
+            match classes.map.get(&key) {
                 Some(c) => *c,
                 None => {
                     let c = self.new_class(k, &key, &dev);
-                    classes.insert(key, c);
+                    classes.map.insert(key, c);
                     c
                 }
             }

@@ -246,7 +246,7 @@ fn kernel_record(
     r.registersPerThread = k.registers;
     r.staticSharedMemory = k.static_smem;
     r.correlationId = corr;
-    r.name = static_cstr(&k.symbol).as_ptr();
+    r.name = super::kernel_name(&k.symbol);
     if let Some((node, graph)) = graph {
         r.graphNodeId = node;
         r.graphId = graph;

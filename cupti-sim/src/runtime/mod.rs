@@ -15,7 +15,7 @@ mod range_profiler;
 mod signals;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ffi::{CStr, CString, c_void};
+use std::ffi::{CStr, CString, c_char, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
@@ -199,8 +199,10 @@ pub(crate) mod detach {
         lock(&FAKE.kinds).clear();
         *lock(&FAKE.buffer_cbs) = None;
         *lock(&FAKE.timestamp) = None;
-        // The worst case for a tool: correlation ids start again.
+        // The worst case for a tool: correlation ids start again, and kernel
+        // names take the addresses of the last attachment's.
         exec::restart_correlation();
+        super::reuse_kernel_names();
         lock(&FAKE.report).finalizes += 1;
         DETACHED.store(true, Ordering::SeqCst);
     }
@@ -235,6 +237,56 @@ pub(crate) fn static_cstr(s: &str) -> &'static CStr {
     let v: &'static CStr = Box::leak(CString::new(s).expect("no NUL").into_boxed_c_str());
     c.insert(s.to_owned(), v);
     v
+}
+
+/// Bytes in a kernel-name slot; a longer name gets memory of its own, never
+/// reused.
+const NAME_SLOT: usize = 4096;
+
+/// Kernel-name slots, and the slot of each name of the current attachment.
+struct NameArena {
+    slots: Vec<Box<[u8]>>,
+    used: HashMap<String, usize>,
+}
+
+static NAMES: LazyLock<Mutex<NameArena>> = LazyLock::new(|| {
+    Mutex::new(NameArena {
+        slots: Vec::new(),
+        used: HashMap::new(),
+    })
+});
+
+/// Kernel names as CUPTI's kernel records point at them: strings of the
+/// current attachment, in slots that are never freed but are handed out
+/// again, in the same order, after `cuptiFinalize` ([`reuse_kernel_names`]).
+/// So a kernel of the next attachment can have, at the same address,
+/// another name than a kernel of the last one had: the worst a CUPTI that
+/// frees its name strings at the detach can do to a tool that keys
+/// anything by those addresses.
+pub(crate) fn kernel_name(s: &str) -> *const c_char {
+    if s.len() >= NAME_SLOT {
+        return static_cstr(s).as_ptr();
+    }
+    let mut a = lock(&NAMES);
+    if let Some(&i) = a.used.get(s) {
+        return a.slots[i].as_ptr().cast();
+    }
+    let i = a.used.len();
+    if i == a.slots.len() {
+        a.slots.push(vec![0u8; NAME_SLOT].into_boxed_slice());
+    }
+    let slot = &mut a.slots[i];
+    slot[..s.len()].copy_from_slice(s.as_bytes());
+    slot[s.len()] = 0;
+    let p = slot.as_ptr().cast();
+    a.used.insert(s.to_owned(), i);
+    p
+}
+
+/// `cuptiFinalize`: the next attachment's kernel names take the slots of
+/// this one's ([`kernel_name`]).
+fn reuse_kernel_names() {
+    lock(&NAMES).used.clear();
 }
 
 /// The callback id of a runtime (`cuda*`) or driver (`cu*`) function, by CUPTI's name.
