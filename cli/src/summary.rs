@@ -146,7 +146,7 @@ pub(crate) fn render(paths: &[PathBuf]) -> String {
             let _ = writeln!(
                 out,
                 "gpu-trace:   note: {}{more}",
-                printable(first, NOTE_WIDTH)
+                printable(&first.to_string(), NOTE_WIDTH)
             );
         }
     }

@@ -1494,9 +1494,35 @@ fn names_jobs_and_export_options_are_checked() {
     assert_eq!(one, two);
     let out = dir.join("tables");
     let o = out.to_str().unwrap();
-    let (rc, _, err) = gpu_trace(&["export", "--format", "csv", "-o", o, p]);
+    let (rc, _, err) = gpu_trace(&["export", "--format", "xml", "-o", o, p]);
     assert_eq!(rc, 2);
-    assert_eq!(err.trim(), "gpu-trace: --format \"csv\": expected parquet");
+    assert_eq!(
+        err.trim(),
+        "gpu-trace: --format \"xml\": expected parquet or csv"
+    );
+    // CSV: one trace's tables, what the Python package reads.
+    let (rc, _, err) = gpu_trace(&["export", "--format", "csv", "-o", o, p, p]);
+    assert_eq!(rc, 2);
+    assert_eq!(
+        err.trim(),
+        "gpu-trace: export --format csv: expected one trace, got 2"
+    );
+    let csv_dir = dir.join("csv");
+    let (rc, _, err) = gpu_trace(&[
+        "export",
+        "--format",
+        "csv",
+        "-o",
+        csv_dir.to_str().unwrap(),
+        p,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let kernels = std::fs::read_to_string(csv_dir.join("kernels.csv")).unwrap();
+    assert!(
+        kernels.starts_with("pid,gpu,queue,start_ns,dur_ns,name,mangled,"),
+        "{kernels}"
+    );
+    assert!(kernels.lines().count() > 1, "{kernels}");
     let (rc, _, err) = gpu_trace(&["export", "-o", o, p, p]);
     assert_eq!(rc, 0, "{err}");
     // Two traces of one name are told apart by their place.

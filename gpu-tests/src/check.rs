@@ -488,11 +488,11 @@ pub fn common(cx: &Ctx<'_>, o: &Options, r: &mut Report) {
     let t = cx.t;
     // Dangling submission arrows are counted below, with what a loss
     // explains.
-    let problems: Vec<&str> = t
+    let problems: Vec<String> = t
         .problems
         .iter()
-        .map(String::as_str)
-        .filter(|p| !p.starts_with(gpu_trace_reader::DANGLING_SUBMISSIONS))
+        .filter(|p| p.kind != gpu_trace_reader::ProblemKind::Dangling)
+        .map(ToString::to_string)
         .collect();
     if !problems.is_empty() {
         r.fail(format!(

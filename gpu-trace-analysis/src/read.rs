@@ -16,7 +16,8 @@ use crate::render::text::int;
 use crate::summary::{Counts, FileSummary, KERNEL_ENGINE, Pid, Span, UNKNOWN_PID};
 use gpu_trace_model::waits::waits_for_gpu;
 use gpu_trace_reader::{
-    CounterValue, GpuEvent, KernelInfo, Parts, Slice, Stage, Str, Trace, Visitor,
+    CounterValue, GpuEvent, KernelInfo, Parts, Problem, ProblemKind, Slice, Stage, Str, Trace,
+    Visitor,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::hash_map::Entry;
@@ -1141,29 +1142,29 @@ impl Acc {
                 if unmatched > 0 {
                     p.insert(
                         0,
-                        format!(
+                        Problem::new(ProblemKind::Malformed, format!(
                             "{} per-kernel counter values are not matched to their kernels: the trace's config names no counters data source, so the kernels before the first value were not kept",
                             int(unmatched as u64)
-                        ),
+                        )),
                     );
                 }
                 if self.launch.overflowed && self.launch.matched > 0 {
                     p.insert(
                         0,
-                        format!(
+                        Problem::new(ProblemKind::OverLimit, format!(
                             "some GPU work is not matched with the API call that submitted it (more than {} waited for their other half at once): the launch statistics and the idle breakdown leave it out",
                             int(crate::launch::MAX_PENDING as u64)
-                        ),
+                        )),
                     );
                 }
                 if self.unchecked {
                     p.insert(
                         0,
-                        format!(
+                        Problem::new(ProblemKind::OverLimit, format!(
                             "API calls are not checked against the GPU work they submit: the GPU event ids and awaited submissions passed this summary's limits ({} pages of ids, {} awaited submissions)",
                             int(MAX_ID_PAGES as u64),
                             int(MAX_AWAITED as u64)
-                        ),
+                        )),
                     );
                 }
                 p
@@ -1195,22 +1196,26 @@ impl Acc {
 /// where, once (with the slices left open and the GPU work missing there).
 fn warnings(f: &FileSummary) -> Vec<String> {
     let mut out = Vec::new();
-    let mut problems: Vec<&String> = f.problems.iter().collect();
+    let mut problems: Vec<&Problem> = f.problems.iter().collect();
     if let Some(at) = f.truncated_at {
         let mut open = 0u64;
         let mut why = None;
-        problems.retain(|p| {
-            if let Some(w) = p.strip_prefix("trace ends mid-packet: ") {
-                why = Some(w.to_owned());
-                return false;
+        problems.retain(|p| match p.kind {
+            ProblemKind::Cut => {
+                why = Some(
+                    p.text
+                        .strip_prefix("trace ends mid-packet: ")
+                        .unwrap_or(&p.text)
+                        .to_owned(),
+                );
+                false
             }
-            match p.split_once(" unterminated slices on track ") {
-                Some((n, _)) => {
-                    open += n.parse::<u64>().unwrap_or(0);
-                    false
-                }
-                None => true,
+            // Slices left open by the cut: the cut's line counts them.
+            ProblemKind::Unpaired { slices } if p.text.contains(" unterminated slices ") => {
+                open += slices;
+                false
             }
+            _ => true,
         });
         let mut w = format!(
             "the trace stops at byte {}{}, in the middle of a packet (cut short: was the process killed, or the file copied while written?); read up to there",
@@ -1588,7 +1593,9 @@ mod tests {
             .collect();
         assert_eq!(c, ["(kernel not in the trace)", "b"]);
         assert!(
-            h.problems[0].starts_with("1 per-kernel counter values are not matched"),
+            h.problems[0]
+                .text
+                .starts_with("1 per-kernel counter values are not matched"),
             "{:?}",
             h.problems
         );

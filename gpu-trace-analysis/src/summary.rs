@@ -11,7 +11,7 @@ use crate::ranks::Ranks;
 use crate::read::{CounterData, FileData, ProcData};
 use crate::telemetry::{self, DeviceAcc, DeviceTelemetry};
 use gpu_trace_model::rank::Rank;
-use gpu_trace_reader::DeviceInfo;
+use gpu_trace_reader::{DeviceInfo, Problem};
 use rustc_hash::FxHashMap;
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -307,8 +307,8 @@ pub struct FileSummary {
     pub damaged_at: Option<u64>,
     /// Packets left out for damage inside them.
     pub damaged_packets: u64,
-    /// What the reader (and this summary) found wrong, one line each.
-    pub problems: Vec<String>,
+    /// What the reader (and this summary) found wrong.
+    pub problems: Vec<Problem>,
     /// API calls whose submission arrow points at GPU work that is not in
     /// the trace: (name, start ns), in trace order.
     pub dangling: Vec<(String, u64)>,
@@ -388,7 +388,7 @@ impl Serialize for FileSummary {
             damaged_at: Option<u64>,
             damaged_packets: u64,
             windows: Option<WindowsView<'a>>,
-            problems: &'a [String],
+            problems: Vec<String>,
             dangling_submissions: usize,
             complete: bool,
             counts: Counts,
@@ -423,7 +423,7 @@ impl Serialize for FileSummary {
                 recorded_ns,
                 spans: &self.window_spans,
             }),
-            problems: &self.problems,
+            problems: self.problems.iter().map(ToString::to_string).collect(),
             dangling_submissions: self.dangling.len(),
             complete: self.complete(),
             counts: self.counts,

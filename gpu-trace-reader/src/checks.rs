@@ -7,6 +7,7 @@
 //! Memory is bounded: problems are kept once each with a count, up to a
 //! limit, and the per-key state of each check is capped.
 
+use crate::problem::{Problem, ProblemKind};
 use rustc_hash::FxHashMap;
 
 /// At most this many distinct problem lines; later ones are counted.
@@ -119,63 +120,63 @@ impl OverLimits {
         ];
         for (n, what) in lines {
             if n > 0 {
-                problems.push_first(format!("{n} {what}"));
+                problems.push_first(ProblemKind::OverLimit, format!("{n} {what}"));
             }
         }
     }
 }
 
-/// Problem lines in the order first seen, each once, with how often it
-/// came up.
+/// Problems in the order first seen, each once, with how often it came
+/// up.
 #[derive(Default)]
 pub(crate) struct Problems {
-    lines: Vec<(String, u64)>,
+    lines: Vec<Problem>,
     index: FxHashMap<String, usize>,
     more: u64,
-    /// Lines said before all others, whatever came first: damage, a cut,
-    /// a limit of the reader. A few kinds, each once.
-    first: Vec<String>,
+    /// Problems said before all others, whatever came first: damage, a
+    /// cut, a limit of the reader. A few kinds, each once.
+    first: Vec<Problem>,
 }
 
 impl Problems {
-    pub(crate) fn push(&mut self, p: String) {
-        self.push_n(p, 1);
+    pub(crate) fn push(&mut self, kind: ProblemKind, p: String) {
+        self.push_n(kind, p, 1);
     }
 
-    /// A line to say before all others (see `first`).
-    pub(crate) fn push_first(&mut self, p: String) {
-        if !self.first.contains(&p) {
-            self.first.push(p);
+    /// A problem to say before all others (see `first`).
+    pub(crate) fn push_first(&mut self, kind: ProblemKind, p: String) {
+        if !self.first.iter().any(|f| f.text == p) {
+            self.first.push(Problem::new(kind, p));
         }
     }
 
     /// `p`, `n` times over.
-    pub(crate) fn push_n(&mut self, p: String, n: u64) {
+    pub(crate) fn push_n(&mut self, kind: ProblemKind, p: String, n: u64) {
         if n == 0 {
             return;
         }
         if let Some(&i) = self.index.get(&p) {
-            self.lines[i].1 = self.lines[i].1.saturating_add(n);
+            self.lines[i].count = self.lines[i].count.saturating_add(n);
         } else if self.lines.len() < MAX_PROBLEMS {
             self.index.insert(p.clone(), self.lines.len());
-            self.lines.push((p, n));
+            self.lines.push(Problem {
+                kind,
+                text: p,
+                count: n,
+            });
         } else {
             self.more = self.more.saturating_add(n);
         }
     }
 
-    /// The lines, a repeated one with its count (`... (×3)`).
-    pub(crate) fn into_lines(self) -> Vec<String> {
+    /// The problems, the first ones first.
+    pub(crate) fn into_problems(self) -> Vec<Problem> {
         let mut out = self.first;
-        out.extend(
-            self.lines
-                .into_iter()
-                .map(|(p, n)| if n > 1 { format!("{p} (×{n})") } else { p }),
-        );
+        out.extend(self.lines);
         if self.more > 0 {
-            out.push(format!(
-                "and {} more problems of other kinds, not listed",
-                self.more
+            out.push(Problem::new(
+                ProblemKind::OverLimit,
+                format!("and {} more problems of other kinds, not listed", self.more),
             ));
         }
         out
@@ -226,7 +227,7 @@ impl ClockMonotony {
             match self.last.get_mut(&key) {
                 Some(last) => {
                     if value < *last {
-                        problems.push(if id == boottime {
+                        problems.push(ProblemKind::Clock, if id == boottime {
                             format!(
                                 "the ClockSnapshot at byte {at} takes BOOTTIME back ({value} after {}): the trace processor rejects it",
                                 *last
@@ -343,7 +344,7 @@ impl SortWindow {
     /// The problem, if events were dropped.
     pub(crate) fn finish(self, problems: &mut Problems) {
         if let Some((at, ts, latest)) = self.first {
-            problems.push(format!(
+            problems.push(ProblemKind::Order, format!(
                 "{} events come after the trace processor's sort window has passed them (the first at byte {at}, at {ts} ns, after it had sorted up to {latest} ns): it drops them, and so does this reader",
                 self.dropped
             ));
@@ -359,20 +360,24 @@ mod tests {
     fn problems_are_kept_once_with_a_count_and_bounded() {
         let mut p = Problems::default();
         for _ in 0..3 {
-            p.push("a".into());
+            p.push(ProblemKind::Malformed, "a".into());
         }
-        p.push("b".into());
+        p.push(ProblemKind::Clock, "b".into());
         for i in 0..MAX_PROBLEMS + 5 {
-            p.push(format!("x{i}"));
+            p.push(ProblemKind::Malformed, format!("x{i}"));
         }
-        let lines = p.into_lines();
-        assert_eq!(lines[0], "a (×3)");
-        assert_eq!(lines[1], "b");
-        assert_eq!(lines.len(), MAX_PROBLEMS + 1);
+        let problems = p.into_problems();
+        assert_eq!(problems[0].to_string(), "a (×3)");
         assert_eq!(
-            lines.last().unwrap(),
-            "and 7 more problems of other kinds, not listed"
+            (problems[0].kind, problems[0].count),
+            (ProblemKind::Malformed, 3)
         );
+        assert_eq!(problems[1].to_string(), "b");
+        assert_eq!(problems[1].kind, ProblemKind::Clock);
+        assert_eq!(problems.len(), MAX_PROBLEMS + 1);
+        let last = problems.last().unwrap();
+        assert_eq!(last.text, "and 7 more problems of other kinds, not listed");
+        assert_eq!(last.kind, ProblemKind::OverLimit);
     }
 
     #[test]
@@ -390,11 +395,15 @@ mod tests {
         assert_eq!(p.lines.len(), 1, "{:?}", p.lines);
         assert!(
             p.lines[0]
-                .0
+                .text
                 .contains("clock 64 of sequence 3 back (2 after 9)")
         );
         c.snapshot(&[(6, 390), (64, 20)], 3, 6, 50, &mut p);
-        assert!(p.lines[1].0.contains("takes BOOTTIME back (390 after 400)"));
+        assert!(
+            p.lines[1]
+                .text
+                .contains("takes BOOTTIME back (390 after 400)")
+        );
     }
 
     #[test]
@@ -425,7 +434,7 @@ mod tests {
         let mut p = Problems::default();
         w.finish(&mut p);
         assert_eq!(
-            p.lines[0].0,
+            p.lines[0].text,
             "2 events come after the trace processor's sort window has passed them (the first at byte 3, at 5 ns, after it had sorted up to 10 ns): it drops them, and so does this reader"
         );
     }

@@ -8,6 +8,7 @@ use crate::model::{
     LogLine, ProcessInfo, Slice, Stage, Str, Thread, TrackInfo,
 };
 use crate::pb::{DecodeError, Fields, Value};
+use crate::problem::ProblemKind;
 use crate::stats::trace_stats;
 use crate::trace::Trace;
 use crate::visit::{Parts, Visitor};
@@ -340,8 +341,8 @@ impl<'v> Decoder<'v> {
     }
 
     /// A problem said before all others (a cut).
-    pub(crate) fn problem_first(&mut self, p: String) {
-        self.out.problems.push_first(p);
+    pub(crate) fn problem_first(&mut self, kind: ProblemKind, p: String) {
+        self.out.problems.push_first(kind, p);
     }
 
     /// The next packet starts at byte `at` of the file.
@@ -372,9 +373,10 @@ impl<'v> Decoder<'v> {
             Some(s) => format!("the {} bytes from there are not read", s.saturating_sub(at)),
             None => "the rest is not read".to_owned(),
         };
-        self.out.problems.push_first(format!(
-            "the trace is damaged at byte {at} ({what}): read up to there; {rest}"
-        ));
+        self.out.problems.push_first(
+            ProblemKind::Damaged,
+            format!("the trace is damaged at byte {at} ({what}): read up to there; {rest}"),
+        );
     }
 
     /// Decodes one `TracePacket`.
@@ -566,7 +568,9 @@ impl<'v> Decoder<'v> {
             out.t.counters[p.index].ts = resolve(p);
         }
         problems.dedup();
-        problems.into_iter().for_each(|p| out.problems.push(p));
+        problems
+            .into_iter()
+            .for_each(|p| out.problems.push(ProblemKind::Clock, p));
         let (te, keys) = (
             std::mem::take(&mut out.te),
             std::mem::take(&mut out.te_keys),
@@ -574,7 +578,7 @@ impl<'v> Decoder<'v> {
         out.t.pair_slices(te, keys, &mut out.problems);
         dangling_submissions(&out.t, &mut out.problems);
         out.sequence_problems();
-        out.t.problems = out.problems.into_lines();
+        out.t.problems = out.problems.into_problems();
         out.t
     }
 }
@@ -591,18 +595,28 @@ fn finish_stream(mut out: Out<'_>, st: Stream<'_>) -> Trace {
         .map(|c| format!("clock {c} used without a ClockSnapshot"))
         .collect();
     problems.dedup();
-    problems.into_iter().for_each(|p| out.problems.push(p));
+    problems
+        .into_iter()
+        .for_each(|p| out.problems.push(ProblemKind::Clock, p));
     let mut unmatched: Vec<(u64, (u64, u32, u64))> = st.unmatched.into_iter().collect();
     unmatched.sort_by_key(|(_, (ts, order, _))| (*ts, *order));
     for (track, (_, _, n)) in unmatched {
-        out.problems
-            .push_n(format!("slice end without begin on track {track:#x}"), n);
+        out.problems.push_n(
+            ProblemKind::Unpaired { slices: 1 },
+            format!("slice end without begin on track {track:#x}"),
+            n,
+        );
     }
     if st.unmatched_elsewhere > 0 {
-        out.problems.push(format!(
-            "{} slice ends without begin on other tracks",
-            st.unmatched_elsewhere
-        ));
+        out.problems.push(
+            ProblemKind::Unpaired {
+                slices: st.unmatched_elsewhere,
+            },
+            format!(
+                "{} slice ends without begin on other tracks",
+                st.unmatched_elsewhere
+            ),
+        );
     }
     out.over.track_events += st.over_tracks;
     out.over.open_slices += st.over_open;
@@ -614,11 +628,13 @@ fn finish_stream(mut out: Out<'_>, st: Stream<'_>) -> Trace {
         .collect();
     open.sort_unstable();
     for (track, n) in open {
-        out.problems
-            .push(format!("{n} unterminated slices on track {track:#x}"));
+        out.problems.push(
+            ProblemKind::Unpaired { slices: n as u64 },
+            format!("{n} unterminated slices on track {track:#x}"),
+        );
     }
     out.sequence_problems();
-    out.t.problems = out.problems.into_lines();
+    out.t.problems = out.problems.into_problems();
     out.t
 }
 
@@ -636,9 +652,10 @@ fn dangling_submissions(t: &Trace, problems: &mut Problems) {
         }
     }
     if let Some((name, ts, id)) = first {
-        problems.push(format!(
-            "{DANGLING_SUBMISSIONS}: {n} (the first: {name} at {ts} ns, to event {id})"
-        ));
+        problems.push(
+            ProblemKind::Dangling,
+            format!("{DANGLING_SUBMISSIONS}: {n} (the first: {name} at {ts} ns, to event {id})"),
+        );
     }
 }
 
@@ -649,14 +666,14 @@ impl Out<'_> {
         let mut skipped: Vec<_> = self.skipped.iter().collect();
         skipped.sort_unstable();
         for (seq, (n, at)) in skipped {
-            self.problems.push(format!(
+            self.problems.push(ProblemKind::Sequence, format!(
                 "{n} packets of sequence {seq} need incremental state it did not have (none was set by a packet clearing it, or a packet loss made it stale; the first at byte {at}): the trace processor skips them, and so does this reader"
             ));
         }
         let mut lost: Vec<_> = self.lost.iter().collect();
         lost.sort_unstable();
         for (seq, (n, at)) in lost {
-            self.problems.push(format!(
+            self.problems.push(ProblemKind::Sequence, format!(
                 "the service lost packets of sequence {seq} before {n} of its packets (previous_packet_dropped; the first at byte {at})"
             ));
         }
@@ -664,7 +681,7 @@ impl Out<'_> {
         self.over.finish(&mut self.problems);
         if let Some((at, bad, what)) = self.damaged {
             let n = self.t.damaged_packets;
-            self.problems.push_first(format!(
+            self.problems.push_first(ProblemKind::Damaged, format!(
                 "{n} packet{} malformed inside, left out from the damage on (the first at byte {at}: {what} at byte {bad})",
                 if n == 1 { " is" } else { "s are" }
             ));
@@ -782,7 +799,7 @@ impl Out<'_> {
     /// A track event named `n` interned ids its sequence does not define.
     fn unresolved_names(problems: &mut Problems, n: u64, seq_id: u32) {
         if n > 0 {
-            problems.push(format!(
+            problems.push(ProblemKind::Unresolved, format!(
                 "track events of sequence {seq_id} use interned names it has not defined (before their definition, or after the sequence's state was cleared)"
             ));
         }
@@ -876,6 +893,7 @@ impl Out<'_> {
             wire::packet::TRACK_EVENT => {
                 let Ts::Boot(v) = stamp else {
                     self.problems.push(
+                        ProblemKind::Clock,
                         "track event on a custom clock (not supported by this reader)".into(),
                     );
                     return Ok(());
@@ -939,7 +957,10 @@ impl Out<'_> {
             }
             wire::packet::GPU_COUNTER_EVENT => {
                 if !has_ts {
-                    self.problems.push("counter event without timestamp".into());
+                    self.problems.push(
+                        ProblemKind::Malformed,
+                        "counter event without timestamp".into(),
+                    );
                 }
                 if let Some(st) = &mut self.stream {
                     st.counters.clear();
@@ -1364,7 +1385,10 @@ fn render_stage(
                 let iid = v.as_u64().unwrap_or(0);
                 match seq.specs.get(&iid) {
                     Some(sp) => queue = Some(sp),
-                    None => problems.push(format!("hw_queue_iid {iid} not interned")),
+                    None => problems.push(
+                        ProblemKind::Unresolved,
+                        format!("hw_queue_iid {iid} not interned"),
+                    ),
                 }
             }
             wire::rse::STAGE_IID => {
@@ -1378,7 +1402,10 @@ fn render_stage(
                         }
                         stage = Some(sp);
                     }
-                    None => problems.push(format!("stage_iid {iid} not interned")),
+                    None => problems.push(
+                        ProblemKind::Unresolved,
+                        format!("stage_iid {iid} not interned"),
+                    ),
                 }
             }
             wire::rse::CONTEXT => {
@@ -1391,14 +1418,20 @@ fn render_stage(
                             api: c.api,
                         })
                     }
-                    None => problems.push(format!("context {iid:#x} not interned")),
+                    None => problems.push(
+                        ProblemKind::Unresolved,
+                        format!("context {iid:#x} not interned"),
+                    ),
                 }
             }
             wire::rse::KERNEL_IID => {
                 let iid = v.as_u64().unwrap_or(0);
                 match seq.kernels.get(&iid) {
                     Some(k) => kernel = Some(k),
-                    None => problems.push(format!("kernel_iid {iid} not interned")),
+                    None => problems.push(
+                        ProblemKind::Unresolved,
+                        format!("kernel_iid {iid} not interned"),
+                    ),
                 }
             }
             wire::rse::NAME_IID => name_iid = v.as_u64(),
@@ -1414,7 +1447,8 @@ fn render_stage(
                         wire::rse::LAUNCH_ARGS => {
                             if let Some((name, val)) = wire_arg(seq, m)? {
                                 if name.as_str().starts_with("<unresolved") {
-                                    problems.push(name.as_str().to_string());
+                                    problems
+                                        .push(ProblemKind::Unresolved, name.as_str().to_string());
                                 }
                                 if n_args == 0 && e.args.capacity() == 0 {
                                     e.args.reserve_exact(count_args(v.as_bytes()));
@@ -1462,11 +1496,17 @@ fn render_stage(
     if let Some(iid) = name_iid {
         match seq.event_names.get(&iid) {
             Some(n) => set_str(&mut e.name, n),
-            None => problems.push(format!("name_iid {iid} not in event_names")),
+            None => problems.push(
+                ProblemKind::Unresolved,
+                format!("name_iid {iid} not in event_names"),
+            ),
         }
     }
     if !has_id {
-        problems.push("render stage without event_id".into());
+        problems.push(
+            ProblemKind::Malformed,
+            "render stage without event_id".into(),
+        );
     }
     Ok(())
 }
@@ -1733,10 +1773,10 @@ fn counter_event(
     }
     let desc = iid.and_then(|i| seq.counter_descs.get(&i));
     if iid.is_some() && desc.is_none() {
-        problems.push(format!(
-            "counter_descriptor_iid {} not interned",
-            iid.unwrap_or(0)
-        ));
+        problems.push(
+            ProblemKind::Unresolved,
+            format!("counter_descriptor_iid {} not interned", iid.unwrap_or(0)),
+        );
     }
     for c in &mut out[first..] {
         // `gpu_id` held the counter id until here.

@@ -25,6 +25,7 @@ mod decode;
 mod frame;
 mod model;
 pub mod pb;
+mod problem;
 pub mod progress;
 mod stats;
 pub mod text;
@@ -34,6 +35,7 @@ mod visit;
 /// The field numbers of the traces read: `gpu_trace_model::schema`.
 pub use gpu_trace_model::schema as wire;
 pub use model::*;
+pub use problem::{Problem, ProblemKind};
 pub use stats::{ServiceLosses, loss_counts, trace_stats};
 pub use trace::{ReadError, ReadOptions, STREAM_LIMIT, Trace};
 pub use visit::{Parts, Visitor};

@@ -8,6 +8,7 @@ use crate::model::{
     TrackInfo,
 };
 use crate::pb::DecodeError;
+use crate::problem::{Problem, ProblemKind};
 use crate::progress::Bar;
 use crate::stats::ServiceLosses;
 use crate::visit::Visitor;
@@ -64,8 +65,8 @@ pub struct Trace {
     /// could not resolve, clock snapshots that go back, packets out of its
     /// sort window or without the incremental state they need, arrows to
     /// events not in the trace), unmatched ends, a trace cut short, and
-    /// other problems: each once, a repeated one with its count (`(×3)`).
-    pub problems: Vec<String>,
+    /// other problems: each once, with how many times it came up.
+    pub problems: Vec<Problem>,
 }
 
 /// Read failures.
@@ -346,7 +347,10 @@ impl Trace {
                         )));
                     }
                     if e.cut {
-                        d.problem_first(format!("trace ends mid-packet: {}", e.what));
+                        d.problem_first(
+                            ProblemKind::Cut,
+                            format!("trace ends mid-packet: {}", e.what),
+                        );
                         d.truncated_at(at);
                     } else {
                         d.damaged_at(e.offset, &e.what, size);
@@ -411,8 +415,10 @@ impl Trace {
                             let s = &mut self.slices[i];
                             s.dur = k.ts.saturating_sub(s.ts);
                         }
-                        None => problems
-                            .push(format!("slice end without begin on track {:#x}", k.track)),
+                        None => problems.push(
+                            ProblemKind::Unpaired { slices: 1 },
+                            format!("slice end without begin on track {:#x}", k.track),
+                        ),
                     }
                 }
                 wire::track_event::TYPE_INSTANT => {
@@ -435,10 +441,12 @@ impl Trace {
             open.sort_by_key(|(track, _)| *track);
             let mut unended = vec![false; self.slices.len()];
             for (track, s) in &open {
-                problems.push(format!(
-                    "{} unterminated slices on track {track:#x}",
-                    s.len()
-                ));
+                problems.push(
+                    ProblemKind::Unpaired {
+                        slices: s.len() as u64,
+                    },
+                    format!("{} unterminated slices on track {track:#x}", s.len()),
+                );
                 s.iter().for_each(|&i| unended[i] = true);
             }
             let mut i = 0;

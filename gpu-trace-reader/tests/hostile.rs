@@ -4,7 +4,7 @@
 //! the damage, and say where the damage is, at its offset in the file.
 
 use gpu_trace_reader::pb::Writer;
-use gpu_trace_reader::{Trace, wire};
+use gpu_trace_reader::{ProblemKind, Trace, wire};
 use std::io::Read;
 
 const TRACE: &str = concat!(
@@ -39,7 +39,8 @@ fn claiming(len: u64, rest: usize) -> Vec<u8> {
 fn cut_at(t: &Trace) -> Option<&str> {
     t.problems
         .iter()
-        .find_map(|p| p.strip_prefix("trace ends mid-packet: "))
+        .filter(|p| p.kind == ProblemKind::Cut)
+        .find_map(|p| p.text.strip_prefix("trace ends mid-packet: "))
 }
 
 #[test]
@@ -127,7 +128,8 @@ fn a_byte_changed_in_the_middle_costs_its_packet_only() {
     let line = t
         .problems
         .iter()
-        .find(|p| p.contains("malformed inside"))
+        .find(|p| p.kind == ProblemKind::Damaged && p.text.contains("malformed inside"))
+        .map(|p| p.text.as_str())
         .unwrap_or_else(|| panic!("{:?}", t.problems));
     assert_eq!(t.damaged_packets, 1, "{line}");
     // The packet's offset and the damage's, both the file's.
@@ -152,7 +154,7 @@ fn zero_bytes_after_a_trace_are_damage_where_they_start() {
     assert_eq!(t.gpu_events.len(), whole.gpu_events.len());
     assert_eq!(t.damaged_at, Some(good.len() as u64));
     assert_eq!(
-        t.problems.first().map(String::as_str),
+        t.problems.first().map(|p| p.text.as_str()),
         Some(
             format!(
                 "the trace is damaged at byte {} (field number 0 (byte 0x00; a run of zero bytes?)): read up to there; the 1048576 bytes from there are not read",

@@ -6,7 +6,7 @@
 
 use gpu_trace_reader::pb::Writer;
 use gpu_trace_reader::wire::{self, packet as P};
-use gpu_trace_reader::{DANGLING_SUBMISSIONS, Parts, Trace, Visitor};
+use gpu_trace_reader::{DANGLING_SUBMISSIONS, Parts, Problem, ProblemKind, Trace, Visitor};
 
 /// A trace: packets appended as `Trace.packet` fields, and where each
 /// starts.
@@ -35,17 +35,28 @@ impl File {
         }
         let visited = Trace::visit_bytes(self.0.as_bytes(), &mut Nothing).expect("a trace");
         // The visitor keeps no events, so it cannot check arrows.
-        let without_arrows: Vec<&String> = open
+        let without_arrows: Vec<&Problem> = open
             .problems
             .iter()
-            .filter(|p| !p.starts_with(DANGLING_SUBMISSIONS))
+            .filter(|p| p.kind != ProblemKind::Dangling)
             .collect();
+        assert!(
+            open.problems
+                .iter()
+                .all(|p| (p.kind == ProblemKind::Dangling)
+                    == p.text.starts_with(DANGLING_SUBMISSIONS))
+        );
         assert_eq!(
             without_arrows,
             visited.problems.iter().collect::<Vec<_>>(),
             "both read paths"
         );
-        open.problems
+        open.problems.iter().map(ToString::to_string).collect()
+    }
+
+    fn kinds(&self) -> Vec<ProblemKind> {
+        let open = Trace::from_bytes(self.0.as_bytes()).expect("a trace");
+        open.problems.iter().map(|p| p.kind).collect()
     }
 }
 
@@ -174,6 +185,14 @@ fn a_packet_loss_makes_the_state_stale_until_the_next_clear() {
     assert!(problems[1].starts_with("1 packets of sequence 7 need incremental state"));
     assert!(
         problems[2].starts_with("the service lost packets of sequence 7 before 1 of its packets")
+    );
+    assert_eq!(
+        f.kinds(),
+        [
+            ProblemKind::Unpaired { slices: 1 },
+            ProblemKind::Sequence,
+            ProblemKind::Sequence
+        ]
     );
 }
 

@@ -775,7 +775,7 @@ fn a_panic_in_a_callback_stops_recording_and_the_trace_still_ends() {
         assert!(
             t.problems
                 .iter()
-                .all(|p| p.starts_with(gpu_trace_reader::DANGLING_SUBMISSIONS)),
+                .all(|p| p.kind == gpu_trace_reader::ProblemKind::Dangling),
             "{site}: {:?}",
             t.problems
         );
