@@ -3,8 +3,8 @@
 
 use std::ffi::{CString, c_char, c_int};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use gpu_trace_testkit::sim_host::{Simulator, run_child};
 
 use serde::{Deserialize, Serialize};
 
@@ -65,27 +65,16 @@ pub struct Outcome {
     pub status: Option<i32>,
 }
 
-/// Finds `lib{name}.so` built by cargo next to the running test executable (`target/*/deps`)
-/// or one level up.
-pub fn artifact(name: &str) -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let file = format!("lib{name}.so");
-    let mut tried = Vec::new();
-    let mut dir = exe.parent();
-    for _ in 0..2 {
-        let Some(d) = dir else { break };
-        let p = d.join(&file);
-        if p.exists() {
-            return Ok(p);
-        }
-        tried.push(p.display().to_string());
-        dir = d.parent();
-    }
-    Err(format!(
-        "{file} not built (looked at {}); add its crate as a dev-dependency",
-        tried.join(", ")
-    ))
-}
+pub use gpu_trace_testkit::sim_host::artifact;
+
+/// The fake's names for its child runs.
+const SIM: Simulator = Simulator {
+    name: "cupti-sim",
+    macro_path: "cupti_sim::child_entry!()",
+    child_test: CHILD_TEST,
+    spec_env: CHILD_ENV,
+    report_env: REPORT_ENV,
+};
 
 /// Where the fake library is.
 pub fn fake_library() -> Result<PathBuf, String> {
@@ -126,58 +115,22 @@ pub fn run_checked(spec: RunSpec, limit: std::time::Duration) -> Outcome {
 /// child's environment names the fake as CUPTI
 /// (`GPU_TRACE_CUPTI_PATH`) and the tool as the CUDA and NVTX injections.
 pub fn run_isolated(spec: &RunSpec) -> Result<Outcome, String> {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "cupti-sim-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let spec_path = dir.join("spec.json");
-    let report_path = dir.join("report.json");
-    std::fs::write(
-        &spec_path,
-        serde_json::to_vec(spec).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
     let fake = fake_library()?;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(exe);
-    cmd.args([
-        "--ignored",
-        "--exact",
-        CHILD_TEST,
-        "--nocapture",
-        "--test-threads=1",
-        "-q",
-    ])
-    .env(CHILD_ENV, &spec_path)
-    .env(REPORT_ENV, &report_path)
-    .env("GPU_TRACE_CUPTI_PATH", &fake)
-    .env("CUDA_INJECTION64_PATH", &spec.tool)
-    .env_remove("NVTX_INJECTION64_PATH");
-    if spec.nvtx {
-        cmd.env("NVTX_INJECTION64_PATH", &spec.tool);
-    }
-    for (k, v) in &spec.env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().map_err(|e| e.to_string())?;
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let report = std::fs::read_to_string(&report_path).map_err(|e| {
-        format!(
-            "child produced no report ({e}); status {} (does the test file invoke \
-             cupti_sim::child_entry!() at its root?); stdout:\n{}\nstderr:\n{stderr}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout)
-        )
+    let run = run_child(&SIM, spec, |cmd| {
+        cmd.env("GPU_TRACE_CUPTI_PATH", &fake)
+            .env("CUDA_INJECTION64_PATH", &spec.tool)
+            .env_remove("NVTX_INJECTION64_PATH");
+        if spec.nvtx {
+            cmd.env("NVTX_INJECTION64_PATH", &spec.tool);
+        }
+        for (k, v) in &spec.env {
+            cmd.env(k, v);
+        }
     })?;
-    let _ = std::fs::remove_dir_all(&dir);
-    let report = serde_json::from_str(&report).map_err(|e| e.to_string())?;
     Ok(Outcome {
-        report,
-        stderr,
-        status: out.status.code(),
+        report: run.report,
+        stderr: run.stderr,
+        status: run.status,
     })
 }
 

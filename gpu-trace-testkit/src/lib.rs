@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 pub mod amdgpu;
+pub mod sim_host;
 pub mod users;
 
 /// Runs the official-schema validator (`tools/validate_pftrace.py`) on

@@ -3,8 +3,8 @@
 
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use gpu_trace_testkit::sim_host::{Simulator, run_child};
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +15,9 @@ pub const DEFAULT_SDK_VERSION: u32 = 10000;
 
 /// Environment variable that turns a test process into a simulator host (see [`child_entry!`]).
 pub const CHILD_ENV: &str = "ROCPROFILER_SIM_SPEC";
+
+/// Where the child writes its report.
+pub const REPORT_ENV: &str = "ROCPROFILER_SIM_REPORT";
 
 /// Overrides where the simulator library is looked for.
 pub const LIBRARY_ENV: &str = "ROCPROFILER_SIM_LIBRARY";
@@ -66,27 +69,16 @@ pub struct Outcome {
     pub stderr: String,
 }
 
-/// Finds `lib{name}.so` built by cargo next to the running test executable (`target/*/deps`)
-/// or one level up.
-pub fn artifact(name: &str) -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let file = format!("lib{name}.so");
-    let mut tried = Vec::new();
-    let mut dir = exe.parent();
-    for _ in 0..2 {
-        let Some(d) = dir else { break };
-        let p = d.join(&file);
-        if p.exists() {
-            return Ok(p);
-        }
-        tried.push(p.display().to_string());
-        dir = d.parent();
-    }
-    Err(format!(
-        "{file} not built (looked at {}); add its crate as a dev-dependency",
-        tried.join(", ")
-    ))
-}
+pub use gpu_trace_testkit::sim_host::artifact;
+
+/// The simulator's names for its child runs.
+const SIM: Simulator = Simulator {
+    name: "rocprofiler-sim",
+    macro_path: "rocprofiler_sim::child_entry!()",
+    child_test: CHILD_TEST,
+    spec_env: CHILD_ENV,
+    report_env: REPORT_ENV,
+};
 
 /// Where the simulator library is.
 pub fn simulator_library() -> Result<PathBuf, String> {
@@ -141,48 +133,15 @@ pub const CHILD_TEST: &str = "rocprofiler_sim_child";
 /// real application, so the tool's `static` state starts empty; a crash in the tool fails this
 /// call instead of the test runner.
 pub fn run_isolated(spec: &RunSpec) -> Result<Outcome, String> {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "rocprofiler-sim-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let spec_path = dir.join("spec.json");
-    let report_path = dir.join("report.json");
-    std::fs::write(
-        &spec_path,
-        serde_json::to_vec(spec).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(exe);
-    cmd.args([
-        "--ignored",
-        "--exact",
-        CHILD_TEST,
-        "--nocapture",
-        "--test-threads=1",
-        "-q",
-    ])
-    .env(CHILD_ENV, &spec_path)
-    .env("ROCPROFILER_SIM_REPORT", &report_path);
-    for (k, v) in &spec.env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().map_err(|e| e.to_string())?;
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let report = std::fs::read_to_string(&report_path).map_err(|e| {
-        format!(
-            "child produced no report ({e}); status {} (does the test file invoke \
-             rocprofiler_sim::child_entry!() at its root?); stdout:\n{}\nstderr:\n{stderr}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout)
-        )
+    let run = run_child(&SIM, spec, |cmd| {
+        for (k, v) in &spec.env {
+            cmd.env(k, v);
+        }
     })?;
-    let _ = std::fs::remove_dir_all(&dir);
-    let report = serde_json::from_str(&report).map_err(|e| e.to_string())?;
-    Ok(Outcome { report, stderr })
+    Ok(Outcome {
+        report: run.report,
+        stderr: run.stderr,
+    })
 }
 
 /// The body of the [`child_entry!`] test, run only in the child that [`run_isolated`] starts:
@@ -197,8 +156,7 @@ pub fn serve_child() {
         )
         .map_err(|e| e.to_string())?;
         let report = run_in_process(&spec)?;
-        let path =
-            std::env::var_os("ROCPROFILER_SIM_REPORT").ok_or("ROCPROFILER_SIM_REPORT unset")?;
+        let path = std::env::var_os(REPORT_ENV).ok_or("ROCPROFILER_SIM_REPORT unset")?;
         std::fs::write(
             path,
             serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?,
