@@ -391,6 +391,12 @@ impl Encoder {
         });
     }
 
+    /// Describes the process under `uuid`, for a trace whose track-event
+    /// sequence is not the SDK's (the direct file writer's).
+    pub(crate) fn set_process_uuid(&mut self, uuid: u64) {
+        self.process_uuid = Some(uuid);
+    }
+
     pub(crate) fn totals(&self) -> Totals {
         self.totals
     }
