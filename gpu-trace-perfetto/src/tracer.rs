@@ -1137,6 +1137,13 @@ impl RecordingSwitch for CaptureSwitch {
 }
 
 const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// When the direct writer's first backend flush comes, whatever the flush
+/// period: a process that replaces its program (`exec`) runs no exit
+/// handler, so its file holds what was written before, as a killed
+/// process's does; and the GPUs the first records name are described (and
+/// their telemetry started) this soon.
+const EARLY_FLUSH: Duration = Duration::from_millis(100);
 const SNAPSHOT_INTERVAL: Duration = Duration::from_secs(1);
 
 fn emitter_loop(inner: Arc<Inner>) {
@@ -1171,6 +1178,9 @@ fn emitter_loop(inner: Arc<Inner>) {
         enc.set_process_uuid(d.process_uuid);
     }
     let mut last_backend_flush = Instant::now();
+    // The in-process service flushed at once and soon after its start;
+    // the direct writer's first flush comes as soon (see EARLY_FLUSH).
+    let mut early_flush = matches!(inner.out, Out::Direct(_));
     let mut last_snapshot: Option<Instant> = None;
     let mut marks = Watermarks::default();
     let limits = inner.recorder.limits();
@@ -1208,12 +1218,18 @@ fn emitter_loop(inner: Arc<Inner>) {
                     .load()
                     .as_ref()
                     .is_some_and(|b| b.wants_flush_soon());
-            if !requests.is_empty() || since >= inner.settings.flush_period || soon {
+            let period = if early_flush {
+                EARLY_FLUSH.min(inner.settings.flush_period)
+            } else {
+                inner.settings.flush_period
+            };
+            if !requests.is_empty() || since >= period || soon {
                 let started = activity_now(&inner.clock);
                 inner.backend_flush(forced, || {
                     cycle(&inner, &mut enc, &mut pacer, false);
                 });
                 last_backend_flush = Instant::now();
+                early_flush = false;
                 marks.flushed(started);
             }
             if let GpuClock::Custom { sample, .. } = &inner.clock
