@@ -976,7 +976,7 @@ impl Tracer {
                     d.open.store(false, Ordering::Relaxed);
                     let writer = d.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
                     report = writer.map(|mut w| {
-                        let r = w.finish();
+                        let r = w.finish(limit);
                         sink::SessionReport {
                             losses: None,
                             bytes: r.bytes,
