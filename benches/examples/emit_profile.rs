@@ -11,7 +11,10 @@
 //!   API slice and its kernel each) from THREADS threads, as fast as the
 //!   pipeline takes them. Prints, per writer, the medians of events per
 //!   second, CPU per event (user + system, getrusage) and peak RSS, and
-//!   checks that each trace holds every kernel and launch once.
+//!   checks that each trace holds every kernel and launch once. With
+//!   `EMIT_PROFILE_BASELINE=BIN`, another build of this program (an older
+//!   commit's) runs its `service` path in the same alternation, as
+//!   `baseline`.
 
 use gpu_trace_benches::{default_file_tracer, file_tracer, kernel, kernels, launch};
 use gpu_trace_model::writer::FileSink;
@@ -62,6 +65,9 @@ fn profile(n: u64) {
 /// One run's figures, as the child prints them.
 #[derive(Debug, Clone, Copy)]
 struct Run {
+    /// Until the recording threads returned.
+    record_s: f64,
+    /// Until the file was complete and synced.
     wall_s: f64,
     cpu_s: f64,
     maxrss_kb: u64,
@@ -70,11 +76,19 @@ struct Run {
 
 fn compare(n: u64, reps: u64, threads: u64) {
     let exe = std::env::current_exe().expect("own path");
+    let baseline = std::env::var_os("EMIT_PROFILE_BASELINE").map(std::path::PathBuf::from);
     let mut runs: Vec<(&str, Vec<Run>)> = vec![("service", Vec::new()), ("direct", Vec::new())];
+    if baseline.is_some() {
+        runs.insert(0, ("baseline", Vec::new()));
+    }
     for rep in 0..reps {
         for (sink, v) in &mut runs {
-            let out = std::process::Command::new(&exe)
-                .args(["one", sink, &n.to_string(), &threads.to_string()])
+            let (bin, path) = match (*sink, &baseline) {
+                ("baseline", Some(b)) => (b, "service"),
+                _ => (&exe, *sink),
+            };
+            let out = std::process::Command::new(bin)
+                .args(["one", path, &n.to_string(), &threads.to_string()])
                 .output()
                 .expect("run a child");
             let text = String::from_utf8_lossy(&out.stdout);
@@ -97,6 +111,8 @@ fn compare(n: u64, reps: u64, threads: u64) {
                 cpu_s: f[1],
                 maxrss_kb: f[2] as u64,
                 bytes: f[3] as u64,
+                // An older build does not say.
+                record_s: f.get(4).copied().unwrap_or(f64::NAN),
             };
             eprintln!("rep {rep} {sink}: {r:?}");
             v.push(r);
@@ -107,19 +123,20 @@ fn compare(n: u64, reps: u64, threads: u64) {
         "{n} launches ({events} events: API slice + kernel) from {threads} thread(s), {reps} runs each, medians"
     );
     println!(
-        "| writer | events/s | wall s | CPU ns/event (user+sys) | peak RSS MiB | trace bytes |"
+        "| writer | events/s to the synced file | wall s | recording s | CPU ns/event (user+sys) | peak RSS MiB | trace bytes |"
     );
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     let med = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
     for (sink, v) in &runs {
         let wall = med(v.iter().map(|r| r.wall_s).collect());
+        let record = med(v.iter().map(|r| r.record_s).collect());
         let cpu = med(v.iter().map(|r| r.cpu_s).collect());
         let rss = med(v.iter().map(|r| r.maxrss_kb as f64).collect());
         println!(
-            "| {sink} | {:.0} | {wall:.2} | {:.0} | {:.0} | {} |",
+            "| {sink} | {:.0} | {wall:.2} | {record:.2} | {:.0} | {:.0} | {} |",
             events as f64 / wall,
             cpu * 1e9 / events as f64,
             rss / 1024.0,
@@ -158,6 +175,7 @@ fn one(sink: &str, n: u64, threads: u64) {
             });
         }
     });
+    let record = started.elapsed().as_secs_f64();
     tracer.shutdown(Duration::from_secs(600));
     let wall = started.elapsed().as_secs_f64();
     let ru = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
@@ -167,7 +185,7 @@ fn one(sink: &str, n: u64, threads: u64) {
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     if std::env::var_os("EMIT_PROFILE_NO_CHECK").is_some() {
         // For profiling the pipeline alone.
-        println!("RUN {wall} {cpu} {} {bytes}", ru.max_rss());
+        println!("RUN {wall} {cpu} {} {bytes} {record}", ru.max_rss());
         return;
     }
     // The content, outside the measured part: every kernel and launch
@@ -183,7 +201,7 @@ fn one(sink: &str, n: u64, threads: u64) {
     assert!(t.problems.is_empty(), "{:?}", t.problems);
     let drops = t.drop_counts().expect("a summary");
     assert!(drops.iter().all(|(_, n)| *n == 0), "{drops:?}");
-    println!("RUN {wall} {cpu} {} {bytes}", ru.max_rss());
+    println!("RUN {wall} {cpu} {} {bytes} {record}", ru.max_rss());
     if std::env::var_os("GPU_TRACE_KEEP").is_some() {
         println!("kept {}", path.display());
     } else {

@@ -24,10 +24,10 @@
 //!
 //! The `write` calls themselves run on a thread of their own,
 //! `gpu-trace-write`, while the emitter encodes the next buffer: copying
-//! into the page cache took a third of the emitter's time on a 2-core Xeon
-//! (4M launches, 466 MB). It waits on its channel, never on a timer, so an
-//! idle process's writer never wakes; should it not start, the emitter
-//! writes itself.
+//! into the page cache took a third of the emitter's time on a 2-core AMD
+//! EPYC virtual machine (4M launches, 466 MB). It waits on its channel,
+//! never on a timer, so an idle process's writer never wakes; should it
+//! not start, the emitter writes itself.
 
 use crate::emit::{CtrSeq, PacketSink, RsSeq, TrackEventSink};
 use gpu_trace_model::schema as wire;

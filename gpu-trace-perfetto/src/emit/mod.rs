@@ -182,9 +182,9 @@ pub(crate) struct Totals {
 /// Correlation ids grow as a process makes API calls, so most fall in a
 /// window of [`RECENT_IDS`] ids below the largest seen, kept as a ring of
 /// bits: a set and an eviction queue for every GPU event cost a quarter of
-/// the direct writer's time on a 2-core Xeon (hash inserts and removals
-/// missing the cache). Ids outside that window (older ones, or another
-/// series of ids) go to the set, bounded as before.
+/// the direct writer's time on a 2-core AMD EPYC virtual machine (hash
+/// inserts and removals missing the cache). Ids outside that window (older
+/// ones, or another series of ids) go to the set, bounded as before.
 #[derive(Debug)]
 struct SeenCorrelations {
     /// One past the largest id in the ring; 0 before the first.
