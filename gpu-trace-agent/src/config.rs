@@ -913,6 +913,22 @@ mod tests {
     }
 
     #[test]
+    fn the_file_writer_is_direct_unless_the_service_is_asked_for() {
+        let (c, p) = cfg(&[]);
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(c.file_sink, FileSink::Direct);
+        let (c, p) = cfg(&[(vars::FILE_WRITER, "service")]);
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(c.file_sink, FileSink::Service);
+        let (c, p) = cfg(&[(vars::FILE_WRITER, "sdk")]);
+        assert_eq!(c.file_sink, FileSink::Direct);
+        assert_eq!(
+            p[0].to_string(),
+            "INJECTION_FILE_WRITER=\"sdk\": expected direct or service; using direct"
+        );
+    }
+
+    #[test]
     fn output_variables_must_be_set() {
         let (c, p) = cfg(&[(vars::OUTPUT, "r-%q{RANK}.pftrace"), ("RANK", "0")]);
         assert!(p.is_empty(), "{p:?}");
