@@ -406,6 +406,16 @@ impl Out {
 }
 
 impl Inner {
+    /// Nothing is recorded, and the backend waits for no flush.
+    fn idle(&self) -> bool {
+        *self.sources.lock().unwrap_or_else(|e| e.into_inner()) == Sources::default()
+            && !self
+                .backend
+                .load()
+                .as_ref()
+                .is_some_and(|b| b.wants_flush_soon())
+    }
+
     pub(crate) fn wake(&self) {
         let mut c = self.ctl.lock().unwrap_or_else(|e| e.into_inner());
         c.wake = true;
@@ -1112,6 +1122,8 @@ impl CaptureSwitch {
         // stored the change first: the range is switched when this returns.
         i.refresh_sources();
         i.notify_backend();
+        // An idle emitter waits a whole flush period: back to its pace.
+        i.wake();
     }
 
     /// Whether a range is open.
@@ -1192,9 +1204,17 @@ fn emitter_loop(inner: Arc<Inner>) {
         let (requests, exit) = {
             let mut c = inner.ctl.lock().unwrap_or_else(|e| e.into_inner());
             if !c.wake && !c.exit && c.requests.is_empty() {
+                // Nothing recorded (paused, or no session): wake for the
+                // backend's flush only. A switch or a session that turns
+                // anything on wakes the emitter at once.
+                let wait = if inner.idle() {
+                    inner.settings.flush_period.max(DRAIN_INTERVAL)
+                } else {
+                    DRAIN_INTERVAL
+                };
                 c = inner
                     .cv
-                    .wait_timeout(c, DRAIN_INTERVAL)
+                    .wait_timeout(c, wait)
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
             }
