@@ -43,6 +43,22 @@ fn tracer_with(tag: &str, counters: bool) -> (Tracer, PathBuf) {
     (tracer, dir)
 }
 
+/// A tracer in standalone mode with the defaults an injected process gets
+/// (buffer, queue, flush period, what is recorded), writing `path` through
+/// `sink`.
+pub fn default_file_tracer(path: PathBuf, sink: gpu_trace_model::writer::FileSink) -> Tracer {
+    let mut settings = TraceSettings::file(path);
+    settings.file_sink = sink;
+    let tracer =
+        Tracer::start(TracerOptions::new(gpu_trace_testkit::BACKEND, settings)).expect("tracer");
+    let mut gpu = Device::new(0, "Bench GPU");
+    gpu.vendor = Some("NVIDIA".into());
+    gpu.arch_id = "sm_90".into();
+    gpu.sm_count = 132;
+    tracer.add_device(gpu);
+    tracer
+}
+
 /// Registers `n` kernel classes shaped like PyTorch's.
 pub fn kernels(tracer: &Tracer, n: usize) -> Vec<KernelId> {
     let names = tracer.names();

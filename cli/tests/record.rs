@@ -236,6 +236,9 @@ fn verbose_shows_perfetto_log_lines_under_our_prefix() {
     let mut c = record();
     c.args(["-v", "--no-stats", "-o"])
         .arg(dir.join("v.pftrace"));
+    // The standalone file is written without Perfetto's service by
+    // default; through it, the SDK logs, and its lines are ours to show.
+    c.env("INJECTION_FILE_WRITER", "service");
     let prog = cuda_program(&dir, &mut c);
     let out = run({
         c.args(&prog);

@@ -48,6 +48,10 @@ pub mod vars {
     pub const QUEUE_SIZE: &str = "INJECTION_QUEUE_SIZE";
     /// What a recording thread does when that queue is full: `wait` or `drop`.
     pub const QUEUE_FULL: &str = "INJECTION_QUEUE_FULL";
+    /// How the standalone file is written: `direct` (the default) or
+    /// `service`, through the Perfetto SDK's in-process tracing service.
+    /// Internal: for comparisons and as a fallback, not in [`ALL`].
+    pub const FILE_WRITER: &str = "INJECTION_FILE_WRITER";
     /// Every variable the shared configuration reads, for diagnostics (with the launcher's
     /// rank variables, [`crate::rank::vars`]).
     pub const ALL: [&str; 16] = [
@@ -70,7 +74,7 @@ pub mod vars {
     ];
 }
 
-pub use gpu_trace_model::writer::{Mode, Recording};
+pub use gpu_trace_model::writer::{FileSink, Mode, Recording};
 
 /// How device telemetry is sampled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,6 +133,8 @@ pub struct Config {
     pub output_from_env: bool,
     /// Where the trace goes.
     pub mode: Mode,
+    /// How the standalone file is written (`INJECTION_FILE_WRITER`).
+    pub file_sink: FileSink,
     /// In-process buffer size, KiB.
     pub buffer_kb: u32,
     /// Memory for recorded events waiting for the writer, KiB.
@@ -168,6 +174,7 @@ impl Default for Config {
             output: DEFAULT_OUTPUT.to_owned(),
             output_from_env: false,
             mode: Mode::File,
+            file_sink: FileSink::Direct,
             buffer_kb: DEFAULT_BUFFER_KB,
             queue_kb: DEFAULT_QUEUE_KB,
             queue_full_waits: true,
@@ -250,6 +257,7 @@ impl Config {
         };
         let mut s = TraceSettings::file(output.clone().unwrap_or_default());
         s.mode = self.mode;
+        s.file_sink = self.file_sink;
         s.output = output;
         s.suffix = self.suffix.clone();
         s.buffer_kb = self.buffer_kb;
@@ -484,6 +492,23 @@ impl Config {
             }),
         ) {
             c.mode = m;
+        }
+        let sinks = [
+            ("direct", FileSink::Direct),
+            ("", FileSink::Direct),
+            ("service", FileSink::Service),
+        ];
+        if let Some(w) = take(
+            &mut problems,
+            parse_var(
+                &get,
+                vars::FILE_WRITER,
+                "direct or service",
+                "direct",
+                |v| parse_choice(v, &sinks),
+            ),
+        ) {
+            c.file_sink = w;
         }
         let full = [("wait", true), ("", true), ("drop", false)];
         if let Some(w) = take(
@@ -884,6 +909,22 @@ mod tests {
         assert_eq!(
             msgs[1],
             "INJECTION_MODE=\"a\\nb\\u{1b}[2J\": expected file, system or both; using file"
+        );
+    }
+
+    #[test]
+    fn the_file_writer_is_direct_unless_the_service_is_asked_for() {
+        let (c, p) = cfg(&[]);
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(c.file_sink, FileSink::Direct);
+        let (c, p) = cfg(&[(vars::FILE_WRITER, "service")]);
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(c.file_sink, FileSink::Service);
+        let (c, p) = cfg(&[(vars::FILE_WRITER, "sdk")]);
+        assert_eq!(c.file_sink, FileSink::Direct);
+        assert_eq!(
+            p[0].to_string(),
+            "INJECTION_FILE_WRITER=\"sdk\": expected direct or service; using direct"
         );
     }
 

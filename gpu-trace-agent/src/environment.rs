@@ -60,7 +60,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "INJECTION_MODE",
         scope: Scope::Both,
         default: "`file`",
-        meaning: "`file`: an in-process session writes the file. `system`: register with a running `traced` and let its trace config decide what is recorded. `both`.",
+        meaning: "`file`: the process writes its own file. `system`: register with a running `traced` and let its trace config decide what is recorded. `both`.",
         option: Some("--mode"),
     },
     Variable {
@@ -228,8 +228,15 @@ pub const VARIABLES: &[Variable] = &[
         name: "INJECTION_BUFFER_SIZE",
         scope: Scope::Both,
         default: "`64M`",
-        meaning: "The in-process trace buffer (`65536` KiB, `64M`, `1G`; 1M–4G), a ring read into the file whenever an eighth of it has filled. A larger one only makes the writes rarer.",
+        meaning: "The buffer of the in-process Perfetto service (`65536` KiB, `64M`, `1G`; 1M–4G), when the file is written through it (mode `both`, `INJECTION_FILE_WRITER=service`): a ring read into the file whenever an eighth of it has filled. A larger one only makes the writes rarer. It also bounds the writer's batches (an eighth of it).",
         option: Some("--buffer-size"),
+    },
+    Variable {
+        name: "INJECTION_FILE_WRITER",
+        scope: Scope::Both,
+        default: "`direct`",
+        meaning: "How the standalone file is written: `direct`, the encoded packets straight into the file, or `service`, through the Perfetto SDK's in-process tracing service as before (slower, more CPU, one more thread). Internal: for comparisons and as a fallback.",
+        option: None,
     },
     Variable {
         name: "INJECTION_FLUSH_PERIOD_MS",

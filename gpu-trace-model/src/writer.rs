@@ -35,6 +35,19 @@ impl Mode {
     }
 }
 
+/// How the standalone trace reaches its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum FileSink {
+    /// The encoder's packets go straight into the file (the default).
+    #[default]
+    Direct,
+    /// Through the Perfetto SDK's in-process tracing service, as system
+    /// mode's go through `traced`: kept for comparison and as a fallback
+    /// (`INJECTION_FILE_WRITER=service`). Mode `Both` always writes so.
+    Service,
+}
+
 /// What standalone mode records. In system mode the trace config decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Recording {
@@ -123,6 +136,8 @@ pub struct TraceSettings {
     pub rank: Option<Rank>,
     /// The recorder's buffers.
     pub limits: Limits,
+    /// How the standalone file is written.
+    pub file_sink: FileSink,
 }
 
 impl TraceSettings {
@@ -140,6 +155,7 @@ impl TraceSettings {
             metrics: Vec::new(),
             rank: None,
             limits: Limits::default(),
+            file_sink: FileSink::default(),
         }
     }
 

@@ -49,11 +49,6 @@ impl SdkCategories {
         &self.declared
     }
 
-    /// Category `i`'s name ([`API`] or [`MARKERS`]).
-    pub(crate) fn name(&self, i: usize) -> &'static str {
-        self.sdk[i].name()
-    }
-
     /// One relaxed load.
     pub(crate) fn enabled(&self, i: usize) -> bool {
         self.sdk[i].is_enabled()

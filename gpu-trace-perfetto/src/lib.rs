@@ -5,6 +5,7 @@
 pub mod bench;
 mod busy;
 mod categories;
+mod direct;
 mod emit;
 mod sink;
 mod trace_config;

@@ -483,14 +483,7 @@ impl FileSession {
         path: &std::path::Path,
         period: Duration,
     ) -> Result<FileSession, SessionError> {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|source| SessionError::File {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        let file = create_trace_file(path)?;
         let out = Arc::new(Mutex::new(Out {
             file,
             bytes: 0,
@@ -708,6 +701,19 @@ fn finish(s: &mut TracingSession, out: &Arc<Mutex<Out>>) -> SessionReport {
         bytes: o.bytes,
         error: o.error.clone(),
     }
+}
+
+/// Creates the standalone trace's file: `path` must not exist (a symbolic
+/// link there is not followed).
+pub(crate) fn create_trace_file(path: &std::path::Path) -> Result<std::fs::File, SessionError> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|source| SessionError::File {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// The in-process session's `TraceConfig`.

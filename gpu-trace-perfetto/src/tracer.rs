@@ -1,8 +1,9 @@
 //! The tracer: the one root object a backend cdylib creates and keeps.
 
-use crate::categories::{API, MARKERS, SdkCategories};
+use crate::categories::{API, MARKERS};
 use crate::collector::{Limits, Recorder};
-use crate::emit::{ClockSpec, Encoder, Totals};
+use crate::direct::FileWriter;
+use crate::emit::{ClockSpec, CtrSeq, Encoder, PacketSink, RsSeq, Totals, TrackEventSink};
 use crate::model::{CounterId, CounterSpec, Device, DropKind};
 use crate::names::{Kernels, Names};
 use crate::registry::{Counters, Devices};
@@ -11,7 +12,7 @@ use crate::trace_config::CounterRequest;
 use arc_swap::ArcSwapOption;
 use gpu_trace_model::backend::BackendInfo;
 use gpu_trace_model::capture::RecordingSwitch;
-use gpu_trace_model::writer::{Mode, TraceSettings, WriterListener};
+use gpu_trace_model::writer::{FileSink, Mode, Recording, TraceSettings, WriterListener};
 use gpu_trace_reader::ServiceLosses;
 use perfetto_sdk::producer::Backends;
 use std::path::PathBuf;
@@ -217,7 +218,8 @@ struct Ctl {
 pub(crate) struct Inner {
     settings: TraceSettings,
     info: BackendInfo,
-    cats: &'static SdkCategories,
+    /// Where the encoder's packets go.
+    out: Out,
     clock: GpuClock,
     recorder: Recorder,
     names: Arc<Names>,
@@ -283,7 +285,137 @@ fn kernel_filter<'a>(
         })
 }
 
+/// Where the encoder's packets go: the Perfetto SDK's sequences (system
+/// mode, and standalone mode through the in-process service), or the
+/// direct file writer's (standalone mode).
+pub(crate) enum Out {
+    /// The SDK's data sources and track-event categories.
+    Sdk(&'static sink::Registry),
+    /// The standalone file, written by the emitter.
+    Direct(Box<Direct>),
+}
+
+/// The direct writer and what it records.
+pub(crate) struct Direct {
+    /// The file is open: every source the settings ask for is on.
+    open: AtomicBool,
+    recording: Recording,
+    writer: Mutex<Option<FileWriter>>,
+    /// The process track's uuid, parent of the process's tracks.
+    process_uuid: u64,
+}
+
+impl Out {
+    /// Whether track-event category `i` ([`API`], [`MARKERS`]) is on: one
+    /// relaxed load.
+    fn category(&self, i: usize) -> bool {
+        match self {
+            Out::Sdk(reg) => reg.categories.enabled(i),
+            Out::Direct(d) => {
+                d.open.load(Ordering::Relaxed)
+                    && if i == API {
+                        d.recording.api
+                    } else {
+                        d.recording.markers
+                    }
+            }
+        }
+    }
+
+    /// Whether the render-stage, counter and telemetry sequences are on.
+    fn sequences(&self) -> [bool; 3] {
+        match self {
+            Out::Sdk(reg) => [
+                reg.rs.is_enabled(),
+                reg.ctr.is_enabled(),
+                reg.tel.is_enabled(),
+            ],
+            Out::Direct(d) => {
+                let on = d.open.load(Ordering::Relaxed);
+                [on, on && d.recording.counters, on && d.recording.telemetry]
+            }
+        }
+    }
+
+    fn direct<R>(&self, f: impl FnOnce(&mut FileWriter) -> R) -> Option<R> {
+        let Out::Direct(d) = self else { return None };
+        d.writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .map(f)
+    }
+
+    /// Runs `f` on every render-stage sequence.
+    fn rs(&self, f: &mut dyn FnMut(&mut RsSeq, &mut dyn PacketSink)) {
+        match self {
+            Out::Sdk(reg) => reg.rs.trace(|ctx| {
+                ctx.with_incremental_state(|ctx, seq| f(seq, &mut DsSink(ctx)));
+            }),
+            Out::Direct(_) => {
+                self.direct(|w| w.rs(f));
+            }
+        }
+    }
+
+    /// Runs `f` on every per-kernel counter sequence.
+    fn ctr(&self, f: &mut dyn FnMut(&mut CtrSeq, &mut dyn PacketSink)) {
+        match self {
+            Out::Sdk(reg) => reg.ctr.trace(|ctx| {
+                ctx.with_incremental_state(|ctx, seq| f(seq, &mut DsSink(ctx)));
+            }),
+            Out::Direct(_) => {
+                if self.sequences()[1] {
+                    self.direct(|w| w.ctr(f));
+                }
+            }
+        }
+    }
+
+    /// Runs `f` on every telemetry sequence.
+    fn tel(&self, f: &mut dyn FnMut(&mut CtrSeq, &mut dyn PacketSink)) {
+        match self {
+            Out::Sdk(reg) => reg.tel.trace(|ctx| {
+                ctx.with_incremental_state(|ctx, seq| f(seq, &mut DsSink(ctx)));
+            }),
+            Out::Direct(_) => {
+                if self.sequences()[2] {
+                    self.direct(|w| w.tel(f));
+                }
+            }
+        }
+    }
+
+    /// Runs `f` on every track-event sequence of category `i`.
+    fn te(&self, i: usize, f: &mut dyn FnMut(&mut dyn TrackEventSink)) {
+        match self {
+            Out::Sdk(reg) => reg.categories.trace(i, &mut |ctx| f(&mut TeSink(ctx))),
+            Out::Direct(_) => {
+                if self.category(i) {
+                    self.direct(|w| w.te(f));
+                }
+            }
+        }
+    }
+
+    /// The direct writer's buffer into its file (after every emitter
+    /// cycle: what a killed process leaves).
+    fn write_out(&self) {
+        self.direct(|w| w.write_out());
+    }
+}
+
 impl Inner {
+    /// Nothing is recorded, and the backend waits for no flush.
+    fn idle(&self) -> bool {
+        *self.sources.lock().unwrap_or_else(|e| e.into_inner()) == Sources::default()
+            && !self
+                .backend
+                .load()
+                .as_ref()
+                .is_some_and(|b| b.wants_flush_soon())
+    }
+
     pub(crate) fn wake(&self) {
         let mut c = self.ctl.lock().unwrap_or_else(|e| e.into_inner());
         c.wake = true;
@@ -327,14 +459,12 @@ impl Inner {
         if crate::guard::tripped() {
             return Sources::default();
         }
-        let Some(reg) = sink::registry() else {
-            return Sources::default();
-        };
         if !self.capturing.load(Ordering::Acquire) {
             return Sources::default();
         }
         let gpu_wanted = self.settings.recording.gpu || self.settings.mode.system();
-        let (counters, kernel_filter) = if reg.ctr.is_enabled() {
+        let [rs, ctr, tel] = self.out.sequences();
+        let (counters, kernel_filter) = if ctr {
             let reqs = self
                 .counter_requests
                 .lock()
@@ -355,14 +485,13 @@ impl Inner {
             (None, None)
         };
         // Both are written with the GPU work, on its data source.
-        let rs = reg.rs.is_enabled();
         Sources {
             gpu: gpu_wanted && rs,
-            api: self.cats.enabled(API),
-            markers: self.cats.enabled(MARKERS),
+            api: self.out.category(API),
+            markers: self.out.category(MARKERS),
             counters,
             kernel_filter,
-            telemetry: reg.tel.is_enabled(),
+            telemetry: tel,
             uvm: self.settings.recording.uvm && rs,
             memory: self.settings.recording.memory && rs,
         }
@@ -538,14 +667,50 @@ impl Tracer {
             (true, None) => return Err(StartError::NoOutput),
             (false, _) => None,
         };
-        let mut backends = Backends::empty();
-        if settings.mode.file() {
-            backends |= Backends::IN_PROCESS;
+        // The track-event categories the standalone session enables.
+        let mut cats = Vec::new();
+        if settings.recording.api {
+            cats.push(opts.backend.categories.api.name);
         }
-        if settings.mode.system() {
-            backends |= Backends::SYSTEM;
+        if settings.recording.markers {
+            cats.push(opts.backend.categories.markers.name);
         }
-        let reg = sink::register(&suffix, &opts.backend.categories, backends)?;
+        let file_config = || {
+            sink::file_trace_config(
+                &suffix,
+                settings.buffer_kb,
+                &cats,
+                settings.recording.counters,
+                settings.recording.telemetry,
+            )
+        };
+        let direct = settings.mode == Mode::File && settings.file_sink == FileSink::Direct;
+        let out = match &output {
+            // Standalone: no Perfetto in the process at all.
+            Some(path) if direct => {
+                let process_uuid = crate::direct::process_track_uuid();
+                Out::Direct(Box::new(Direct {
+                    open: AtomicBool::new(true),
+                    recording: settings.recording,
+                    writer: Mutex::new(Some(FileWriter::create(
+                        path,
+                        &file_config(),
+                        process_uuid,
+                    )?)),
+                    process_uuid,
+                }))
+            }
+            _ => {
+                let mut backends = Backends::empty();
+                if settings.mode.file() {
+                    backends |= Backends::IN_PROCESS;
+                }
+                if settings.mode.system() {
+                    backends |= Backends::SYSTEM;
+                }
+                Out::Sdk(sink::register(&suffix, &opts.backend.categories, backends)?)
+            }
+        };
         // A batch is written whole between two pacing checks: keep it to an
         // eighth of the buffer.
         let limits = Limits {
@@ -586,7 +751,7 @@ impl Tracer {
             notes: Notes::default(),
             summary_written: AtomicBool::new(false),
             info: opts.backend,
-            cats: &reg.categories,
+            out,
             clock: opts.clock,
             settings: settings.clone(),
         });
@@ -624,22 +789,11 @@ impl Tracer {
             shut: AtomicBool::new(false),
         };
 
-        if let Some(path) = output {
-            let mut cats = Vec::new();
-            if settings.recording.api {
-                cats.push(reg.categories.name(API));
-            }
-            if settings.recording.markers {
-                cats.push(reg.categories.name(MARKERS));
-            }
-            let cfg = sink::file_trace_config(
-                &suffix,
-                settings.buffer_kb,
-                &cats,
-                settings.recording.counters,
-                settings.recording.telemetry,
-            );
-            let session = FileSession::start(cfg, &path, settings.flush_period)
+        if let (Some(path), Out::Direct(_)) = (&output, &inner.out) {
+            crate::verbose!("writing {}", path.display());
+            tracer.output = Some(path.clone());
+        } else if let (Some(path), Out::Sdk(reg)) = (output, &inner.out) {
+            let session = FileSession::start(file_config(), &path, settings.flush_period)
                 .inspect_err(|_| tracer.abandon())?;
             if !reg.rs.is_enabled() {
                 session.stop(Duration::from_secs(2));
@@ -759,17 +913,17 @@ impl Tracer {
 
     /// Whether GPU activity is being recorded: one relaxed load, for hot paths.
     pub fn gpu_enabled(&self) -> bool {
-        sink::registry().is_some_and(|r| r.rs.is_enabled())
+        self.inner.out.sequences()[0]
     }
 
     /// Whether API calls are recorded: one relaxed load.
     pub fn api_enabled(&self) -> bool {
-        self.inner.cats.enabled(API)
+        self.inner.out.category(API)
     }
 
     /// Whether NVTX / roctx are recorded: one relaxed load.
     pub fn markers_enabled(&self) -> bool {
-        self.inner.cats.enabled(MARKERS)
+        self.inner.out.category(MARKERS)
     }
 
     /// The switch a backend flips at the application's capture-range calls
@@ -824,9 +978,22 @@ impl Tracer {
             }
             None => {
                 // System mode: what is left, then the summary, goes to
-                // whichever sessions are still running.
+                // whichever sessions are still running. The direct writer
+                // gets them the same way, then ends its file.
                 self.run_cycle(CycleKind::Drain, limit);
                 self.run_cycle(CycleKind::Summary, limit);
+                if let Out::Direct(d) = &self.inner.out {
+                    d.open.store(false, Ordering::Relaxed);
+                    let writer = d.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+                    report = writer.map(|mut w| {
+                        let r = w.finish(limit);
+                        sink::SessionReport {
+                            losses: None,
+                            bytes: r.bytes,
+                            error: r.error,
+                        }
+                    });
+                }
             }
         }
         self.inner.recorder.close();
@@ -955,6 +1122,8 @@ impl CaptureSwitch {
         // stored the change first: the range is switched when this returns.
         i.refresh_sources();
         i.notify_backend();
+        // An idle emitter waits a whole flush period: back to its pace.
+        i.wake();
     }
 
     /// Whether a range is open.
@@ -980,6 +1149,13 @@ impl RecordingSwitch for CaptureSwitch {
 }
 
 const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// When the direct writer's first backend flush comes, whatever the flush
+/// period: a process that replaces its program (`exec`) runs no exit
+/// handler, so its file holds what was written before, as a killed
+/// process's does; and the GPUs the first records name are described (and
+/// their telemetry started) this soon.
+const EARLY_FLUSH: Duration = Duration::from_millis(100);
 const SNAPSHOT_INTERVAL: Duration = Duration::from_secs(1);
 
 fn emitter_loop(inner: Arc<Inner>) {
@@ -1010,7 +1186,13 @@ fn emitter_loop(inner: Arc<Inner>) {
         enc.name_process_in_queues();
     }
     enc.set_rank(inner.settings.rank);
+    if let Out::Direct(d) = &inner.out {
+        enc.set_process_uuid(d.process_uuid);
+    }
     let mut last_backend_flush = Instant::now();
+    // The in-process service flushed at once and soon after its start;
+    // the direct writer's first flush comes as soon (see EARLY_FLUSH).
+    let mut early_flush = matches!(inner.out, Out::Direct(_));
     let mut last_snapshot: Option<Instant> = None;
     let mut marks = Watermarks::default();
     let limits = inner.recorder.limits();
@@ -1022,9 +1204,17 @@ fn emitter_loop(inner: Arc<Inner>) {
         let (requests, exit) = {
             let mut c = inner.ctl.lock().unwrap_or_else(|e| e.into_inner());
             if !c.wake && !c.exit && c.requests.is_empty() {
+                // Nothing recorded (paused, or no session): wake for the
+                // backend's flush only. A switch or a session that turns
+                // anything on wakes the emitter at once.
+                let wait = if inner.idle() {
+                    inner.settings.flush_period.max(DRAIN_INTERVAL)
+                } else {
+                    DRAIN_INTERVAL
+                };
                 c = inner
                     .cv
-                    .wait_timeout(c, DRAIN_INTERVAL)
+                    .wait_timeout(c, wait)
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
             }
@@ -1048,12 +1238,18 @@ fn emitter_loop(inner: Arc<Inner>) {
                     .load()
                     .as_ref()
                     .is_some_and(|b| b.wants_flush_soon());
-            if !requests.is_empty() || since >= inner.settings.flush_period || soon {
+            let period = if early_flush {
+                EARLY_FLUSH.min(inner.settings.flush_period)
+            } else {
+                inner.settings.flush_period
+            };
+            if !requests.is_empty() || since >= period || soon {
                 let started = activity_now(&inner.clock);
                 inner.backend_flush(forced, || {
                     cycle(&inner, &mut enc, &mut pacer, false);
                 });
                 last_backend_flush = Instant::now();
+                early_flush = false;
                 marks.flushed(started);
             }
             if let GpuClock::Custom { sample, .. } = &inner.clock
@@ -1062,6 +1258,7 @@ fn emitter_loop(inner: Arc<Inner>) {
                 last_snapshot = Some(Instant::now());
                 if let Some((gpu, boot)) = sample() {
                     write_rs(
+                        &inner,
                         &mut |enc: &mut Encoder, _seq, sink| {
                             enc.write_clock_snapshot(gpu, boot, sink)
                         },
@@ -1085,6 +1282,9 @@ fn emitter_loop(inner: Arc<Inner>) {
                 // service's buffer.
                 pacer.sync(&inner, &mut enc);
             }
+            // The direct writer's file ends with everything written so far
+            // (and with whole packets) after every cycle.
+            inner.out.write_out();
         });
         for r in requests {
             (r.done)();
@@ -1155,27 +1355,23 @@ fn write_activity(inner: &Inner, enc: &mut Encoder, points: &crate::emit::Activi
     }
     if !points.busy.is_empty() {
         write_rs(
+            inner,
             &mut |enc: &mut Encoder, seq, sink| enc.write_busy(seq, &points.busy, sink),
             enc,
         );
     }
     if !points.waits.is_empty() {
-        inner.cats.trace(API, &mut |ctx| {
-            enc.write_waits(&points.waits, &mut TeSink(ctx))
-        });
+        inner
+            .out
+            .te(API, &mut |sink| enc.write_waits(&points.waits, sink));
     }
 }
 
 type RsWrite<'x> =
     dyn FnMut(&mut Encoder, &mut crate::emit::RsSeq, &mut dyn crate::emit::PacketSink) + 'x;
 
-fn write_rs(f: &mut RsWrite<'_>, enc: &mut Encoder) {
-    let Some(reg) = sink::registry() else { return };
-    reg.rs.trace(|ctx| {
-        ctx.with_incremental_state(|ctx, seq| {
-            f(enc, seq, &mut DsSink(ctx));
-        });
-    });
+fn write_rs(inner: &Inner, f: &mut RsWrite<'_>, enc: &mut Encoder) {
+    inner.out.rs(&mut |seq, sink| f(enc, seq, sink));
 }
 
 /// Most events in a group of batches written between two pacing checks.
@@ -1189,7 +1385,9 @@ const READ_LIMIT: Duration = Duration::from_secs(5);
 const SHMEM_MARK: u64 = sink::SHMEM_KB as u64 * 1024 / 4;
 
 /// Keeps the emitter from outrunning Perfetto, without making it wait for
-/// Perfetto in the common case. Both limits are counted in bytes the
+/// Perfetto in the common case: for packets that go through the SDK (system
+/// mode, and [`FileSink::Service`]); the direct file writer writes as the
+/// emitter encodes and needs no pacing. Both limits are counted in bytes the
 /// emitter itself wrote ([`sink::bytes_written`]), and each works as a
 /// window of two:
 /// - every `ack_mark` bytes it flushes its writers; before the next flush
@@ -1241,8 +1439,10 @@ impl Pacer {
     /// Flushes the writers now and waits for it (a request's data must be
     /// in the buffer when it is answered).
     fn sync(&mut self, inner: &Inner, enc: &mut Encoder) {
+        let Out::Sdk(reg) = &inner.out else { return };
         self.wait_acks();
-        sink::flush_writers(inner.cats, &mut |s| enc.describe_process_on_reset(s)).wait(ACK_LIMIT);
+        sink::flush_writers(&reg.categories, &mut |s| enc.describe_process_on_reset(s))
+            .wait(ACK_LIMIT);
         self.flushed_at = sink::bytes_written();
     }
 
@@ -1255,10 +1455,11 @@ impl Pacer {
     }
 
     fn check(&mut self, inner: &Inner, enc: &mut Encoder) {
+        let Out::Sdk(reg) = &inner.out else { return };
         let now = sink::bytes_written();
         if now - self.flushed_at >= self.ack_mark {
             self.wait_acks();
-            self.acks = Some(sink::flush_writers(inner.cats, &mut |s| {
+            self.acks = Some(sink::flush_writers(&reg.categories, &mut |s| {
                 enc.describe_process_on_reset(s)
             }));
             self.flushed_at = now;
@@ -1304,42 +1505,39 @@ fn cycle(inner: &Inner, enc: &mut Encoder, pacer: &mut Pacer, all: bool) -> bool
 }
 
 fn write_group(inner: &Inner, enc: &mut Encoder, batches: &[crate::collector::Batch]) {
-    let Some(reg) = sink::registry() else { return };
     let ids = enc.prepare(batches);
     write_rs(
+        inner,
         &mut |enc: &mut Encoder, seq, sink| enc.write_render_stages(seq, batches, &ids, sink),
         enc,
     );
     let has = |f: fn(&crate::model::Event) -> bool| batches.iter().any(|b| b.events.iter().any(f));
     if has(|e| matches!(e, crate::model::Event::Api(_))) {
-        inner.cats.trace(API, &mut |ctx| {
-            enc.write_api_calls(batches, &mut TeSink(ctx))
-        });
+        inner
+            .out
+            .te(API, &mut |sink| enc.write_api_calls(batches, sink));
     }
     if has(|e| matches!(e, crate::model::Event::Log(_))) {
         write_rs(
+            inner,
             &mut |enc: &mut Encoder, seq, sink| enc.write_logs(seq, batches, sink),
             enc,
         );
     }
     if has(|e| matches!(e, crate::model::Event::Marker(_))) {
-        inner.cats.trace(MARKERS, &mut |ctx| {
-            enc.write_markers(batches, &mut TeSink(ctx))
-        });
+        inner
+            .out
+            .te(MARKERS, &mut |sink| enc.write_markers(batches, sink));
     }
     if has(|e| matches!(e, crate::model::Event::KernelCounters(_))) {
-        reg.ctr.trace(|ctx| {
-            ctx.with_incremental_state(|ctx, seq| {
-                enc.write_counters(seq, batches, &mut DsSink(ctx));
-            });
-        });
+        inner
+            .out
+            .ctr(&mut |seq, sink| enc.write_counters(seq, batches, sink));
     }
     if has(|e| matches!(e, crate::model::Event::Counters(_))) {
-        reg.tel.trace(|ctx| {
-            ctx.with_incremental_state(|ctx, seq| {
-                enc.write_telemetry(seq, batches, &mut DsSink(ctx));
-            });
-        });
+        inner
+            .out
+            .tel(&mut |seq, sink| enc.write_telemetry(seq, batches, sink));
     }
 }
 
@@ -1389,6 +1587,7 @@ fn write_summary(inner: &Inner, enc: &mut Encoder) {
     lines.extend(notes);
     for (warning, msg) in &lines {
         write_rs(
+            inner,
             &mut |enc: &mut Encoder, seq, sink| enc.write_log(seq, *warning, msg, sink),
             enc,
         );

@@ -1650,16 +1650,27 @@ fn overflowing_thread_buffers_are_counted_in_the_trace() {
 
 #[test]
 fn a_flood_faster_than_the_file_is_written_loses_nothing() {
-    let dir = tmpdir("flood");
-    // A 1 MiB ring, read every second by the clock: the flood writes tens
-    // of megabytes between two timed reads, so only reads by fill level
-    // keep it whole.
+    flood_loses_nothing("direct");
+}
+
+#[test]
+fn a_flood_through_the_in_process_service_loses_nothing() {
+    flood_loses_nothing("service");
+}
+
+/// The flood, written by `writer` (`INJECTION_FILE_WRITER`).
+fn flood_loses_nothing(writer: &str) {
+    let dir = tmpdir(&format!("flood-{writer}"));
+    // Through the service: a 1 MiB ring, read every second by the clock:
+    // the flood writes tens of megabytes between two timed reads, so only
+    // reads by fill level keep it whole. The direct writer has no ring.
     let out = run_child(
         "flood",
         &dir,
         &[
             ("INJECTION_TRACE", "gpu,api"),
             ("INJECTION_BUFFER_SIZE", "1M"),
+            ("INJECTION_FILE_WRITER", writer),
         ],
     );
     let path = output_of(&out);
@@ -1684,7 +1695,12 @@ fn a_flood_faster_than_the_file_is_written_loses_nothing() {
         "{:?}",
         t.drop_counts()
     );
-    assert_eq!(t.losses.map(|l| l.lost()), Some(0), "{:?}", t.losses);
+    if writer == "service" {
+        assert_eq!(t.losses.map(|l| l.lost()), Some(0), "{:?}", t.losses);
+    } else {
+        // Nothing between the encoder and the file keeps statistics.
+        assert!(t.losses.is_none(), "{:?}", t.losses);
+    }
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("incomplete"), "{err}");
     if let Some(problems) = gpu_trace_testkit::tp_problems(&path) {

@@ -50,7 +50,11 @@ impl Writer {
         self.buf.is_empty()
     }
 
+    #[inline]
     fn raw_varint(&mut self, mut v: u64) {
+        // Room for the longest varint first: the pushes then never grow
+        // the buffer (a slice copy instead calls memcpy for a few bytes).
+        self.buf.reserve(10);
         while v >= 0x80 {
             self.buf.push((v as u8) | 0x80);
             v >>= 7;
@@ -58,11 +62,13 @@ impl Writer {
         self.buf.push(v as u8);
     }
 
+    #[inline]
     fn tag(&mut self, field: u32, wt: WireType) {
         self.raw_varint(((field as u64) << 3) | wt as u64);
     }
 
     /// A varint field (`uint32`, `uint64`, `int32` ≥ 0, `bool`, enums).
+    #[inline]
     pub fn varint(&mut self, field: u32, v: u64) -> &mut Self {
         self.tag(field, WireType::Varint);
         self.raw_varint(v);
@@ -70,16 +76,19 @@ impl Writer {
     }
 
     /// An `int64`/`int32` field; negative values take ten bytes, as in C++.
+    #[inline]
     pub fn int(&mut self, field: u32, v: i64) -> &mut Self {
         self.varint(field, v as u64)
     }
 
     /// A `bool` field.
+    #[inline]
     pub fn bool(&mut self, field: u32, v: bool) -> &mut Self {
         self.varint(field, v as u64)
     }
 
     /// A `fixed64` field.
+    #[inline]
     pub fn fixed64(&mut self, field: u32, v: u64) -> &mut Self {
         self.tag(field, WireType::Fixed64);
         self.buf.extend_from_slice(&v.to_le_bytes());
@@ -87,11 +96,13 @@ impl Writer {
     }
 
     /// A `double` field.
+    #[inline]
     pub fn double(&mut self, field: u32, v: f64) -> &mut Self {
         self.fixed64(field, v.to_bits())
     }
 
     /// A `bytes` field.
+    #[inline]
     pub fn bytes(&mut self, field: u32, v: &[u8]) -> &mut Self {
         self.tag(field, WireType::Len);
         self.raw_varint(v.len() as u64);
@@ -100,6 +111,7 @@ impl Writer {
     }
 
     /// A `string` field.
+    #[inline]
     pub fn string(&mut self, field: u32, v: &str) -> &mut Self {
         self.bytes(field, v.as_bytes())
     }

@@ -1014,3 +1014,129 @@ fn many_detaches_and_attaches_leak_nothing_of_ours() {
     assert_eq!(recording_windows(&t).len(), 20, "every window marked");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Each thread of `pid`: its name and its context switches so far
+/// (voluntary and not), by thread id.
+fn switches(pid: u32) -> BTreeMap<u32, (String, u64)> {
+    let mut out = BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let Ok(status) = std::fs::read_to_string(t.path().join("status")) else {
+            continue;
+        };
+        let field = |name: &str| -> u64 {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        let name = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Name:"))
+            .unwrap_or("")
+            .trim()
+            .to_owned();
+        out.insert(
+            tid,
+            (
+                name,
+                field("voluntary_ctxt_switches:") + field("nonvoluntary_ctxt_switches:"),
+            ),
+        );
+    }
+    out
+}
+
+/// A paused program (`INJECTION_PAUSED`), announced and then asleep for
+/// `sleep_s` seconds, its file written by `writer`; returns its pid, the
+/// thread that runs it, and its folder.
+fn paused_program(
+    tag: &str,
+    writer: &str,
+    sleep_s: u64,
+) -> (u32, std::thread::JoinHandle<cupti_sim::Outcome>, PathBuf) {
+    let dir = tmpdir(tag);
+    let ready = dir.join("ready");
+    let s = scenario(vec![
+        launches("before", 1),
+        Op::StreamSync { stream: 1 },
+        Op::announce(&ready),
+        Op::SleepUs {
+            us: sleep_s * 1_000_000,
+        },
+    ]);
+    let child = run(
+        &dir,
+        s,
+        &[
+            ("INJECTION_PAUSED", "1".to_owned()),
+            ("INJECTION_FILE_WRITER", writer.to_owned()),
+        ],
+    );
+    (wait_announce(&ready), child, dir)
+}
+
+#[test]
+fn a_paused_standalone_process_runs_no_perfetto_thread() {
+    let (pid, child, dir) = paused_program("no-perfetto", "direct", 1);
+    let names: Vec<String> = switches(pid).into_values().map(|(n, _)| n).collect();
+    let out = child.join().unwrap();
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    assert!(
+        names.iter().any(|n| n == "gpu-trace-emit"),
+        "the emitter runs: {names:?}"
+    );
+    // The Perfetto SDK's thread (its task runner, which also runs the
+    // in-process service) is `TracingMuxer`; the direct writer starts none.
+    assert!(!names.iter().any(|n| is_perfetto(n)), "{names:?}");
+    // Through the service, the same program has them: the check above
+    // can fail.
+    let (pid, child, _) = paused_program("perfetto", "service", 1);
+    let names: Vec<String> = switches(pid).into_values().map(|(n, _)| n).collect();
+    child.join().unwrap();
+    assert!(names.iter().any(|n| is_perfetto(n)), "{names:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn is_perfetto(thread: &str) -> bool {
+    thread == "TracingMuxer" || thread.to_lowercase().contains("perfetto")
+}
+
+/// How often a paused standalone process's threads wake, through the
+/// in-process service and with the direct writer: context switches per
+/// second of each thread over 5 s. A measurement, printed:
+/// `cargo test -p injection-cuda --test windows -- --ignored --nocapture paused_wakeups`.
+#[test]
+#[ignore = "a measurement of 12 s, printed"]
+fn paused_wakeups() {
+    for writer in ["service", "direct"] {
+        let (pid, child, _) = paused_program(&format!("wakeups-{writer}"), writer, 7);
+        std::thread::sleep(Duration::from_secs(1));
+        let a = switches(pid);
+        std::thread::sleep(Duration::from_secs(5));
+        let b = switches(pid);
+        child.join().unwrap();
+        let mut by_name: BTreeMap<String, u64> = BTreeMap::new();
+        for (tid, (name, n)) in &b {
+            let before = a.get(tid).map_or(0, |x| x.1);
+            *by_name.entry(name.clone()).or_default() += n - before;
+        }
+        let total: u64 = by_name.values().sum();
+        println!(
+            "{writer}: {} threads, {:.1} wake-ups/s in all: {}",
+            b.len(),
+            total as f64 / 5.0,
+            by_name
+                .iter()
+                .map(|(n, v)| format!("{n}={:.1}/s", *v as f64 / 5.0))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+}

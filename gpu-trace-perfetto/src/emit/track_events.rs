@@ -420,7 +420,7 @@ impl Encoder {
             Some(d) => format!("Ranges ({})", self.names.get(d)),
             None => "Ranges".to_owned(),
         };
-        let parent = perfetto_process_uuid();
+        let parent = self.process_uuid.or_else(perfetto_process_uuid);
         let p = &mut self.pkt;
         p.clear();
         p.nested(wire::packet::TRACK_DESCRIPTOR, |t| {
