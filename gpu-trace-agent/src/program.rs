@@ -291,6 +291,118 @@ impl ProgramControl {
     }
 }
 
+#[doc(hidden)]
+pub use gpu_trace_model::guard::catch as __catch;
+
+/// The C API of `gpu_trace.h`, exported by the injection library whose
+/// `ffi` module invokes it (the one place its `unsafe` code may be):
+/// `program` is the library's [`ProgramControl`], `range` pushes
+/// (`Some(name)`) or pops (`None`) a range on the calling thread and
+/// returns a [`status`]. Every function returns at once, never unwinds
+/// (a panic is reported once and the call says gpu-trace is off), and does
+/// nothing harmful when gpu-trace is off.
+#[macro_export]
+macro_rules! c_api {
+    (program: $program:expr, range: $range:expr $(,)?) => {
+        /// The crate version, NUL-terminated, for `gpu_trace_version`.
+        const VERSION: &::std::ffi::CStr = match ::std::ffi::CStr::from_bytes_with_nul(
+            concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
+        ) {
+            Ok(v) => v,
+            Err(_) => panic!("the crate version holds a NUL"),
+        };
+
+        /// Runs a control function inside the panic guard.
+        fn control(what: &'static str, f: impl FnOnce() -> i32) -> ::std::ffi::c_int {
+            $crate::program::__catch(what, f).unwrap_or($crate::program::status::OFF)
+        }
+
+        /// `name` as a string, or `None` when null.
+        ///
+        /// # Safety
+        /// `name` is null or a NUL-terminated string valid for the call.
+        unsafe fn name_arg<'a>(name: *const ::std::ffi::c_char) -> Option<&'a ::std::ffi::CStr> {
+            if name.is_null() {
+                return None;
+            }
+            // SAFETY: the caller's NUL-terminated string, read during the call only.
+            Some(unsafe { ::std::ffi::CStr::from_ptr(name) })
+        }
+
+        /// This library's version (the crate version, e.g. `0.1.0`); a static string.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn gpu_trace_version() -> *const ::std::ffi::c_char {
+            VERSION.as_ptr()
+        }
+
+        /// The version of the C API this library implements (`GPU_TRACE_API_VERSION`).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn gpu_trace_api_version() -> ::std::ffi::c_int {
+            $crate::program::API_VERSION
+        }
+
+        /// Opens a recording window, unless one is open.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn gpu_trace_start() -> ::std::ffi::c_int {
+            control("gpu_trace_start", || $program.start())
+        }
+
+        /// Closes the recording window, if one is open.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn gpu_trace_stop() -> ::std::ffi::c_int {
+            control("gpu_trace_stop", || $program.stop())
+        }
+
+        /// Opens a recording window named `name`, unless one is open (then it nests).
+        ///
+        /// # Safety
+        /// `name` is null (refused) or a NUL-terminated string.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn gpu_trace_window_begin(
+            name: *const ::std::ffi::c_char,
+        ) -> ::std::ffi::c_int {
+            // SAFETY: as this function's contract says.
+            let name = unsafe { name_arg(name) };
+            control("gpu_trace_window_begin", || {
+                $program.window_begin(name.map(|n| n.to_string_lossy()).as_deref())
+            })
+        }
+
+        /// Ends the innermost window begun; closes recording if its begin opened it.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn gpu_trace_window_end() -> ::std::ffi::c_int {
+            control("gpu_trace_window_end", || $program.window_end())
+        }
+
+        /// 1 while recording, 0 while not, negative when gpu-trace is off.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn gpu_trace_is_active() -> ::std::ffi::c_int {
+            control("gpu_trace_is_active", || $program.is_active())
+        }
+
+        /// Pushes a range named `name` on the calling thread, as `nvtxRangePushA`.
+        ///
+        /// # Safety
+        /// `name` is null (refused) or a NUL-terminated string.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn gpu_trace_range_push(
+            name: *const ::std::ffi::c_char,
+        ) -> ::std::ffi::c_int {
+            // SAFETY: as this function's contract says.
+            let Some(name) = (unsafe { name_arg(name) }) else {
+                return $crate::program::status::INVALID;
+            };
+            control("gpu_trace_range_push", || ($range)(Some(name)))
+        }
+
+        /// Pops the calling thread's innermost range, as `nvtxRangePop`.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn gpu_trace_range_pop() -> ::std::ffi::c_int {
+            control("gpu_trace_range_pop", || ($range)(None))
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
