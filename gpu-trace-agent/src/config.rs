@@ -397,7 +397,7 @@ impl Config {
                         vars::TRACE,
                         &v,
                         &format!(
-                            "a list of gpu, api, markers (also spelt nvtx or roctx), counters, telemetry, uvm, memory, all{which}"
+                            "a list of gpu, api, markers (also spelt nvtx or roctx), counters, telemetry, uvm, memory, python, all{which}"
                         ),
                         "gpu,api,markers,telemetry".into(),
                     )
@@ -708,6 +708,7 @@ fn parse_recording(v: &str) -> Result<Recording, String> {
             "telemetry" => r.telemetry = true,
             "uvm" => r.uvm = true,
             "memory" => r.memory = true,
+            "python" => r.python = true,
             "all" => r = Recording::ALL,
             _ => return Err(w.to_owned()),
         }

@@ -99,6 +99,12 @@ impl Writer {
         self
     }
 
+    /// Bytes already encoded as fields of this message.
+    pub fn raw(&mut self, encoded: &[u8]) -> &mut Self {
+        self.buf.extend_from_slice(encoded);
+        self
+    }
+
     /// A `string` field.
     pub fn string(&mut self, field: u32, v: &str) -> &mut Self {
         self.bytes(field, v.as_bytes())
