@@ -18,6 +18,8 @@
 //! Versions: CPython 3.10 to 3.13 (read from `Py_GetVersion`); another is an
 //! [`Unsupported`] error.
 
+#[cfg(feature = "embed")]
+pub mod embed;
 pub mod sys;
 
 use std::ffi::CStr;
