@@ -56,6 +56,23 @@ pub struct SiteRow {
     pub total_ns: u64,
     /// Of all kernel time in the traces, 0..1.
     pub share: f64,
+    /// The by-line view: the kernels launched there, longest total first,
+    /// at most [`KERNELS_PER_LINE`] (empty in the top-down view).
+    pub kernels: Vec<KernelShare>,
+}
+
+/// Kernels listed per line.
+pub const KERNELS_PER_LINE: usize = 8;
+
+/// One kernel name under a line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelShare {
+    /// The kernel's name, as the trace shows it.
+    pub name: String,
+    /// Launches from that line.
+    pub count: u64,
+    /// Their GPU time, ns.
+    pub total_ns: u64,
 }
 
 /// The report.
@@ -89,6 +106,7 @@ pub fn report<'a>(traces: impl IntoIterator<Item = &'a Trace>, depth: usize) -> 
         ..Default::default()
     };
     let mut lines: FxHashMap<Site, (u64, u64)> = FxHashMap::default();
+    let mut line_kernels: FxHashMap<Site, FxHashMap<String, (u64, u64)>> = FxHashMap::default();
     let mut tree: BTreeMap<Vec<Site>, (u64, u64)> = BTreeMap::new();
     for t in traces {
         let mut stacks: FxHashMap<u64, &Callstack> = FxHashMap::default();
@@ -108,6 +126,13 @@ pub fn report<'a>(traces: impl IntoIterator<Item = &'a Trace>, depth: usize) -> 
             r.attributed += 1;
             r.attributed_ns += k.dur;
             let inner = Site::of(&stack[stack.len() - 1]);
+            let e = line_kernels
+                .entry(inner.clone())
+                .or_default()
+                .entry(k.name.to_string())
+                .or_default();
+            e.0 += 1;
+            e.1 += k.dur;
             let e = lines.entry(inner).or_default();
             e.0 += 1;
             e.1 += k.dur;
@@ -129,12 +154,31 @@ pub fn report<'a>(traces: impl IntoIterator<Item = &'a Trace>, depth: usize) -> 
     };
     let mut by_line: Vec<SiteRow> = lines
         .into_iter()
-        .map(|(site, (count, total_ns))| SiteRow {
-            site,
-            depth: 0,
-            count,
-            total_ns,
-            share: share(total_ns),
+        .map(|(site, (count, total_ns))| {
+            let mut kernels: Vec<KernelShare> = line_kernels
+                .remove(&site)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(name, (count, total_ns))| KernelShare {
+                    name,
+                    count,
+                    total_ns,
+                })
+                .collect();
+            kernels.sort_by(|a, b| {
+                b.total_ns
+                    .cmp(&a.total_ns)
+                    .then_with(|| a.name.cmp(&b.name))
+            });
+            kernels.truncate(KERNELS_PER_LINE);
+            SiteRow {
+                site,
+                depth: 0,
+                count,
+                total_ns,
+                share: share(total_ns),
+                kernels,
+            }
         })
         .collect();
     by_line.sort_by(|a, b| {
@@ -158,6 +202,7 @@ pub fn report<'a>(traces: impl IntoIterator<Item = &'a Trace>, depth: usize) -> 
             count,
             total_ns,
             share: share(total_ns),
+            kernels: Vec::new(),
         });
     }
     r.top_down = top_down;

@@ -185,6 +185,17 @@ fn each_launch_names_the_python_lines_that_made_it_and_stats_gives_them_its_time
     assert_eq!(by_line[&at("model", "loss")], (1, 10_000));
     assert_eq!(by_line[&at("worker", "worker")], (1, 20_000));
     assert_eq!(by_line.len(), 4);
+    let mlp_row = r
+        .by_line
+        .iter()
+        .find(|row| row.site.function == "mlp")
+        .unwrap();
+    let kernels: Vec<_> = mlp_row
+        .kernels
+        .iter()
+        .map(|k| (k.name.as_str(), k.count, k.total_ns))
+        .collect();
+    assert_eq!(kernels, [("mlp", 6, 6 * 50_000)]);
     let top = &r.top_down[0];
     assert_eq!(
         (top.site.function.as_str(), top.site.line),
