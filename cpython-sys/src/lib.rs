@@ -322,3 +322,59 @@ impl Frame<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::{c_char, c_void};
+
+    #[test]
+    fn versions_are_read_from_the_start_of_py_get_version() {
+        assert_eq!(
+            parse_version("3.11.7 (main, May  9 2026) [GCC 12.2.0]"),
+            Some((3, 11))
+        );
+        assert_eq!(parse_version("3.13.0rc1+ experimental"), Some((3, 13)));
+        assert_eq!(parse_version("3.10.12"), Some((3, 10)));
+        assert_eq!(parse_version("garbage"), None);
+        assert_eq!(parse_version(""), None);
+    }
+
+    extern "C" fn py314() -> *const c_char {
+        c"3.14.0 (main, Oct  7 2025) [GCC 14]".as_ptr()
+    }
+
+    extern "C" fn py311() -> *const c_char {
+        c"3.11.9 (main)".as_ptr()
+    }
+
+    #[test]
+    fn an_unknown_version_is_refused_by_name_and_a_missing_symbol_is_named() {
+        let only_version = |f: extern "C" fn() -> *const c_char| {
+            move |name: &CStr| -> *const c_void {
+                if name == c"Py_GetVersion" {
+                    f as *const c_void
+                } else {
+                    std::ptr::null()
+                }
+            }
+        };
+        let e = Python::with_resolver(only_version(py314), None).unwrap_err();
+        assert_eq!(e, Unsupported::Version("3.14.0".into()));
+        assert_eq!(
+            e.to_string(),
+            "Python 3.14.0 is not supported for call stacks (3.10 to 3.13 are)"
+        );
+        let e = Python::with_resolver(only_version(py311), None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Python 3.11.9 lacks Py_IsInitialized, needed for call stacks"
+        );
+        // No interpreter at all: nothing, and no error.
+        assert!(
+            Python::with_resolver(|_| std::ptr::null(), None)
+                .unwrap()
+                .is_none()
+        );
+    }
+}
