@@ -5,7 +5,9 @@
 //! launch's call stack with the reader and checks every function, file and
 //! line, then the GPU time `stats --report python` gives each line.
 //!
-//! The interpreter is `python3` on the PATH, or `GPU_TRACE_TEST_PYTHON`.
+//! The interpreter is `python3` on the PATH, or `GPU_TRACE_TEST_PYTHON`;
+//! `GPU_TRACE_TEST_OLD_PYTHON` names one outside 3.10-3.13 (e.g. a 3.9) for
+//! the refusal test, which says it is skipped without one.
 
 use gpu_trace_reader::{CallFrame, Slice, Stage, Trace};
 use std::collections::HashMap;
@@ -42,9 +44,13 @@ fn python() -> String {
 /// Runs the script under the injection; returns the trace's path and the
 /// child's stderr.
 fn record(dir: &Path, trace: &str) -> (PathBuf, String) {
+    record_with(&python(), dir, trace)
+}
+
+fn record_with(python: &str, dir: &Path, trace: &str) -> (PathBuf, String) {
     let path = dir.join("callsites.pftrace");
     let fake = cupti_sim::host::fake_library().unwrap();
-    let out = Command::new(python())
+    let out = Command::new(python)
         .arg(script())
         .env("GPU_TRACE_CUPTI_PATH", &fake)
         .env("CUDA_INJECTION64_PATH", tool())
@@ -214,6 +220,29 @@ fn without_python_in_the_list_no_stack_is_read() {
     let t = Trace::open(&path).unwrap();
     let l = launches(&t);
     assert_eq!(l["mlp"].len(), 6);
+    assert!(t.slices.iter().all(|s| s.callstack.is_none()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_unsupported_python_is_said_in_one_line_and_the_program_runs_on() {
+    let Ok(old) = std::env::var("GPU_TRACE_TEST_OLD_PYTHON") else {
+        eprintln!("skipped: set GPU_TRACE_TEST_OLD_PYTHON to a Python outside 3.10-3.13");
+        return;
+    };
+    let dir = tmpdir("old");
+    let (path, stderr) = record_with(&old, &dir, "gpu,api,python");
+    let ours: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(ours.len(), 1, "{stderr}");
+    assert!(
+        ours[0].starts_with("gpu-trace: Python 3.")
+            && ours[0].ends_with(
+                " is not supported for call stacks (3.10 to 3.13 are); API calls are recorded without Python call stacks"
+            ),
+        "{stderr}"
+    );
+    let t = Trace::open(&path).unwrap();
+    assert_eq!(launches(&t)["mlp"].len(), 6);
     assert!(t.slices.iter().all(|s| s.callstack.is_none()));
     let _ = std::fs::remove_dir_all(&dir);
 }
