@@ -223,6 +223,12 @@ pub(crate) fn run(a: StatsArgs) -> ExitCode {
         progress: Some("gpu-trace:".to_owned()),
     };
     if a.report.as_deref().is_some_and(|r| split_python(r).0) {
+        if !o.reports.is_empty() {
+            eprintln!(
+                "gpu-trace: --report python is shown alone; leave it out of the list to see the other tables"
+            );
+            return ExitCode::from(2);
+        }
         let depth = match count("--python-depth", &a.python_depth, "frames") {
             Ok(d) if d > 0 => d,
             _ => {
@@ -236,17 +242,11 @@ pub(crate) fn run(a: StatsArgs) -> ExitCode {
         let Some(python) = python_report(&a, format, depth) else {
             return ExitCode::FAILURE;
         };
-        if o.reports.is_empty() {
-            return if write_out(a.output.as_deref(), &python) {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            };
-        }
-        eprintln!(
-            "gpu-trace: --report python is shown alone; leave it out of the list to see the other tables"
-        );
-        return ExitCode::from(2);
+        return if write_out(a.output.as_deref(), &python) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
     }
     let mut analyzer = Analyzer::new();
     let mut ok = read_traces(&mut analyzer, &a.traces, &read, jobs, a.strict);

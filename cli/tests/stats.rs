@@ -1626,5 +1626,8 @@ fn python_report_gives_each_line_its_kernel_time_in_table_csv_and_json() {
     let (rc, _, err) = stats(&["--report", "python", "--python-depth", "0"], &[&r.path]);
     assert_eq!(rc, 2);
     assert!(err.contains("--python-depth \"0\""), "{err}");
+    let (rc, _, err) = stats(&["--report", "kernels,python"], &[&r.path]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("--report python is shown alone"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
