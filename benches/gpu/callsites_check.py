@@ -3,7 +3,7 @@
 PyTorch and GPT-2 loops, and whether their matmul kernels name the model's
 forward line.
 
-    callsites_check.py RESULTS.json [WORKLOAD=REPORT.json ...]
+    callsites_check.py [--workloads torch,gpt2] RESULTS.json [WORKLOAD=REPORT.json ...]
 
 RESULTS.json is the harness's (modes baseline, gt_full, gt_python, each
 repetition side by side): per workload, the step time of gt_python and
@@ -66,15 +66,22 @@ def check_report(wl, path, fails):
         fails.append(f"{wl}: only {100.0 * good / total:.1f}% of the matmul time is on the forward line")
 
 
-def check_cost(path, fails):
-    with open(path) as f:
-        raw = json.load(f)["raw"]
+def check_cost(path, fails, expected):
+    try:
+        with open(path) as f:
+            raw = json.load(f)["raw"]
+    except (OSError, ValueError, KeyError) as e:
+        fails.append(f"no harness results ({e})")
+        return
     rows = {}
     for key, rs in raw.items():
         wl, mode = key.split("/", 1)
         for x in rs:
             if "value" in x:
                 rows.setdefault((wl, mode), {})[x["rep"]] = x["value"]
+    for wl in expected:
+        if not any(w == wl for w, _ in rows):
+            fails.append(f"{wl}: the harness measured no run of it")
     for wl in sorted({w for w, _ in rows}):
         base = rows.get((wl, "baseline"), {})
         full = rows.get((wl, "gt_full"), {})
@@ -100,13 +107,23 @@ def check_cost(path, fails):
 
 
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    expected = ["torch", "gpt2"]
+    if args[:1] == ["--workloads"] and len(args) > 1:
+        expected, args = args[1].split(","), args[2:]
+    if not args:
         sys.exit(__doc__)
     fails = []
-    check_cost(sys.argv[1], fails)
-    for arg in sys.argv[2:]:
+    check_cost(args[0], fails, expected)
+    for arg in args[1:]:
         wl, path = arg.split("=", 1)
-        check_report(wl, path, fails)
+        try:
+            check_report(wl, path, fails)
+        except (OSError, ValueError, KeyError) as e:
+            fails.append(f"{wl}: no python report ({e})")
+    for wl in expected:
+        if not any(a.startswith(wl + "=") for a in args[1:]):
+            fails.append(f"{wl}: its traced run gave no python report")
     if fails:
         print("VERDICT FAIL (" + "; ".join(fails) + ")")
         sys.exit(1)
