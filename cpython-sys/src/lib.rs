@@ -15,11 +15,18 @@
 //!   leaves no new Python object behind (the frame and code references the
 //!   C API hands out are released before it returns).
 //!
+//! - [`Python::walk_layout`] and [`RawFrame`]: the same frames read by
+//!   CPython's internal layouts, for a thread that released the GIL (see
+//!   [`layout`] for what is read and why it is safe enough), trusted by
+//!   a caller only after [`Python::check_layout`] matched it with the C API
+//!   walk.
+//!
 //! Versions: CPython 3.10 to 3.13 (read from `Py_GetVersion`); another is an
 //! [`Unsupported`] error.
 
 #[cfg(feature = "embed")]
 pub mod embed;
+pub mod layout;
 pub mod sys;
 
 use std::ffi::CStr;
@@ -92,6 +99,39 @@ impl fmt::Debug for Python {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Python {}.{}", self.version.0, self.version.1)
     }
+}
+
+/// Where the calling thread stands with the interpreter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadState {
+    /// No interpreter running, or no Python thread state on this thread.
+    NotPython,
+    /// A Python thread that holds the GIL: [`Python::walk`] reads it.
+    HoldsGil,
+    /// A Python thread that released the GIL: only
+    /// [`Python::walk_layout`] can read it.
+    ReleasedGil,
+}
+
+/// Frames followed at most by a walk by layout (a longer chain is taken
+/// as a wrong read).
+const MAX_CHAIN: usize = 10_000;
+
+/// Longest string read by layout (a longer one is taken as a wrong read).
+const MAX_STR: usize = 1 << 16;
+
+/// Reads a `T` at `addr`, if it is non-null, past the first page and
+/// aligned.
+///
+/// # Safety
+/// `addr` must be readable for `size_of::<T>()` bytes when those checks
+/// pass: it comes from a layout the caller checked.
+unsafe fn rd<T: Copy>(addr: usize) -> Option<T> {
+    if addr < 4096 || !addr.is_multiple_of(std::mem::align_of::<T>()) {
+        return None;
+    }
+    // SAFETY: as the function's contract says.
+    Some(unsafe { std::ptr::read_volatile(addr as *const T) })
 }
 
 /// Sonames of the shared interpreters, looked for only among the
@@ -233,6 +273,318 @@ impl Python {
             }
         }
         true
+    }
+}
+
+impl Python {
+    /// Whether this thread is a Python thread and holds the GIL; reads
+    /// only runtime state and this thread's TSS slot (no GIL needed).
+    pub fn thread_state(&self) -> ThreadState {
+        let a = &self.api;
+        // SAFETY: as in `walk`: each is callable without the GIL.
+        unsafe {
+            if (a.Py_IsInitialized.unwrap_unchecked())() == 0 {
+                return ThreadState::NotPython;
+            }
+            let mine = (a.PyGILState_GetThisThreadState.unwrap_unchecked())();
+            if mine.is_null() {
+                return ThreadState::NotPython;
+            }
+            if (a.PyGILState_Check.unwrap_unchecked())() == 1
+                && (a.current_tstate.unwrap_unchecked())() == mine
+            {
+                ThreadState::HoldsGil
+            } else {
+                ThreadState::ReleasedGil
+            }
+        }
+    }
+
+    /// Whether this interpreter has a layout table, and the symbols the
+    /// walk by layout checks against.
+    pub fn has_layout(&self) -> bool {
+        layout::layout(self.version).is_some()
+            && self.api.PyCode_Type != 0
+            && self.api.PyUnicode_Type != 0
+            && self.api.PyCode_Addr2Line.is_some()
+    }
+
+    /// Visits the calling thread's own Python frames, innermost first,
+    /// read by CPython's internal layout ([`layout`]) rather than through
+    /// the C API: for a thread that released the GIL. Returns false when
+    /// there is nothing to read (no layout for this version, not a Python
+    /// thread). A read that looks wrong (null, misaligned, not a code
+    /// object, an instruction outside its code, a chain too long) ends the
+    /// walk there.
+    ///
+    /// Only frames of the calling thread are read, and only while it is
+    /// inside this call, so none of them can be popped meanwhile. Use it
+    /// without the GIL only after [`Python::check_layout`] matched.
+    pub fn walk_layout(&self, mut visit: impl FnMut(&RawFrame<'_>) -> bool) -> bool {
+        let Some(l) = layout::layout(self.version) else {
+            return false;
+        };
+        if !self.has_layout() || self.thread_state() == ThreadState::NotPython {
+            return false;
+        }
+        let a = &self.api;
+        // SAFETY: this thread's TSS slot, callable without the GIL.
+        let tstate = unsafe { (a.PyGILState_GetThisThreadState.unwrap_unchecked())() } as usize;
+        // SAFETY: every `rd` reads an address from the thread state of
+        // this thread or the frames linked from it, at the offsets of this
+        // version's headers; this thread's frames stay in place while it
+        // runs this function, and each frame holds its code object.
+        unsafe {
+            let Some(mut frame) = rd::<usize>(tstate + l.tstate_frame) else {
+                return false;
+            };
+            if let Some(cur) = l.cframe_current {
+                if frame == 0 {
+                    return true;
+                }
+                let Some(f) = rd::<usize>(frame + cur) else {
+                    return false;
+                };
+                frame = f;
+            }
+            let mut n = 0;
+            while frame != 0 && n < MAX_CHAIN {
+                n += 1;
+                let (Some(code), Some(next)) =
+                    (rd::<usize>(frame + l.code), rd::<usize>(frame + l.previous))
+                else {
+                    break;
+                };
+                let is_code =
+                    code != 0 && rd::<usize>(code + layout::OB_TYPE) == Some(a.PyCode_Type);
+                let raw = if let (Some(owner_at), Some(co_code), Some(first_at)) =
+                    (l.owner, l.co_code, l.co_firsttraceable)
+                {
+                    let Some(owner) = rd::<u8>(frame + owner_at) else {
+                        break;
+                    };
+                    if l.version >= (3, 12) && owner == layout::OWNED_BY_CSTACK {
+                        frame = next;
+                        continue;
+                    }
+                    if !is_code {
+                        break;
+                    }
+                    let (Some(instr), Some(first), Some(units)) = (
+                        rd::<usize>(frame + l.instr),
+                        rd::<i32>(code + first_at),
+                        rd::<isize>(code + layout::OB_SIZE),
+                    ) else {
+                        break;
+                    };
+                    let lasti = (instr as isize).wrapping_sub((code + co_code) as isize) / 2;
+                    if lasti < -1 || lasti >= units {
+                        break;
+                    }
+                    if owner != layout::OWNED_BY_GENERATOR && lasti < first as isize {
+                        // Incomplete: a frame still setting up.
+                        frame = next;
+                        continue;
+                    }
+                    RawFrame {
+                        py: self,
+                        layout: l,
+                        code,
+                        lasti: lasti as i32,
+                        lineno: 0,
+                    }
+                } else {
+                    if !is_code {
+                        break;
+                    }
+                    let (Some(lasti), Some(lineno)) = (
+                        rd::<i32>(frame + l.instr),
+                        rd::<i32>(frame + l.lineno.unwrap_or(l.instr)),
+                    ) else {
+                        break;
+                    };
+                    RawFrame {
+                        py: self,
+                        layout: l,
+                        code,
+                        lasti,
+                        lineno,
+                    }
+                };
+                if !visit(&raw) {
+                    break;
+                }
+                frame = next;
+            }
+        }
+        true
+    }
+
+    /// Compares [`Python::walk_layout`] with [`Python::walk`] on the
+    /// calling thread, which must hold the GIL: the same code objects, the
+    /// same positions and lines, the innermost frame's function and file.
+    /// `Ok(n)`: they agree on `n` frames (0: nothing to compare, no
+    /// verdict); `Err`: what differed.
+    pub fn check_layout(&self) -> Result<usize, String> {
+        if !self.has_layout() {
+            return Err("no layout for this version".into());
+        }
+        if self.thread_state() != ThreadState::HoldsGil {
+            return Ok(0);
+        }
+        type Seen = (usize, i32, u32, Option<(Option<String>, Option<String>)>);
+        let mut api: Vec<Seen> = Vec::new();
+        self.walk(|f| {
+            let names = api.is_empty().then(|| (f.function(), f.file()));
+            api.push((f.code(), f.position(), f.line(), names));
+            api.len() < 64
+        });
+        let mut raw: Vec<Seen> = Vec::new();
+        self.walk_layout(|f| {
+            let names = raw.is_empty().then(|| (f.function(), f.file()));
+            raw.push((f.code(), f.position(), f.line(), names));
+            raw.len() < 64
+        });
+        if api != raw {
+            let show = |v: &[Seen]| {
+                v.iter()
+                    .take(3)
+                    .map(|(c, p, l, _)| format!("{c:#x}@{p}:{l}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            return Err(format!(
+                "the C API reads {} frames ({}), the layout {} ({})",
+                api.len(),
+                show(&api),
+                raw.len(),
+                show(&raw)
+            ));
+        }
+        Ok(api.len())
+    }
+}
+
+/// One frame read by layout, valid during the visit only.
+pub struct RawFrame<'a> {
+    py: &'a Python,
+    layout: layout::Layout,
+    code: usize,
+    /// The instruction, in code units from the start (3.10: `f_lasti`).
+    lasti: i32,
+    /// `f_lineno` (3.10), 0 when not set.
+    lineno: i32,
+}
+
+impl RawFrame<'_> {
+    /// As [`Frame::code`]: the code object's address.
+    pub fn code(&self) -> usize {
+        self.code
+    }
+
+    /// As [`Frame::position`]: the same value for the same frame state.
+    pub fn position(&self) -> i32 {
+        if self.layout.version >= (3, 11) {
+            if self.lasti < 0 { -1 } else { self.lasti * 2 }
+        } else {
+            self.line() as i32
+        }
+    }
+
+    /// The line being executed, from the code's line table.
+    pub fn line(&self) -> u32 {
+        if self.lineno != 0 {
+            return self.lineno.max(0) as u32;
+        }
+        // SAFETY: PyCode_Addr2Line only reads the code object's line
+        // table (and, before 3.12, a line array that only a tracing
+        // thread holding the GIL creates): it allocates nothing, touches no
+        // reference count and raises nothing, so it needs no GIL; the code
+        // object is held by a frame of this thread, which cannot be popped
+        // during this call; the offset is inside the code (checked by the
+        // walk) or negative, which gives the first line.
+        let l = unsafe {
+            (self.py.api.PyCode_Addr2Line.unwrap_unchecked())(
+                self.code as *mut sys::PyObject,
+                self.lasti.saturating_mul(2),
+            )
+        };
+        l.max(0) as u32
+    }
+
+    /// As [`Frame::function`]: the qualified name (3.11+), else the name.
+    pub fn function(&self) -> Option<String> {
+        let at = self.layout.co_qualname.unwrap_or(self.layout.co_name);
+        self.str_at(at)
+    }
+
+    /// As [`Frame::file`].
+    pub fn file(&self) -> Option<String> {
+        self.str_at(self.layout.co_filename)
+    }
+
+    /// The addresses of the code's name, qualified name and file strings:
+    /// with [`RawFrame::code`], what a cache may compare to tell that an
+    /// address still names the same function.
+    pub fn identity(&self) -> [usize; 3] {
+        let l = &self.layout;
+        // SAFETY: fields of a live code object (see `walk_layout`).
+        unsafe {
+            [
+                rd::<usize>(self.code + l.co_name).unwrap_or(0),
+                l.co_qualname
+                    .and_then(|q| rd::<usize>(self.code + q))
+                    .unwrap_or(0),
+                rd::<usize>(self.code + l.co_filename).unwrap_or(0),
+            ]
+        }
+    }
+
+    /// The str object at `self.code + at`, read by its compact layout.
+    fn str_at(&self, at: usize) -> Option<String> {
+        let l = &self.layout;
+        // SAFETY: a field of a live code object, then the str it holds (a
+        // code object keeps its strings), checked to be a str and compact,
+        // its length bounded; bytes are copied while it is alive.
+        unsafe {
+            let s = rd::<usize>(self.code + at)?;
+            if rd::<usize>(s + layout::OB_TYPE)? != self.py.api.PyUnicode_Type {
+                return None;
+            }
+            let len = rd::<isize>(s + layout::STR_LENGTH)?;
+            let state = rd::<u32>(s + layout::STR_STATE)?;
+            let (kind, compact, ascii) = ((state >> 2) & 7, (state >> 5) & 1, (state >> 6) & 1);
+            if !(0..=MAX_STR as isize).contains(&len) || compact != 1 {
+                return None;
+            }
+            let len = len as usize;
+            if ascii == 1 {
+                if kind != 1 {
+                    return None;
+                }
+                let b = std::slice::from_raw_parts((s + l.ascii_size) as *const u8, len);
+                return Some(String::from_utf8_lossy(b).into_owned());
+            }
+            let data = s + l.compact_size;
+            Some(match kind {
+                1 => std::slice::from_raw_parts(data as *const u8, len)
+                    .iter()
+                    .map(|&c| c as char)
+                    .collect(),
+                2 => char::decode_utf16(
+                    std::slice::from_raw_parts(data as *const u16, len)
+                        .iter()
+                        .copied(),
+                )
+                .map(|c| c.unwrap_or('\u{fffd}'))
+                .collect(),
+                4 => std::slice::from_raw_parts(data as *const u32, len)
+                    .iter()
+                    .map(|&c| char::from_u32(c).unwrap_or('\u{fffd}'))
+                    .collect(),
+                _ => return None,
+            })
+        }
     }
 }
 

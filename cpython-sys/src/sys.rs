@@ -36,6 +36,9 @@ pub type GetAttrFn = unsafe extern "C" fn(*mut PyObject, *const c_char) -> *mut 
 /// `const char *PyUnicode_AsUTF8AndSize(PyObject *, Py_ssize_t *)`.
 pub type Utf8Fn = unsafe extern "C" fn(*mut PyObject, *mut isize) -> *const c_char;
 
+/// `int PyCode_Addr2Line(PyCodeObject *, int byte_offset)`.
+pub type Addr2LineFn = unsafe extern "C" fn(*mut PyObject, c_int) -> c_int;
+
 /// The functions a call-stack walk uses.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Api {
@@ -73,6 +76,13 @@ pub struct Api {
     pub PyObject_GetAttrString: Option<GetAttrFn>,
     /// Every version.
     pub PyUnicode_AsUTF8AndSize: Option<Utf8Fn>,
+    /// Every version; the walk by layout only (optional).
+    pub PyCode_Addr2Line: Option<Addr2LineFn>,
+    /// The address of the `PyCode_Type` object (null: absent); the walk
+    /// by layout only.
+    pub PyCode_Type: usize,
+    /// The address of the `PyUnicode_Type` object (null: absent).
+    pub PyUnicode_Type: usize,
 }
 
 macro_rules! sym {
@@ -105,6 +115,9 @@ impl Api {
             PyErr_Clear: sym!(resolve, c"PyErr_Clear"),
             PyObject_GetAttrString: sym!(resolve, c"PyObject_GetAttrString"),
             PyUnicode_AsUTF8AndSize: sym!(resolve, c"PyUnicode_AsUTF8AndSize"),
+            PyCode_Addr2Line: sym!(resolve, c"PyCode_Addr2Line"),
+            PyCode_Type: resolve(c"PyCode_Type") as usize,
+            PyUnicode_Type: resolve(c"PyUnicode_Type") as usize,
         }
     }
 

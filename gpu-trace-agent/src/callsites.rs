@@ -5,15 +5,21 @@
 //! Cost is kept down by caching by code location: a frame is named once
 //! per (code object, instruction) pair; afterwards a capture walks the
 //! frames, looks each location up and interns the stack of ids (see the
-//! measurements in the book's "Python call sites" page). Only a thread
-//! holding the GIL is read; others get no stack.
+//! measurements in the book's "Python call sites" page).
+//!
+//! A thread holding the GIL is read through the C API. A Python thread
+//! that released it (PyTorch releases it around every operator) is read
+//! by CPython's internal frame layout ([`cpython_sys::layout`]), and only
+//! once a capture made with the GIL found both walks equal (the layout
+//! self-check): a mismatch turns that path off for the process.
 
 use crate::warn;
-use cpython_sys::{Frame, Python};
+use cpython_sys::{Frame, Python, RawFrame, ThreadState};
 use gpu_trace_model::callstack::{CallstackId, Callstacks, FrameId, SourceFrame};
 use gpu_trace_model::names::Names;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use cpython_sys::Unsupported;
@@ -35,6 +41,28 @@ pub struct CallSites {
     depth: usize,
     /// (code object address, position in it) → frame.
     locations: Mutex<FxHashMap<(usize, i32), FrameId>>,
+    /// Locations named by layout, without the GIL (no reference can be
+    /// taken then): each with the addresses of its code's strings, which
+    /// must still match for the entry to be used.
+    unheld: Mutex<FxHashMap<(usize, i32), Unheld>>,
+    /// [`Layout::Pending`], `Trusted` or `Off`.
+    layout: AtomicU8,
+}
+
+/// A location named without the GIL: the addresses of its code's
+/// strings when named, and its frame.
+type Unheld = ([usize; 3], FrameId);
+
+/// The state of the walk by layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Layout {
+    /// Not yet compared with the C API walk: not used without the GIL.
+    Pending = 0,
+    /// Compared and equal: used for threads that released the GIL.
+    Trusted = 1,
+    /// No layout for this version, or the comparison failed.
+    Off = 2,
 }
 
 impl CallSites {
@@ -46,11 +74,17 @@ impl CallSites {
         depth: usize,
     ) -> Result<Option<CallSites>, Unsupported> {
         Ok(Python::from_process()?.map(|py| CallSites {
-            py,
             names,
             stacks,
             depth: depth.max(1),
             locations: Mutex::new(FxHashMap::default()),
+            unheld: Mutex::new(FxHashMap::default()),
+            layout: AtomicU8::new(if py.has_layout() {
+                Layout::Pending as u8
+            } else {
+                Layout::Off as u8
+            }),
+            py,
         }))
     }
 
@@ -79,9 +113,114 @@ impl CallSites {
         self.py.version()
     }
 
-    /// The calling thread's Python stack, if it holds the GIL and runs
-    /// Python code.
+    /// The state of the walk by layout.
+    pub fn layout(&self) -> Layout {
+        match self.layout.load(Ordering::Relaxed) {
+            0 => Layout::Pending,
+            1 => Layout::Trusted,
+            _ => Layout::Off,
+        }
+    }
+
+    /// Runs the layout self-check if it is still pending and this thread
+    /// holds the GIL: for API calls that carry no stack but may be the
+    /// only ones made with the GIL (a library's initialisation).
+    pub fn check_layout(&self) {
+        if self.layout() == Layout::Pending && self.py.thread_state() == ThreadState::HoldsGil {
+            self.self_check();
+        }
+    }
+
+    fn self_check(&self) {
+        match self.py.check_layout() {
+            Ok(0) => {}
+            Ok(n) => {
+                if self
+                    .layout
+                    .compare_exchange(
+                        Layout::Pending as u8,
+                        Layout::Trusted as u8,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+                {
+                    crate::verbose!(
+                        "Python frames read by layout match the C API ({n} frames): threads that released the GIL carry their stacks"
+                    );
+                }
+            }
+            Err(e) => {
+                if self.layout.swap(Layout::Off as u8, Ordering::Relaxed) != Layout::Off as u8 {
+                    crate::verbose!(
+                        "Python frames read by layout differ from the C API ({e}): threads that released the GIL carry no stack"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The calling thread's Python stack: through the C API if it holds
+    /// the GIL, by layout if it released it (once trusted), else none.
     pub fn capture(&self) -> Option<CallstackId> {
+        match self.py.thread_state() {
+            ThreadState::NotPython => None,
+            ThreadState::HoldsGil => {
+                if self.layout() == Layout::Pending {
+                    self.self_check();
+                }
+                self.capture_held()
+            }
+            ThreadState::ReleasedGil if self.layout() == Layout::Trusted => self.capture_released(),
+            ThreadState::ReleasedGil => None,
+        }
+    }
+
+    /// By layout, for a thread that released the GIL (see the module).
+    pub fn capture_released(&self) -> Option<CallstackId> {
+        let mut ids: SmallVec<[FrameId; DEPTH]> = SmallVec::new();
+        let held = match self.locations.try_lock() {
+            Ok(l) => l,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        let mut unheld = match self.unheld.try_lock() {
+            Ok(l) => l,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        let walked = self.py.walk_layout(|f| {
+            let key = (f.code(), f.position());
+            let id = match held.get(&key) {
+                Some(&id) => id,
+                None => {
+                    let identity = f.identity();
+                    match unheld.get(&key) {
+                        Some(&(seen, id)) if seen == identity => id,
+                        _ => {
+                            let id = self.name_raw(f);
+                            if unheld.len() < CACHED_LOCATIONS {
+                                unheld.insert(key, (identity, id));
+                            }
+                            id
+                        }
+                    }
+                }
+            };
+            ids.push(id);
+            ids.len() < self.depth
+        });
+        drop(unheld);
+        drop(held);
+        if !walked || ids.is_empty() {
+            return None;
+        }
+        ids.reverse();
+        Some(self.stacks.stack(&ids))
+    }
+
+    /// Through the C API, for a thread holding the GIL.
+    fn capture_held(&self) -> Option<CallstackId> {
         let mut ids: SmallVec<[FrameId; DEPTH]> = SmallVec::new();
         // Never waits: a capture re-entered on this thread (a finaliser
         // that launches, run while a name was read) gets no stack.
@@ -112,6 +251,16 @@ impl CallSites {
         }
         ids.reverse();
         Some(self.stacks.stack(&ids))
+    }
+
+    fn name_raw(&self, f: &RawFrame<'_>) -> FrameId {
+        let function = f.function();
+        let file = f.file();
+        self.stacks.frame(SourceFrame {
+            function: self.names.intern(function.as_deref().unwrap_or("?")),
+            file: self.names.intern(file.as_deref().unwrap_or("?")),
+            line: f.line(),
+        })
     }
 
     fn name(&self, f: &Frame<'_>) -> FrameId {

@@ -335,6 +335,10 @@ impl ApiState {
             )
         {
             call.callstack = c.capture();
+        } else if let Some(c) = &self.callsites {
+            // Other calls only feed the layout self-check, should they be
+            // the only ones made with the GIL (a library's start-up).
+            c.check_layout();
         }
         self.recorder.api(call);
     }

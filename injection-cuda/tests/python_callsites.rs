@@ -48,6 +48,10 @@ fn record(dir: &Path, trace: &str) -> (PathBuf, String) {
 }
 
 fn record_with(python: &str, dir: &Path, trace: &str) -> (PathBuf, String) {
+    record_env(python, dir, trace, &[])
+}
+
+fn record_env(python: &str, dir: &Path, trace: &str, env: &[(&str, &str)]) -> (PathBuf, String) {
     let path = dir.join("callsites.pftrace");
     let fake = cupti_sim::host::fake_library().unwrap();
     let out = Command::new(python)
@@ -58,6 +62,7 @@ fn record_with(python: &str, dir: &Path, trace: &str) -> (PathBuf, String) {
         .env("INJECTION_TRACE", trace)
         .env("CUPTI_SIM_REPORT", dir.join("report.json"))
         .env_remove("INJECTION_VERBOSE")
+        .envs(env.iter().copied())
         .output()
         .expect("python3 runs");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -166,16 +171,30 @@ fn each_launch_names_the_python_lines_that_made_it_and_stats_gives_them_its_time
         "the worker's launch is on its thread"
     );
 
-    // A call made with the GIL released (ctypes.CDLL) carries none.
+    // A call made with the GIL released (ctypes.CDLL, as PyTorch's
+    // operators release it), after launches that held it: read by layout,
+    // the same frames, file and lines.
+    let nogil = l["nogil"][0]
+        .callstack
+        .as_ref()
+        .expect("the launch without the GIL has a call stack");
+    let mut want = main_chain[..1].to_vec();
+    want.extend([at("main", "main_released"), at("released", "nogil")]);
+    assert_eq!(frames(nogil), want);
+    for f in nogil.iter() {
+        assert_eq!(f.file.as_str(), file, "nogil: {f:?}");
+    }
+    // Its synchronisation too.
     assert!(
-        l["nogil"][0].callstack.is_none(),
-        "a launch without the GIL has a stack"
+        t.slices.iter().any(|s| s.name.contains("Synchronize")
+            && s.callstack.as_ref().is_some_and(|c| frames(c) == want)),
+        "the GIL-less synchronisation has the launch's stack"
     );
 
     // GPU time by line: each kernel's known time (cupti-sim runs each for
     // its scenario duration) on the line that launched it.
     let r = gpu_trace_analysis::python::report([&t], 3);
-    assert_eq!((r.kernels, r.attributed), (12, 11));
+    assert_eq!((r.kernels, r.attributed), (12, 12));
     let by_line: HashMap<(String, u32), (u64, u64)> = r
         .by_line
         .iter()
@@ -190,7 +209,8 @@ fn each_launch_names_the_python_lines_that_made_it_and_stats_gives_them_its_time
     assert_eq!(by_line[&at("mlp", "mlp")], (6, 6 * 50_000));
     assert_eq!(by_line[&at("model", "loss")], (1, 10_000));
     assert_eq!(by_line[&at("worker", "worker")], (1, 20_000));
-    assert_eq!(by_line.len(), 4);
+    assert_eq!(by_line[&at("released", "nogil")], (1, 40_000));
+    assert_eq!(by_line.len(), 5);
     let mlp_row = r
         .by_line
         .iter()
@@ -207,9 +227,48 @@ fn each_launch_names_the_python_lines_that_made_it_and_stats_gives_them_its_time
         (top.site.function.as_str(), top.site.line),
         ("<module>", site["module"])
     );
-    assert_eq!((top.depth, top.count, top.total_ns), (0, 10, 400_000));
-    // Of all kernel time, the GIL-less launch (40 us) included.
-    assert!((top.share - 400.0 / 460.0).abs() < 1e-9, "{}", top.share);
+    assert_eq!((top.depth, top.count, top.total_ns), (0, 11, 440_000));
+    // Of all kernel time (the worker's 20 us are under threading's frames).
+    assert!((top.share - 440.0 / 460.0).abs() < 1e-9, "{}", top.share);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const LAYOUT_MATCH: &str = "gpu-trace: Python frames read by layout match the C API (";
+
+#[test]
+fn the_layout_self_check_runs_with_the_gil_and_gates_the_gil_less_reads() {
+    // Launches with the GIL first: the check runs once, says so, and the
+    // GIL-less launch that follows has its stack.
+    let dir = tmpdir("check");
+    let (path, stderr) = record_env(
+        &python(),
+        &dir,
+        "gpu,api,python",
+        &[("INJECTION_VERBOSE", "1")],
+    );
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("read by layout"))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(said[0].starts_with(LAYOUT_MATCH), "{stderr}");
+    let t = Trace::open(&path).unwrap();
+    assert!(launches(&t)["nogil"][0].callstack.is_some());
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Only GIL-less calls: never checked, so never read.
+    let dir = tmpdir("unchecked");
+    let (path, stderr) = record_env(
+        &python(),
+        &dir,
+        "gpu,api,python",
+        &[("INJECTION_VERBOSE", "1"), ("CALLSITES_ONLY_RELEASED", "1")],
+    );
+    assert!(!stderr.contains("read by layout"), "{stderr}");
+    let t = Trace::open(&path).unwrap();
+    let l = launches(&t);
+    assert_eq!(l.len(), 1);
+    assert!(l["nogil"][0].callstack.is_none());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

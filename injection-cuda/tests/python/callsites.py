@@ -1,8 +1,8 @@
 """Launches kernels through the fake CUDA driver (cupti-sim, loaded with
 ctypes.PyDLL, so that each call keeps the GIL as a Python extension's
 would) from known lines: a nested call chain on the main thread, a second
-thread, and one launch through ctypes.CDLL, which releases the GIL and so
-must carry no stack. Each line the test checks ends with a `# site:NAME`
+thread, and one launch through ctypes.CDLL, which releases the GIL, as
+PyTorch's operators do: its frames are read by layout. Each line the test checks ends with a `# site:NAME`
 comment; the test finds the lines by those names."""
 
 import ctypes
@@ -60,13 +60,26 @@ def worker():
 def main():
     kernels = [{"name": k, "symbol": "_Z%d%sv" % (len(k), k), "registers": 32,
                 "duration_us": us} for k, us in KERNELS.items()]
+    if os.environ.get("CALLSITES_ONLY_RELEASED"):
+        # No call ever holds the GIL: the layout is never checked, so the
+        # launch must carry no stack.
+        rc = RELEASED.cupti_sim_start(json.dumps({"kernels": kernels, "threads": []}).encode())
+        assert rc == 0, "cupti_sim_start: %d" % rc
+        released()
+        return
     rc = HELD.cupti_sim_start(json.dumps({"kernels": kernels, "threads": []}).encode())
     assert rc == 0, "cupti_sim_start: %d" % rc
     model(3)  # site:main_model
     t = threading.Thread(target=worker, name="worker")
     t.start()
     t.join()
-    check(RELEASED.cupti_sim_ops(ops(launch("nogil"), {"stream_sync": {"stream": 1}})))
+    released()  # site:main_released
+
+
+def released():
+    # After the launches above (made with the GIL, which let the layout
+    # self-check run), one with the GIL released: read by layout.
+    check(RELEASED.cupti_sim_ops(ops(launch("nogil"), {"stream_sync": {"stream": 1}})))  # site:nogil
 
 
 main()  # site:module
