@@ -8,18 +8,26 @@
 //!   position of each frame, references released), naming nothing;
 //! - `capture/N`: what a launch pays: the walk, each code location looked
 //!   up in the cache, the stack of ids interned;
-//! - `no_gil/capture`: a thread that does not hold the GIL (asked, refused).
+//! - `no_gil/capture`: a thread that does not hold the GIL and is no
+//!   Python thread (asked, refused);
+//! - `layout_walk/N`: the walk by layout alone, with the GIL released
+//!   inside the chain (as PyTorch releases it around an operator), naming
+//!   nothing;
+//! - `released/capture/N`: what such a launch pays: the walk by layout,
+//!   each location looked up, the stack interned.
 //!
 //! Each capture there finds its locations cached and its frames already
 //! materialised as frame objects. `fresh/N/*` is what a training loop
 //! sees: each call a new chain of N frames (a Python loop calls `f0()` each
 //! time), without a capture and with one at its innermost call; the
 //! difference is the capture's cost, the frame objects CPython 3.11+ makes
-//! for the walk included.
+//! for the walk included. `fresh/N/released_*` the same with the GIL
+//! released around the innermost call: the difference is the capture by
+//! layout's cost (no frame objects are made).
 
 use cpython_sys::{Python, embed};
 use criterion::Criterion;
-use gpu_trace_agent::callsites::CallSites;
+use gpu_trace_agent::callsites::{CallSites, Layout};
 use gpu_trace_model::callstack::Callstacks;
 use gpu_trace_model::names::Names;
 use std::cell::RefCell;
@@ -68,6 +76,26 @@ fn main() {
             c.bench_function(&format!("capture/{depth}"), |b| {
                 b.iter(|| black_box(sites.capture()))
             });
+            // The captures above ran the layout self-check.
+            assert_eq!(sites.layout(), Layout::Trusted);
+            embed::without_gil(|| {
+                assert!(sites.capture().is_some());
+                c.bench_function(&format!("layout_walk/{depth}"), |b| {
+                    b.iter(|| {
+                        let mut n = 0usize;
+                        py.walk_layout(|f| {
+                            black_box((f.code(), f.position()));
+                            n += 1;
+                            n < gpu_trace_agent::callsites::DEPTH
+                        });
+                        n
+                    })
+                });
+                c.bench_function(&format!("released/capture/{depth}"), |b| {
+                    b.iter(|| black_box(sites.capture()))
+                });
+            })
+            .unwrap();
             // The interpreter holds the GIL here; another thread is refused.
             let s = sites.clone();
             std::thread::spawn(move || {
@@ -84,20 +112,34 @@ fn main() {
     }
     thread_local! {
         static CAPTURE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        static RELEASE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     }
     for depth in [4usize, 16] {
         let s = sites.clone();
         let prog = embed::Program::new(depth, "fresh.py", move || {
-            if CAPTURE.with(|c| c.get()) {
-                black_box(s.capture());
+            let capture = || {
+                if CAPTURE.with(|c| c.get()) {
+                    black_box(s.capture());
+                }
+            };
+            if RELEASE.with(|c| c.get()) {
+                embed::without_gil(capture).unwrap();
+            } else {
+                capture();
             }
         })
         .unwrap();
         let mut c = c.borrow_mut();
-        for (name, on) in [("without", false), ("capture", true)] {
+        for (name, on, release) in [
+            ("without", false, false),
+            ("capture", true, false),
+            ("released_without", false, true),
+            ("released_capture", true, true),
+        ] {
             c.bench_function(&format!("fresh/{depth}/{name}"), |b| {
                 b.iter_custom(|iters| {
                     CAPTURE.with(|c| c.set(on));
+                    RELEASE.with(|c| c.set(release));
                     let t = std::time::Instant::now();
                     prog.run(&format!("loop({iters})")).unwrap();
                     t.elapsed()

@@ -48,6 +48,33 @@ pub fn run_nested(depth: usize, file: &str, body: impl FnMut() + 'static) -> Res
 
 type Obj = *mut libc::c_void;
 
+/// Runs `f` with the GIL released, as a C extension runs a long call
+/// (`Py_BEGIN_ALLOW_THREADS`): on a thread holding the GIL, inside Python
+/// frames.
+pub fn without_gil<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+    let this = libloading::os::unix::Library::this();
+    // SAFETY: lookups of documented CPython functions, typed as they are.
+    let (save, restore) = unsafe {
+        (
+            *this
+                .get::<unsafe extern "C" fn() -> Obj>(b"PyEval_SaveThread\0")
+                .map_err(|e| e.to_string())?,
+            *this
+                .get::<unsafe extern "C" fn(Obj)>(b"PyEval_RestoreThread\0")
+                .map_err(|e| e.to_string())?,
+        )
+    };
+    // SAFETY: the calling thread holds the GIL (this module's contract:
+    // after `start`, inside a `Program`), and takes it back below; a panic
+    // in `f` would leave it released, which only ends the test or
+    // benchmark that panicked.
+    let ts = unsafe { save() };
+    let r = f();
+    // SAFETY: the thread state `save` returned, on the same thread.
+    unsafe { restore(ts) };
+    Ok(r)
+}
+
 /// The nested functions of [`run_nested`], plus `loop(n)`, which calls
 /// `f0()` `n` times: each call a fresh chain of frames, as each training
 /// step calls its model afresh.
