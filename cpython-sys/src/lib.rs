@@ -276,7 +276,42 @@ impl Python {
     }
 }
 
+/// The function [`Python::on_main_thread`] registered.
+type Pending = Box<dyn Fn() + Send + Sync>;
+static PENDING: std::sync::OnceLock<Pending> = std::sync::OnceLock::new();
+
+/// What the interpreter calls, on its main thread with the GIL held.
+unsafe extern "C" fn run_pending(_: *mut libc::c_void) -> libc::c_int {
+    if let Some(f) = PENDING.get() {
+        // Never unwinds into the interpreter.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    }
+    0
+}
+
 impl Python {
+    /// Asks the interpreter to call `f` on its main thread, the next time
+    /// that thread runs Python code (it then holds the GIL), through
+    /// `Py_AddPendingCall`, which needs neither the GIL nor a thread state.
+    /// Nothing is taken or waited for here. The first `f` given is the one
+    /// called, each time this is asked. False: not scheduled (no symbol,
+    /// not running, or the interpreter's queue is full).
+    pub fn on_main_thread(&self, f: impl Fn() + Send + Sync + 'static) -> bool {
+        let Some(add) = self.api.Py_AddPendingCall else {
+            return false;
+        };
+        let _ = PENDING.set(Box::new(f));
+        // SAFETY: Py_IsInitialized reads runtime state; Py_AddPendingCall
+        // is documented as callable from any thread without the GIL (it
+        // queues the pointer under its own lock); `run_pending` has the
+        // signature it calls, never unwinds, and lives as long as this
+        // library, which is never unloaded while the process runs Python.
+        unsafe {
+            (self.api.Py_IsInitialized.unwrap_unchecked())() != 0
+                && add(run_pending, std::ptr::null_mut()) == 0
+        }
+    }
+
     /// Whether this thread is a Python thread and holds the GIL; reads
     /// only runtime state and this thread's TSS slot (no GIL needed).
     pub fn thread_state(&self) -> ThreadState {

@@ -39,6 +39,10 @@ pub type Utf8Fn = unsafe extern "C" fn(*mut PyObject, *mut isize) -> *const c_ch
 /// `int PyCode_Addr2Line(PyCodeObject *, int byte_offset)`.
 pub type Addr2LineFn = unsafe extern "C" fn(*mut PyObject, c_int) -> c_int;
 
+/// `int Py_AddPendingCall(int (*)(void *), void *)`.
+pub type AddPendingCallFn =
+    unsafe extern "C" fn(unsafe extern "C" fn(*mut c_void) -> c_int, *mut c_void) -> c_int;
+
 /// The functions a call-stack walk uses.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Api {
@@ -78,6 +82,9 @@ pub struct Api {
     pub PyUnicode_AsUTF8AndSize: Option<Utf8Fn>,
     /// Every version; the walk by layout only (optional).
     pub PyCode_Addr2Line: Option<Addr2LineFn>,
+    /// Every version; asks the main thread to run a function when it next
+    /// holds the GIL (optional).
+    pub Py_AddPendingCall: Option<AddPendingCallFn>,
     /// The address of the `PyCode_Type` object (null: absent); the walk
     /// by layout only.
     pub PyCode_Type: usize,
@@ -116,6 +123,7 @@ impl Api {
             PyObject_GetAttrString: sym!(resolve, c"PyObject_GetAttrString"),
             PyUnicode_AsUTF8AndSize: sym!(resolve, c"PyUnicode_AsUTF8AndSize"),
             PyCode_Addr2Line: sym!(resolve, c"PyCode_Addr2Line"),
+            Py_AddPendingCall: sym!(resolve, c"Py_AddPendingCall"),
             PyCode_Type: resolve(c"PyCode_Type") as usize,
             PyUnicode_Type: resolve(c"PyUnicode_Type") as usize,
         }

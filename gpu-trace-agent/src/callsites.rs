@@ -10,8 +10,13 @@
 //! A thread holding the GIL is read through the C API. A Python thread
 //! that released it (PyTorch releases it around every operator) is read
 //! by CPython's internal frame layout ([`cpython_sys::layout`]), and only
-//! once a capture made with the GIL found both walks equal (the layout
-//! self-check): a mismatch turns that path off for the process.
+//! once both walks, made on a thread holding the GIL, were found equal
+//! (the layout self-check): a mismatch turns that path off for the
+//! process. The check runs at the first API call made with the GIL; a
+//! program whose calls all release it (PyTorch) has it run by its main
+//! thread, which the interpreter asks to (`Py_AddPendingCall`) at the
+//! first such call, when next it runs Python code; calls before then get
+//! no stack.
 
 use crate::warn;
 use cpython_sys::{Frame, Python, RawFrame, ThreadState};
@@ -19,7 +24,7 @@ use gpu_trace_model::callstack::{CallstackId, Callstacks, FrameId, SourceFrame};
 use gpu_trace_model::names::Names;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use cpython_sys::Unsupported;
@@ -35,7 +40,7 @@ const CACHED_LOCATIONS: usize = 1 << 16;
 /// Captures the Python stack of the calling thread.
 #[derive(Debug)]
 pub struct CallSites {
-    py: Python,
+    py: Arc<Python>,
     names: Arc<Names>,
     stacks: Arc<Callstacks>,
     depth: usize,
@@ -45,8 +50,77 @@ pub struct CallSites {
     /// taken then): each with the addresses of its code's strings, which
     /// must still match for the entry to be used.
     unheld: Mutex<FxHashMap<(usize, i32), Unheld>>,
+    check: Arc<Check>,
+}
+
+/// The layout self-check's state, shared with the main thread's run of it.
+#[derive(Debug)]
+struct Check {
+    py: Arc<Python>,
     /// [`Layout::Pending`], `Trusted` or `Off`.
     layout: AtomicU8,
+    /// The main thread was asked to run the check and has not yet.
+    asked: AtomicBool,
+}
+
+impl Check {
+    fn layout(&self) -> Layout {
+        match self.layout.load(Ordering::Relaxed) {
+            0 => Layout::Pending,
+            1 => Layout::Trusted,
+            _ => Layout::Off,
+        }
+    }
+
+    /// Compares the two walks on this thread, which holds the GIL.
+    fn run(&self) {
+        match self.py.check_layout() {
+            Ok(0) => {}
+            Ok(n) => {
+                if self
+                    .layout
+                    .compare_exchange(
+                        Layout::Pending as u8,
+                        Layout::Trusted as u8,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+                {
+                    crate::verbose!(
+                        "Python frames read by layout match the C API ({n} frames): threads that released the GIL carry their stacks"
+                    );
+                }
+            }
+            Err(e) => {
+                if self.layout.swap(Layout::Off as u8, Ordering::Relaxed) != Layout::Off as u8 {
+                    crate::verbose!(
+                        "Python frames read by layout differ from the C API ({e}): threads that released the GIL carry no stack"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Asks the main thread to run the check (once at a time).
+    fn ask_main_thread(self: &Arc<Self>) {
+        if self.asked.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let me = Arc::downgrade(self);
+        let asked = self.py.on_main_thread(move || {
+            if let Some(c) = me.upgrade()
+                && c.layout() == Layout::Pending
+                && c.py.thread_state() == ThreadState::HoldsGil
+            {
+                c.run();
+                c.asked.store(false, Ordering::Relaxed);
+            }
+        });
+        if !asked {
+            self.asked.store(false, Ordering::Relaxed);
+        }
+    }
 }
 
 /// A location named without the GIL: the addresses of its code's
@@ -73,18 +147,25 @@ impl CallSites {
         stacks: Arc<Callstacks>,
         depth: usize,
     ) -> Result<Option<CallSites>, Unsupported> {
-        Ok(Python::from_process()?.map(|py| CallSites {
-            names,
-            stacks,
-            depth: depth.max(1),
-            locations: Mutex::new(FxHashMap::default()),
-            unheld: Mutex::new(FxHashMap::default()),
-            layout: AtomicU8::new(if py.has_layout() {
-                Layout::Pending as u8
-            } else {
-                Layout::Off as u8
-            }),
-            py,
+        Ok(Python::from_process()?.map(|py| {
+            let py = Arc::new(py);
+            CallSites {
+                names,
+                stacks,
+                depth: depth.max(1),
+                locations: Mutex::new(FxHashMap::default()),
+                unheld: Mutex::new(FxHashMap::default()),
+                check: Arc::new(Check {
+                    layout: AtomicU8::new(if py.has_layout() {
+                        Layout::Pending as u8
+                    } else {
+                        Layout::Off as u8
+                    }),
+                    asked: AtomicBool::new(false),
+                    py: py.clone(),
+                }),
+                py,
+            }
         }))
     }
 
@@ -115,11 +196,7 @@ impl CallSites {
 
     /// The state of the walk by layout.
     pub fn layout(&self) -> Layout {
-        match self.layout.load(Ordering::Relaxed) {
-            0 => Layout::Pending,
-            1 => Layout::Trusted,
-            _ => Layout::Off,
-        }
+        self.check.layout()
     }
 
     /// Runs the layout self-check if it is still pending and this thread
@@ -127,36 +204,7 @@ impl CallSites {
     /// only ones made with the GIL (a library's initialisation).
     pub fn check_layout(&self) {
         if self.layout() == Layout::Pending && self.py.thread_state() == ThreadState::HoldsGil {
-            self.self_check();
-        }
-    }
-
-    fn self_check(&self) {
-        match self.py.check_layout() {
-            Ok(0) => {}
-            Ok(n) => {
-                if self
-                    .layout
-                    .compare_exchange(
-                        Layout::Pending as u8,
-                        Layout::Trusted as u8,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok()
-                {
-                    crate::verbose!(
-                        "Python frames read by layout match the C API ({n} frames): threads that released the GIL carry their stacks"
-                    );
-                }
-            }
-            Err(e) => {
-                if self.layout.swap(Layout::Off as u8, Ordering::Relaxed) != Layout::Off as u8 {
-                    crate::verbose!(
-                        "Python frames read by layout differ from the C API ({e}): threads that released the GIL carry no stack"
-                    );
-                }
-            }
+            self.check.run();
         }
     }
 
@@ -167,12 +215,17 @@ impl CallSites {
             ThreadState::NotPython => None,
             ThreadState::HoldsGil => {
                 if self.layout() == Layout::Pending {
-                    self.self_check();
+                    self.check.run();
                 }
                 self.capture_held()
             }
             ThreadState::ReleasedGil if self.layout() == Layout::Trusted => self.capture_released(),
-            ThreadState::ReleasedGil => None,
+            ThreadState::ReleasedGil => {
+                if self.layout() == Layout::Pending {
+                    self.check.ask_main_thread();
+                }
+                None
+            }
         }
     }
 

@@ -256,19 +256,39 @@ fn the_layout_self_check_runs_with_the_gil_and_gates_the_gil_less_reads() {
     assert!(launches(&t)["nogil"][0].callstack.is_some());
     let _ = std::fs::remove_dir_all(&dir);
 
-    // Only GIL-less calls: never checked, so never read.
-    let dir = tmpdir("unchecked");
+    // Only GIL-less calls, as in a PyTorch program: the first asks the
+    // main thread to run the check and has no stack; the main thread runs
+    // it as soon as it runs Python code again, and the next launch has
+    // its stack.
+    let dir = tmpdir("asked");
     let (path, stderr) = record_env(
         &python(),
         &dir,
         "gpu,api,python",
         &[("INJECTION_VERBOSE", "1"), ("CALLSITES_ONLY_RELEASED", "1")],
     );
-    assert!(!stderr.contains("read by layout"), "{stderr}");
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("read by layout"))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(said[0].starts_with(LAYOUT_MATCH), "{stderr}");
     let t = Trace::open(&path).unwrap();
     let l = launches(&t);
-    assert_eq!(l.len(), 1);
+    assert_eq!(l.len(), 2);
     assert!(l["nogil"][0].callstack.is_none());
+    let site = sites(&script());
+    let late = l["late"][0]
+        .callstack
+        .as_ref()
+        .expect("the launch after the main thread's check has a stack");
+    assert_eq!(
+        frames(late),
+        [
+            ("<module>".to_owned(), site["module"]),
+            ("main".to_owned(), site["late"])
+        ]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -19,7 +19,7 @@ for lib in (HELD, RELEASED):
     lib.cupti_sim_ops.argtypes = [ctypes.c_char_p]
 
 # Each kernel's GPU time, us: the report must give each line exactly this.
-KERNELS = {"attn": 30, "mlp": 50, "loss": 10, "side": 20, "nogil": 40}
+KERNELS = {"attn": 30, "mlp": 50, "loss": 10, "side": 20, "nogil": 40, "late": 5}
 
 
 def ops(*o):
@@ -61,11 +61,13 @@ def main():
     kernels = [{"name": k, "symbol": "_Z%d%sv" % (len(k), k), "registers": 32,
                 "duration_us": us} for k, us in KERNELS.items()]
     if os.environ.get("CALLSITES_ONLY_RELEASED"):
-        # No call ever holds the GIL: the layout is never checked, so the
-        # launch must carry no stack.
+        # No call holds the GIL, as in a PyTorch program: the first launch
+        # asks the main thread (this one) to check the layout when it next
+        # runs Python code, and carries no stack; the next one has it.
         rc = RELEASED.cupti_sim_start(json.dumps({"kernels": kernels, "threads": []}).encode())
         assert rc == 0, "cupti_sim_start: %d" % rc
         released()
+        check(RELEASED.cupti_sim_ops(ops(launch("late"))))  # site:late
         return
     rc = HELD.cupti_sim_start(json.dumps({"kernels": kernels, "threads": []}).encode())
     assert rc == 0, "cupti_sim_start: %d" % rc
