@@ -16,6 +16,9 @@ traced run of WORKLOAD (torch or gpt2): of the matmul kernels (names with
 gemm, cutlass, xmma, nvjet, gemv or cublas), those whose launch carried a
 Python stack must have as innermost frame the model's forward line
 (torch.nn.Linear.forward; for GPT-2 also transformers' Conv1D.forward).
+PyTorch releases the GIL around its operators, so these stacks are read
+by layout; the backward pass's kernels, launched by autograd's own
+threads (thread states without Python frames), carry none.
 
 Prints one `CALLSITES` line per report, one `COST` line per workload, and
 `VERDICT PASS` or `VERDICT FAIL (reasons)`; exits 1 on FAIL.
@@ -58,8 +61,8 @@ def check_report(wl, path, fails):
     for ns, n, site, ok in sorted(lines, reverse=True)[:5]:
         print(f"    {ns / 1e6:10.3f} ms {n:7d} matmul kernels  {site}{'' if ok else '   <- not a forward line'}")
     if r["attributed"] == 0:
-        fails.append(f"{wl}: no launch carried a Python stack (launches made with the GIL released, "
-                     f"as PyTorch's operators release it, are not read)")
+        fails.append(f"{wl}: no launch carried a Python stack (PyTorch launches with the GIL released: "
+                     f"see the LAYOUT line, the layout self-check must have matched)")
     elif total == 0:
         fails.append(f"{wl}: no matmul kernel's launch carried a Python stack")
     elif good < 0.9 * total:

@@ -14,6 +14,8 @@
 #     pinned to CPUs 2-9;
 #  2. one traced run of each loop with call sites, kept, summarised by
 #     `gpu-trace stats --report python --format json`;
+#     its LAYOUT line: the layout self-check's outcome (PyTorch launches
+#     with the GIL released, so their stacks are read by layout);
 #  3. callsites_check.py: the COST lines (gt_python against tool-free and
 #     against gt_full; target: at most +3% over gt_full), the CALLSITES
 #     lines (the innermost frame of the matmul kernels) and the VERDICT.
@@ -35,11 +37,14 @@ for wl in torch gpt2; do
         torch) prog=("$here/torch_mlp.py" --steps 60) ;;
         gpt2) prog=("$here/gpt2_train.py" --steps 20) ;;
     esac
-    (cd "$here" && env CUDA_INJECTION64_PATH="$bin/libgpu_trace_cuda.so" \
+    (cd "$here" && env CUDA_INJECTION64_PATH="$bin/libgpu_trace_cuda.so" INJECTION_VERBOSE=1 \
         INJECTION_TRACE=gpu,api,python INJECTION_OUTPUT="$o/$wl.pftrace" \
         python3 "${prog[@]}") >"$o/$wl.log" 2>&1 || { echo "$wl traced run failed:"; tail -5 "$o/$wl.log"; }
     "$bin/gpu-trace" stats --report python --format json "$o/$wl.pftrace" >"$o/$wl-python.json" 2>>"$o/$wl.log" \
         && reports+=("$wl=$o/$wl-python.json")
     "$bin/gpu-trace" stats --report python "$o/$wl.pftrace" 2>/dev/null | head -16 >"$o/$wl-python.txt"
+    # PyTorch launches with the GIL released: their stacks are read by
+    # layout once the self-check matched; its one line, or none.
+    echo "LAYOUT $wl: $(grep -h 'read by layout' "$o/$wl.log" | head -1)"
 done
 python3 "$here/callsites_check.py" "$o/harness/results.json" "${reports[@]}"
