@@ -14,7 +14,8 @@
 //! reference to its code object, and a code object to its names, file and
 //! line table; other threads' frames are never read. What cannot be
 //! proven is the layout itself: [`Layout`] is one table per minor version
-//! (offsets from `offsetof` over each version's headers), every pointer is null-checked and aligned,
+//! (offsets from `offsetof` over each version's headers, checked by
+//! `tests/layout_offsets.rs`), every pointer is null-checked and aligned,
 //! every code object's type must be `PyCode_Type`, the chain is bounded,
 //! and a walk stops at the first thing unexpected. The caller must also
 //! compare this walk with the C API walk before trusting it (see
