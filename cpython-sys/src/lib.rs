@@ -335,10 +335,12 @@ impl Python {
         }
     }
 
-    /// Whether this interpreter has a layout table, and the symbols the
-    /// walk by layout checks against.
+    /// Whether this interpreter has a layout table (a default build of
+    /// 3.10-3.13, not free-threaded, no reference debugging), and the
+    /// symbols the walk by layout checks against.
     pub fn has_layout(&self) -> bool {
         layout::layout(self.version).is_some()
+            && !self.api.other_build
             && self.api.PyCode_Type != 0
             && self.api.PyUnicode_Type != 0
             && self.api.PyCode_Addr2Line.is_some()

@@ -90,6 +90,10 @@ pub struct Api {
     pub PyCode_Type: usize,
     /// The address of the `PyUnicode_Type` object (null: absent).
     pub PyUnicode_Type: usize,
+    /// A build whose object header or frames differ from the default
+    /// build's: free-threaded (`_Py_DecRefShared`) or with reference
+    /// debugging (`_Py_NegativeRefcount`). No walk by layout there.
+    pub other_build: bool,
 }
 
 macro_rules! sym {
@@ -126,6 +130,8 @@ impl Api {
             Py_AddPendingCall: sym!(resolve, c"Py_AddPendingCall"),
             PyCode_Type: resolve(c"PyCode_Type") as usize,
             PyUnicode_Type: resolve(c"PyUnicode_Type") as usize,
+            other_build: !resolve(c"_Py_DecRefShared").is_null()
+                || !resolve(c"_Py_NegativeRefcount").is_null(),
         }
     }
 
