@@ -7,7 +7,8 @@
 //! top-down by outermost frames, cut at a depth. Every launch carries its
 //! stack when call sites are recorded (nothing is sampled), so the shares
 //! are exact; kernels whose call had no stack (a thread not running
-//! Python, or one that had released the GIL) are counted apart.
+//! Python, or one that had released the GIL where its frames could not be
+//! read by layout) are counted apart.
 
 use gpu_trace_reader::{CallFrame, Callstack, Stage, Trace};
 use rustc_hash::FxHashMap;
@@ -246,7 +247,7 @@ pub fn to_text(r: &PythonReport) -> String {
     if r.attributed < r.kernels {
         let _ = writeln!(
             out,
-            "{} kernels had no Python stack: launched from a thread not running Python, or with the GIL released.",
+            "{} kernels had no Python stack: launched from a thread not running Python (or with no Python frames), or with the GIL released where frames cannot be read by layout (before its self-check, or after it failed: see INJECTION_VERBOSE=1).",
             r.kernels - r.attributed
         );
     }
