@@ -109,11 +109,11 @@ impl Check {
         }
         let me = Arc::downgrade(self);
         let asked = self.py.on_main_thread(move || {
-            if let Some(c) = me.upgrade()
-                && c.layout() == Layout::Pending
-                && c.py.thread_state() == ThreadState::HoldsGil
-            {
-                c.run();
+            if let Some(c) = me.upgrade() {
+                if c.layout() == Layout::Pending && c.py.thread_state() == ThreadState::HoldsGil {
+                    c.run();
+                }
+                // Without a verdict, the next GIL-less call asks again.
                 c.asked.store(false, Ordering::Relaxed);
             }
         });
