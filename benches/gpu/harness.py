@@ -32,6 +32,7 @@ Modes:
   gt_full         gpu-trace, renderstages + API slices + NVTX
   gt_paused       gpu-trace as in gt_full, but with a capture range that never opens:
                   the tool loaded and idle (its cost outside the ranges of *_ab)
+  gt_python       gt_full plus each launch's Python call stack (INJECTION_TRACE=...,python)
   gt_api          gpu-trace, renderstages + API slices (no NVTX)
   gt_nvtx         gpu-trace, renderstages + NVTX (no API slices)
   gt_*_rt         ... with API slices from the runtime layer (INJECTION_API_LAYER=runtime)
@@ -278,6 +279,9 @@ def main():
                 env["PERFETTO_PRODUCER_SOCK_NAME"] = f"{tracedir}/no-traced.sock"
             elif mode == "gt_gpu":
                 env["INJECTION_TRACE"] = "gpu"
+            elif mode == "gt_python":
+                env["INJECTION_TRACE"] = "gpu,api,nvtx,python"
+                env["NVTX_INJECTION64_PATH"] = env["CUDA_INJECTION64_PATH"]
             elif mode in ("gt_full", "gt_paused", "gt_paused_ctl", "gt_paused_attached", "gt_duty", "gt_duty_attached",
                           "gt_full_notel"):
                 env["INJECTION_TRACE"] = "gpu,api,nvtx"

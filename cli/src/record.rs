@@ -56,7 +56,8 @@ pub(crate) struct RecordArgs {
     #[arg(long)]
     pub(crate) force_overwrite: bool,
     /// What to record: gpu, api, nvtx (or markers, roctx), counters, telemetry,
-    /// uvm (CUDA unified memory), memory (CUDA device memory in use), all
+    /// uvm (CUDA unified memory), memory (CUDA device memory in use),
+    /// python (each launch's Python call stack, with api), all
     /// (comma-separated). [default: gpu,api,markers,telemetry]
     #[arg(short, long, value_name = "LIST")]
     pub(crate) trace: Option<String>,

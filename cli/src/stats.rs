@@ -25,9 +25,15 @@ pub(crate) struct StatsArgs {
     /// The tables to show, comma-separated: verdict, ranks, kernels,
     /// memops, api, nvtx, counters, devices, idle, temporal, launches,
     /// telemetry, streams, threads (default: all that have rows; ranks only
-    /// over several processes).
+    /// over several processes), and python (kernel time by the Python line
+    /// that launched it, in traces recorded with `-t python`; only when
+    /// named).
     #[arg(long, value_name = "LIST")]
     report: Option<String>,
+    /// How many frames deep, from the outermost, the top-down view of
+    /// `--report python` goes.
+    #[arg(long, value_name = "N", default_value = "4")]
+    python_depth: String,
     /// How kernels are named in tables: short (the base name, with what
     /// tells it from other kernels of that base), base (the name alone,
     /// without namespaces, template arguments and parameters), full (the
@@ -93,7 +99,12 @@ fn options(a: &StatsArgs) -> Result<(Format, render::Options, Option<u64>, usize
     let format = format_of(a.format.as_deref(), a.json)?;
     let mut o = render::Options::default();
     if let Some(r) = &a.report {
-        o.reports = Report::parse_list(r)?;
+        let (_, rest) = split_python(r);
+        if !rest.is_empty() {
+            o.reports = Report::parse_list(&rest)?;
+        } else {
+            o.reports.clear();
+        }
         o.explicit = true;
     }
     if let Some(t) = &a.top {
@@ -110,6 +121,47 @@ fn options(a: &StatsArgs) -> Result<(Format, render::Options, Option<u64>, usize
     let max_bytes = max_bytes_of(a.max_bytes.as_deref())?;
     let jobs = count("--jobs", &a.jobs, "traces")?;
     Ok((format, o, max_bytes, jobs))
+}
+
+/// Whether `--report`'s list names `python`, and the list without it.
+fn split_python(list: &str) -> (bool, String) {
+    let mut python = false;
+    let rest: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|w| {
+            let p = w.eq_ignore_ascii_case("python");
+            python |= p;
+            !p
+        })
+        .collect();
+    (python, rest.join(","))
+}
+
+/// `--report python`: GPU time by Python line, over every trace read
+/// whole.
+fn python_report(a: &StatsArgs, format: Format, depth: usize) -> Option<String> {
+    let mut traces = Vec::new();
+    for p in &a.traces {
+        match gpu_trace_reader::Trace::open(p) {
+            Ok(t) => traces.push(t),
+            Err(e) => {
+                eprintln!("gpu-trace: {}", escape(&e.to_string()));
+                return None;
+            }
+        }
+    }
+    let r = gpu_trace_analysis::python::report(&traces, depth);
+    if r.attributed == 0 {
+        eprintln!(
+            "gpu-trace: no kernel in these traces has a Python call stack (record with -t python, from a Python program)"
+        );
+    }
+    Some(match format {
+        Format::Table => gpu_trace_analysis::python::to_text(&r),
+        Format::Csv => gpu_trace_analysis::python::to_csv(&r),
+        Format::Json => format!("{}\n", gpu_trace_analysis::python::to_json(&r)),
+    })
 }
 
 /// `--format` (and `--json`).
@@ -170,6 +222,32 @@ pub(crate) fn run(a: StatsArgs) -> ExitCode {
         max_bytes,
         progress: Some("gpu-trace:".to_owned()),
     };
+    if a.report.as_deref().is_some_and(|r| split_python(r).0) {
+        if !o.reports.is_empty() {
+            eprintln!(
+                "gpu-trace: --report python is shown alone; leave it out of the list to see the other tables"
+            );
+            return ExitCode::from(2);
+        }
+        let depth = match count("--python-depth", &a.python_depth, "frames") {
+            Ok(d) if d > 0 => d,
+            _ => {
+                eprintln!(
+                    "gpu-trace: --python-depth {:?}: expected a whole number of frames, at least 1",
+                    a.python_depth
+                );
+                return ExitCode::from(2);
+            }
+        };
+        let Some(python) = python_report(&a, format, depth) else {
+            return ExitCode::FAILURE;
+        };
+        return if write_out(a.output.as_deref(), &python) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
     let mut analyzer = Analyzer::new();
     let mut ok = read_traces(&mut analyzer, &a.traces, &read, jobs, a.strict);
     if analyzer.files().next().is_none() {

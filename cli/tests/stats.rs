@@ -49,6 +49,7 @@ fn child() {
         "telemetry" => telemetry(&tracer, false),
         "telemetry-windowed" => telemetry(&tracer, true),
         "windowed-busy" => windowed_busy(&tracer),
+        "python" => python(&tracer),
         other => panic!("unknown scenario {other}"),
     }
     tracer.shutdown(Duration::from_secs(20));
@@ -215,6 +216,44 @@ fn known(tracer: &Tracer) {
             })
             .unwrap();
     });
+}
+
+/// Launches with Python call stacks: `train.py` runs `step` (line 5),
+/// which calls `Model.forward` (line 12, one 1000 ns and one 3000 ns kernel,
+/// two launches of one line) and `loss` (line 20, a 500 ns kernel); one
+/// 500 ns kernel is launched without a stack.
+fn python(tracer: &Tracer) {
+    use gpu_trace_model::callstack::SourceFrame;
+    let app = App::new(tracer);
+    let k = app.kernel_class("_Z4gemmv");
+    let names = tracer.names();
+    let cs = tracer.callstacks();
+    let frame = |f: &str, line| {
+        cs.frame(SourceFrame {
+            function: names.intern(f),
+            file: names.intern("train.py"),
+            line,
+        })
+    };
+    let (module, step) = (frame("<module>", 30), frame("step", 5));
+    let forward = cs.stack(&[module, step, frame("Model.forward", 12)]);
+    let loss = cs.stack(&[module, frame("step", 6), frame("loss", 20)]);
+    let tid = gpu_trace_model::clock::thread_id();
+    let launch = |corr: u64, at: u64, stack| {
+        let n = names.intern("cuLaunchKernel");
+        let mut call = ApiCall::new(n, tid, app.t0 + at, app.t0 + at + 50, corr);
+        call.submits = true;
+        call.callstack = stack;
+        tracer.recorder().api(call);
+    };
+    launch(1, 0, Some(forward));
+    launch(2, 100, Some(forward));
+    launch(3, 200, Some(loss));
+    launch(4, 300, None);
+    app.kernel(1, 0, 7, (1000, 2000), k);
+    app.kernel(2, 0, 7, (2000, 5000), k);
+    app.kernel(3, 0, 7, (5000, 5500), k);
+    app.kernel(4, 0, 7, (5500, 6000), k);
 }
 
 /// A second process: busy() twice more on the same GPU 0 (same UUID), and
@@ -1544,4 +1583,77 @@ fn names_jobs_and_export_options_are_checked() {
     }
     assert!(err.contains("8 kernels"), "{err}");
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn python_report_gives_each_line_its_kernel_time_in_table_csv_and_json() {
+    let dir = scratch("python");
+    let r = record("python", &dir);
+    let v = json(&["--report", "python", "--python-depth", "2"], &[&r.path]);
+    assert_eq!(v["kernels"], 4);
+    assert_eq!(v["attributed"], 3);
+    assert_eq!(v["kernel_ns"], 5000);
+    let rows: Vec<(String, u64, u64, u64)> = v["by_line"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["site"]["function"].as_str().unwrap().to_owned(),
+                r["site"]["line"].as_u64().unwrap(),
+                r["count"].as_u64().unwrap(),
+                r["total_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("Model.forward".into(), 12, 2, 4000),
+            ("loss".into(), 20, 1, 500)
+        ]
+    );
+    // Top-down, two frames deep: <module>, then step's two lines.
+    let td: Vec<(u64, String, u64, u64)> = v["top_down"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["depth"].as_u64().unwrap(),
+                r["site"]["function"].as_str().unwrap().to_owned(),
+                r["site"]["line"].as_u64().unwrap(),
+                r["total_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        td,
+        [
+            (0, "<module>".into(), 30, 4500),
+            (1, "step".into(), 5, 4000),
+            (1, "step".into(), 6, 500)
+        ]
+    );
+    let (rc, out, err) = stats(&["--report", "python"], &[&r.path]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("3 of 4 kernels (90.0% of 0.005 ms)"), "{out}");
+    assert!(
+        out.contains(" 80.0%         0.004         2  train.py:12 Model.forward"),
+        "{out}"
+    );
+    let (rc, out, _) = stats(&["--report", "python", "--format", "csv"], &[&r.path]);
+    assert_eq!(rc, 0);
+    assert!(
+        out.lines()
+            .any(|l| l == "by_line,0,Model.forward,train.py,12,2,4000,0.800000"),
+        "{out}"
+    );
+    let (rc, _, err) = stats(&["--report", "python", "--python-depth", "0"], &[&r.path]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("--python-depth \"0\""), "{err}");
+    let (rc, _, err) = stats(&["--report", "kernels,python"], &[&r.path]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("--report python is shown alone"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

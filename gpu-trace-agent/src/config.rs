@@ -30,7 +30,7 @@ pub mod vars {
     /// How often the trace file is written (and data flushed), ms.
     pub const FLUSH_PERIOD_MS: &str = "INJECTION_FLUSH_PERIOD_MS";
     /// What standalone mode records: `gpu`, `api`, `markers`, `counters`,
-    /// `telemetry`, `uvm`, `memory` or `all`. `nvtx` and `roctx` are
+    /// `telemetry`, `uvm`, `memory`, `python` or `all`. `nvtx` and `roctx` are
     /// aliases of `markers` whatever the backend, as are
     /// `kernels`/`renderstages` of `gpu` and `metrics` of `counters`.
     pub const TRACE: &str = "INJECTION_TRACE";
@@ -405,7 +405,7 @@ impl Config {
                         vars::TRACE,
                         &v,
                         &format!(
-                            "a list of gpu, api, markers (also spelt nvtx or roctx), counters, telemetry, uvm, memory, all{which}"
+                            "a list of gpu, api, markers (also spelt nvtx or roctx), counters, telemetry, uvm, memory, python, all{which}"
                         ),
                         "gpu,api,markers,telemetry".into(),
                     )
@@ -733,6 +733,7 @@ fn parse_recording(v: &str) -> Result<Recording, String> {
             "telemetry" => r.telemetry = true,
             "uvm" => r.uvm = true,
             "memory" => r.memory = true,
+            "python" => r.python = true,
             "all" => r = Recording::ALL,
             _ => return Err(w.to_owned()),
         }
@@ -971,6 +972,25 @@ mod tests {
                 ..Recording::NONE
             }
         );
+    }
+
+    #[test]
+    fn python_call_sites_are_off_unless_named_and_all_includes_them() {
+        let (c, _) = cfg(&[]);
+        assert_eq!(c.recording.python, gpu_trace_model::writer::DEFAULT_PYTHON);
+        assert!(!c.recording.python);
+        let (c, p) = cfg(&[(vars::TRACE, "gpu,api,Python")]);
+        assert!(p.is_empty(), "{p:?}");
+        assert!(c.recording.python && c.recording.api && !c.recording.markers);
+        let (c, _) = cfg(&[(vars::TRACE, "all")]);
+        assert!(c.recording.python);
+        let (_, p) = cfg(&[(vars::TRACE, "gpu,pyhton")]);
+        assert!(
+            p[0].to_string().contains("\"pyhton\" is none of these"),
+            "{}",
+            p[0]
+        );
+        assert!(p[0].to_string().contains("python, all"), "{}", p[0]);
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "INJECTION_TRACE",
         scope: Scope::Both,
         default: "`gpu,api,markers,telemetry`",
-        meaning: "What standalone mode records, a list of: `gpu` (kernels, copies, memsets, and each engine's busy %), `api` (runtime/driver calls, and each thread's GPU wait %), `markers` (NVTX/roctx ranges; `nvtx` and `roctx` are aliases whatever the backend), `counters` (per-kernel hardware counters), `telemetry` (GPU clocks, power, utilisation ...), `uvm` (CUDA: unified-memory migrations and faults), `memory` (CUDA: device memory in use per GPU), or `all`. A list that leaves `telemetry` out switches it off.",
+        meaning: "What standalone mode records, a list of: `gpu` (kernels, copies, memsets, and each engine's busy %), `api` (runtime/driver calls, and each thread's GPU wait %), `markers` (NVTX/roctx ranges; `nvtx` and `roctx` are aliases whatever the backend), `counters` (per-kernel hardware counters), `telemetry` (GPU clocks, power, utilisation ...), `uvm` (CUDA: unified-memory migrations and faults), `memory` (CUDA: device memory in use per GPU), `python` (the Python call stack of each launch, copy, set and synchronisation made by a Python thread (holding the GIL, or having released it as PyTorch's operators do), on its API slice, for `stats --report python`; off unless named, see the guide's Python call sites page), or `all`. A list that leaves `telemetry` out switches it off.",
         option: Some("-t, --trace"),
     },
     Variable {

@@ -8,6 +8,7 @@
 //!   reference table ([`environment`]);
 //! - recording windows and their control socket, server and client
 //!   ([`windows`]);
+//! - the Python call sites of API calls ([`callsites`]);
 //! - device telemetry: the sampler threads and the per-GPU lock files
 //!   ([`telemetry`]);
 //! - where the trace goes and what the launcher is told ([`output`]), in
@@ -17,6 +18,7 @@
 
 #[cfg(feature = "bench-hooks")]
 pub mod bench;
+pub mod callsites;
 pub mod config;
 pub mod cuda_config;
 pub mod environment;

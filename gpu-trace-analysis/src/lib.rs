@@ -40,6 +40,7 @@ pub mod export;
 pub mod intervals;
 mod launch;
 pub mod names;
+pub mod python;
 mod ranks;
 mod read;
 pub mod render;

@@ -6,7 +6,8 @@
 //!   in use; plain values, built with `new` and filled in.
 //! - Where backends put them: the per-thread [`Recorder`] ([`collector`]),
 //!   drained by a writer.
-//! - The tables events refer to: interned [`names`] and kernels, devices
+//! - The tables events refer to: interned [`names`] and kernels, source
+//!   [`callstack`]s of API calls, devices
 //!   and counters ([`registry`]); submit/wait correlation ([`correlate`]).
 //! - The kernel filter's matching engine ([`filter`]), the busy-time
 //!   interval union ([`intervals`]), the synchronising API calls
@@ -29,6 +30,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backend;
+pub mod callstack;
 pub mod capture;
 pub mod clock;
 pub mod collector;

@@ -409,6 +409,9 @@ pub struct ApiCall {
     pub waits: SmallVec<[u64; 2]>,
     /// Non-zero return code of a failed call.
     pub status: i32,
+    /// The source call stack that made the call (the Python frames of a
+    /// launch), when call sites are recorded.
+    pub callstack: Option<crate::callstack::CallstackId>,
 }
 
 impl ApiCall {
@@ -432,6 +435,7 @@ impl ApiCall {
             submits: false,
             waits: SmallVec::new(),
             status: 0,
+            callstack: None,
         }
     }
 }

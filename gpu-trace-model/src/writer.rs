@@ -66,6 +66,9 @@ pub struct Recording {
     pub uvm: bool,
     /// Device memory in use, from allocation and free calls.
     pub memory: bool,
+    /// The Python call stacks of launches, copies and synchronisations,
+    /// on their API slices (with `api`).
+    pub python: bool,
 }
 
 impl Default for Recording {
@@ -78,9 +81,13 @@ impl Default for Recording {
             telemetry: true,
             uvm: false,
             memory: false,
+            python: DEFAULT_PYTHON,
         }
     }
 }
+
+/// Whether Python call stacks are recorded unless asked otherwise.
+pub const DEFAULT_PYTHON: bool = false;
 
 impl Recording {
     /// Nothing at all.
@@ -92,6 +99,7 @@ impl Recording {
         telemetry: false,
         uvm: false,
         memory: false,
+        python: false,
     };
     /// Everything.
     pub const ALL: Recording = Recording {
@@ -102,6 +110,7 @@ impl Recording {
         telemetry: true,
         uvm: true,
         memory: true,
+        python: true,
     };
 }
 

@@ -32,6 +32,7 @@ impl Encoding {
                     kernels: tracer.kernels().clone(),
                     devices: tracer.devices().clone(),
                     counters: tracer.counters().clone(),
+                    callstacks: tracer.callstacks().clone(),
                     thread_names: tracer.recorder().thread_names(),
                 },
             ),
@@ -89,6 +90,7 @@ impl PacketSink for Counting {
 struct CountingTe {
     sink: Counting,
     names: FxHashMap<Vec<u8>, u64>,
+    callsites: FxHashMap<Vec<u8>, u64>,
     tracks: FxHashSet<u64>,
 }
 
@@ -105,6 +107,17 @@ impl TrackEventSink for CountingTe {
             Some(&iid) => (iid, true),
             None => {
                 self.names.insert(name.to_vec(), next);
+                (next, false)
+            }
+        }
+    }
+
+    fn intern_callsite(&mut self, key: &[u8]) -> (u64, bool) {
+        let next = self.callsites.len() as u64 + 1;
+        match self.callsites.get(key) {
+            Some(&iid) => (iid, true),
+            None => {
+                self.callsites.insert(key.to_vec(), next);
                 (next, false)
             }
         }

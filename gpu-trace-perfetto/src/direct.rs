@@ -114,6 +114,9 @@ struct DsSeq<S> {
 struct TeSeq {
     seq: Seq,
     names: FxHashMap<Vec<u8>, u64>,
+    /// Call-site items (function and file names, frames, stacks) by their
+    /// key: one iid space, each unique within its own interned type.
+    callsites: FxHashMap<Vec<u8>, u64>,
     tracks: FxHashSet<u64>,
 }
 
@@ -147,6 +150,15 @@ impl TrackEventSink for TeFramed<'_> {
         }
         let iid = self.te.names.len() as u64 + 1;
         self.te.names.insert(name.to_vec(), iid);
+        (iid, false)
+    }
+
+    fn intern_callsite(&mut self, key: &[u8]) -> (u64, bool) {
+        if let Some(&iid) = self.te.callsites.get(key) {
+            return (iid, true);
+        }
+        let iid = self.te.callsites.len() as u64 + 1;
+        self.te.callsites.insert(key.to_vec(), iid);
         (iid, false)
     }
 
@@ -285,6 +297,7 @@ impl FileWriter {
             te: TeSeq {
                 seq: Seq::new(SEQ_TE),
                 names: FxHashMap::default(),
+                callsites: FxHashMap::default(),
                 tracks: FxHashSet::default(),
             },
             process_uuid,
@@ -557,6 +570,7 @@ mod tests {
         let mut te = TeSeq {
             seq: Seq::new(SEQ_TE),
             names: FxHashMap::default(),
+            callsites: FxHashMap::default(),
             tracks: FxHashSet::default(),
         };
         let mut s = TeFramed {

@@ -344,6 +344,14 @@ impl TrackEventSink for TeSink<'_> {
         self.0.intern(InternedDataFieldNumber::EventNames, name)
     }
 
+    fn intern_callsite(&mut self, key: &[u8]) -> (u64, bool) {
+        // The SDK's Rust API names only some interned types, and keeps
+        // per-sequence state by type number alone; histogram names are
+        // never written by us, so their slot keys our call-site items (the
+        // iids are ours to write under the right types).
+        self.0.intern(InternedDataFieldNumber::HistogramNames, key)
+    }
+
     fn track_seen(&mut self, uuid: u64) -> bool {
         self.0.track_seen(uuid)
     }

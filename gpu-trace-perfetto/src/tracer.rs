@@ -226,6 +226,7 @@ pub(crate) struct Inner {
     kernels: Arc<Kernels>,
     devices: Arc<Devices>,
     counters: Arc<Counters>,
+    callstacks: Arc<gpu_trace_model::callstack::Callstacks>,
     /// The agent, told of telemetry and of the trace's end.
     listener: ArcSwapOption<Box<dyn WriterListener>>,
     /// Telemetry is recorded, as the listener was last told.
@@ -734,6 +735,7 @@ impl Tracer {
             kernels: Arc::new(Kernels::default()),
             devices: Arc::new(Devices::default()),
             counters,
+            callstacks: Arc::default(),
             listener: ArcSwapOption::const_empty(),
             telemetry_on: Mutex::new(None),
             backend: ArcSwapOption::const_empty(),
@@ -833,6 +835,11 @@ impl Tracer {
     /// The string table.
     pub fn names(&self) -> &Arc<Names> {
         &self.inner.names
+    }
+
+    /// The source call stacks API calls refer to.
+    pub fn callstacks(&self) -> &Arc<gpu_trace_model::callstack::Callstacks> {
+        &self.inner.callstacks
     }
 
     /// The kernel table.
@@ -1178,6 +1185,7 @@ fn emitter_loop(inner: Arc<Inner>) {
             kernels: inner.kernels.clone(),
             devices: inner.devices.clone(),
             counters: inner.counters.clone(),
+            callstacks: inner.callstacks.clone(),
             thread_names: inner.recorder.thread_names(),
         },
     );

@@ -4,8 +4,8 @@
 use crate::DANGLING_SUBMISSIONS;
 use crate::checks::{ClockMonotony, OverLimits, Problems, SortWindow, limits};
 use crate::model::{
-    ArgVal, Args, Context, CounterUnits, CounterValue, DeviceInfo, GpuEvent, Instant, KernelInfo,
-    LogLine, ProcessInfo, Slice, Stage, Str, Thread, TrackInfo,
+    ArgVal, Args, CallFrame, Callstack, Context, CounterUnits, CounterValue, DeviceInfo, GpuEvent,
+    Instant, KernelInfo, LogLine, ProcessInfo, Slice, Stage, Str, Thread, TrackInfo,
 };
 use crate::pb::{DecodeError, Fields, Value};
 use crate::problem::ProblemKind;
@@ -73,6 +73,13 @@ struct Seq {
     event_names: FxHashMap<u64, Str>,
     annotation_names: FxHashMap<u64, Str>,
     counter_descs: FxHashMap<u64, CounterDesc>,
+    /// Call stacks: function names and source paths (`InternedString`),
+    /// frames (function iid, path iid, line), and stacks resolved when
+    /// interned.
+    function_names: FxHashMap<u64, Str>,
+    source_paths: FxHashMap<u64, Str>,
+    frames: FxHashMap<u64, (u64, u64, u32)>,
+    callstacks: FxHashMap<u64, Callstack>,
     default_clock: Option<u32>,
     default_track: Option<u64>,
     /// By clock id: a sequence has one or two, looked up every packet.
@@ -92,6 +99,31 @@ impl Seq {
             + self.event_names.len()
             + self.annotation_names.len()
             + self.counter_descs.len()
+            + self.function_names.len()
+            + self.source_paths.len()
+            + self.frames.len()
+            + self.callstacks.len()
+    }
+
+    /// The stack of these frame iids; a frame this sequence does not
+    /// define is named so.
+    fn resolve_stack(&self, frames: &[u64]) -> Callstack {
+        let name = |m: &FxHashMap<u64, Str>, iid: u64| m.get(&iid).cloned().unwrap_or_default();
+        frames
+            .iter()
+            .map(|f| match self.frames.get(f) {
+                Some(&(func, file, line)) => CallFrame {
+                    function: name(&self.function_names, func),
+                    file: name(&self.source_paths, file),
+                    line,
+                },
+                None => CallFrame {
+                    function: format!("<unresolved frame {f}>").into(),
+                    file: Str::default(),
+                    line: 0,
+                },
+            })
+            .collect()
     }
 }
 
@@ -129,6 +161,7 @@ pub(crate) struct RawTe {
     pub(crate) waits: Vec<u64>,
     pub(crate) gpu_api: Option<u64>,
     pub(crate) args: Args,
+    pub(crate) callstack: Option<Callstack>,
 }
 
 /// A slice begun on a track, while [`Trace::visit`] streams.
@@ -740,6 +773,7 @@ impl Stream<'_> {
                         std::mem::swap(&mut s.waits, &mut e.waits);
                         s.gpu_api = e.gpu_api;
                         std::mem::swap(&mut s.args, &mut e.args);
+                        s.callstack = e.callstack.take();
                         o.order = order;
                     }
                     None if room => {
@@ -755,6 +789,7 @@ impl Stream<'_> {
                                 waits: std::mem::take(&mut e.waits),
                                 gpu_api: e.gpu_api,
                                 args: std::mem::take(&mut e.args),
+                                callstack: e.callstack.take(),
                             },
                             order,
                         })
@@ -1054,10 +1089,49 @@ fn intern(
     held: &mut usize,
     over: &mut OverLimits,
 ) -> Result<(), DecodeError> {
+    // Stacks are resolved once the whole message is read: their frames may
+    // come after them in it.
+    let mut stacks: Vec<(u64, Vec<u64>)> = Vec::new();
     for f in Fields::new(b) {
         let (n, v) = f?;
         let Value::Len(m) = v else { continue };
         match n {
+            wire::interned::FUNCTION_NAMES => {
+                let (iid, name) = iid_name(m)?;
+                keep(&mut seq.function_names, held, over, iid, name);
+            }
+            wire::interned::SOURCE_PATHS => {
+                let (iid, name) = iid_name(m)?;
+                keep(&mut seq.source_paths, held, over, iid, name);
+            }
+            wire::interned::FRAMES => {
+                let (mut iid, mut frame) = (0, (0, 0, 0));
+                for f in Fields::new(m) {
+                    let (n, v) = f?;
+                    let x = v.as_u64().unwrap_or(0);
+                    match n {
+                        wire::frame::IID => iid = x,
+                        wire::frame::FUNCTION_NAME_ID => frame.0 = x,
+                        wire::frame::SOURCE_PATH_IID => frame.1 = x,
+                        wire::frame::LINE_NUMBER => frame.2 = x as u32,
+                        _ => {}
+                    }
+                }
+                keep(&mut seq.frames, held, over, iid, frame);
+            }
+            wire::interned::CALLSTACKS => {
+                let (mut iid, mut frames) = (0, Vec::new());
+                for f in Fields::new(m) {
+                    let (n, v) = f?;
+                    match (n, v) {
+                        (wire::callstack::IID, v) => iid = v.as_u64().unwrap_or(0),
+                        (wire::callstack::FRAME_IDS, Value::Varint(x)) => frames.push(x),
+                        (wire::callstack::FRAME_IDS, Value::Len(p)) => packed(p, &mut frames)?,
+                        _ => {}
+                    }
+                }
+                stacks.push((iid, frames));
+            }
             wire::interned::GPU_SPECIFICATIONS => {
                 let (mut iid, mut name, mut description) = (0, None, None);
                 for f in Fields::new(m) {
@@ -1134,6 +1208,10 @@ fn intern(
             }
             _ => {}
         }
+    }
+    for (iid, frames) in stacks {
+        let stack = seq.resolve_stack(&frames);
+        keep(&mut seq.callstacks, held, over, iid, stack);
     }
     Ok(())
 }
@@ -1551,6 +1629,7 @@ impl RawTe {
             waits: Vec::new(),
             gpu_api: None,
             args: Vec::new(),
+            callstack: None,
         }
     }
 }
@@ -1574,6 +1653,7 @@ fn track_event(
     e.waits.clear();
     e.gpu_api = None;
     e.args.clear();
+    e.callstack = None;
     for f in Fields::new(b) {
         let (n, v) = f?;
         match n {
@@ -1595,6 +1675,13 @@ fn track_event(
                 e.name = text(&v)
             }
             wire::track_event::GPU_API => e.gpu_api = v.as_u64(),
+            wire::track_event::CALLSTACK_IID => {
+                let iid = v.as_u64().unwrap_or(0);
+                match seq.callstacks.get(&iid) {
+                    Some(c) => e.callstack = Some(c.clone()),
+                    None => *unresolved += 1,
+                }
+            }
             wire::track_event::GPU_CORRELATION => {
                 for f in Fields::new(v.as_bytes().unwrap_or_default()) {
                     let (n, v) = f?;

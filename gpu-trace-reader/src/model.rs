@@ -276,6 +276,23 @@ pub struct Slice {
     pub gpu_api: Option<u64>,
     /// Debug annotations.
     pub args: Args,
+    /// The source call stack that made the call (`callstack_iid`), outermost
+    /// frame first.
+    pub callstack: Option<Callstack>,
+}
+
+/// A source call stack, outermost frame first.
+pub type Callstack = Arc<[CallFrame]>;
+
+/// One frame of a [`Callstack`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CallFrame {
+    /// The function (`Model.forward`).
+    pub function: Str,
+    /// Its source file.
+    pub file: Str,
+    /// The line, from 1 (0: unknown).
+    pub line: u32,
 }
 
 impl Slice {

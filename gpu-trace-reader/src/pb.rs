@@ -110,6 +110,12 @@ impl Writer {
         self
     }
 
+    /// Bytes already encoded as fields of this message.
+    pub fn raw(&mut self, encoded: &[u8]) -> &mut Self {
+        self.buf.extend_from_slice(encoded);
+        self
+    }
+
     /// A `string` field.
     #[inline]
     pub fn string(&mut self, field: u32, v: &str) -> &mut Self {

@@ -407,6 +407,7 @@ impl Trace {
                         waits: e.waits,
                         gpu_api: e.gpu_api,
                         args: e.args,
+                        callstack: e.callstack,
                     });
                 }
                 wire::track_event::TYPE_SLICE_END => {

@@ -12,6 +12,7 @@ use cupti::callback::{ApiCallback, Site};
 use cupti::cbid::{ApiDomain, CallKind, SyncKind};
 use cupti::driver::Driver;
 use cupti::nvtx::{NvtxEvent, NvtxMessage};
+use gpu_trace_agent::callsites::CallSites;
 use gpu_trace_model::Recorder;
 use gpu_trace_model::clock::boottime_ns;
 use gpu_trace_model::correlate::{Correlator, StreamKey, Wait};
@@ -126,6 +127,9 @@ pub(crate) struct ApiState {
     capture_begin: Vec<(ApiDomain, u32)>,
     capture_end: Vec<(ApiDomain, u32)>,
     captures_active: AtomicI64,
+    /// The Python stacks of the calls that run or wait for GPU work, when
+    /// the process runs Python and they are asked for.
+    callsites: Option<CallSites>,
 }
 
 /// The runtime and driver callback ids of the functions named (base names,
@@ -145,7 +149,7 @@ pub(crate) fn ids_named(prefixes: &[&str]) -> Vec<(ApiDomain, u32)> {
 }
 
 impl ApiState {
-    pub(crate) fn new(recorder: Recorder, names: Arc<Names>) -> Self {
+    pub(crate) fn new(recorder: Recorder, names: Arc<Names>, callsites: Option<CallSites>) -> Self {
         let len = |d| {
             cupti::cbid::ids_of(d, CallKind::Other)
                 .chain(cupti::cbid::ids_of(d, CallKind::KernelLaunch))
@@ -170,6 +174,7 @@ impl ApiState {
             ]),
             capture_end: ids_named(&["cudaStreamEndCapture", "cuStreamEndCapture"]),
             captures_active: AtomicI64::new(0),
+            callsites,
         }
     }
 
@@ -319,6 +324,22 @@ impl ApiState {
         call.submits = submits;
         call.waits = waits;
         call.status = rv as i32;
+        if let Some(c) = &self.callsites
+            && matches!(
+                kind,
+                CallKind::KernelLaunch
+                    | CallKind::GraphLaunch
+                    | CallKind::Memcpy
+                    | CallKind::Memset
+                    | CallKind::Sync(_)
+            )
+        {
+            call.callstack = c.capture();
+        } else if let Some(c) = &self.callsites {
+            // Other calls only feed the layout self-check, should they be
+            // the only ones made with the GIL (a library's start-up).
+            c.check_layout();
+        }
         self.recorder.api(call);
     }
 

@@ -28,6 +28,7 @@ impl Paths {
             tracer,
             &crate::config::CudaConfig::default(),
             None,
+            false,
         ))
     }
 

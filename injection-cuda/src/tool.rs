@@ -301,10 +301,19 @@ impl Shared {
         tracer: &Tracer,
         cuda: &CudaConfig,
         telemetry: Option<gpu_trace_agent::telemetry::Telemetry>,
+        python: bool,
     ) -> Self {
         let capture_range = cuda.capture_range;
+        let callsites = python
+            .then(|| {
+                gpu_trace_agent::callsites::CallSites::start(
+                    tracer.names().clone(),
+                    tracer.callstacks().clone(),
+                )
+            })
+            .flatten();
         Shared {
-            api: ApiState::new(tracer.recorder().clone(), tracer.names().clone()),
+            api: ApiState::new(tracer.recorder().clone(), tracer.names().clone(), callsites),
             records: RecordState::new(
                 tracer.recorder().clone(),
                 tracer.names().clone(),
@@ -919,7 +928,8 @@ impl Tool {
         let telemetry = startup.telemetry(tracer.recorder().clone(), tracer.counters().clone());
         tracer.set_listener(Box::new(telemetry.clone()));
 
-        let shared = Arc::new(Shared::new(&tracer, &cuda, Some(telemetry)));
+        let python = startup.config.recording.python;
+        let shared = Arc::new(Shared::new(&tracer, &cuda, Some(telemetry), python));
         let filter = std::mem::take(&mut startup.filter);
         shared.set_counting(Counting::new(
             cupti.clone(),

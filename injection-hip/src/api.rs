@@ -5,6 +5,7 @@
 //! launch, copy, set, allocate, free, synchronise or record events are subscribed. Which GPU
 //! work a synchronisation waited for comes from the model's [`Correlator`].
 
+use gpu_trace_agent::callsites::CallSites;
 use gpu_trace_model::Recorder;
 use gpu_trace_model::clock::boottime_ns;
 use gpu_trace_model::correlate::{Correlator, StreamKey, Wait};
@@ -162,14 +163,23 @@ pub(crate) struct ApiState {
     ops: OpTable,
     /// Which work each synchronisation waited for.
     correlate: Correlator,
+    /// The Python stacks of the calls that run or wait for GPU work, when
+    /// the process runs Python and they are asked for.
+    callsites: Option<CallSites>,
 }
 
 impl ApiState {
-    pub(crate) fn new(recorder: Recorder, names: std::sync::Arc<Names>, ops: OpTable) -> Self {
+    pub(crate) fn new(
+        recorder: Recorder,
+        names: std::sync::Arc<Names>,
+        ops: OpTable,
+        callsites: Option<CallSites>,
+    ) -> Self {
         Self {
             recorder,
             names,
             ops,
+            callsites,
             correlate: Correlator::default(),
         }
     }
@@ -262,6 +272,23 @@ impl ApiState {
         call.submits = submits;
         call.waits = waits;
         call.status = status;
+        if let Some(c) = &self.callsites
+            && matches!(
+                op.class,
+                Class::Launch
+                    | Class::Copy
+                    | Class::Set
+                    | Class::SyncStream
+                    | Class::SyncDevice
+                    | Class::SyncEvent
+            )
+        {
+            call.callstack = c.capture();
+        } else if let Some(c) = &self.callsites {
+            // Other calls only feed the layout self-check, should they be
+            // the only ones made with the GIL (a library's start-up).
+            c.check_layout();
+        }
         self.recorder.api(call);
     }
 }

@@ -544,7 +544,21 @@ impl HipTool {
                 &agents,
             ),
             emitter_flushing: AtomicBool::new(false),
-            api: ops.map(|o| ApiState::new(recorder.clone(), tracer.names().clone(), o)),
+            api: ops.map(|o| {
+                let callsites = self
+                    .startup
+                    .config
+                    .recording
+                    .python
+                    .then(|| {
+                        gpu_trace_agent::callsites::CallSites::start(
+                            tracer.names().clone(),
+                            tracer.callstacks().clone(),
+                        )
+                    })
+                    .flatten();
+                ApiState::new(recorder.clone(), tracer.names().clone(), o, callsites)
+            }),
             counting: Counting::new(
                 rt.clone(),
                 recorder.clone(),

@@ -40,6 +40,11 @@ pub struct RunSpec {
     /// exit, so problems at exit only show on stderr (`protocol violation: ...`).
     #[serde(default)]
     pub finalize_at_exit: bool,
+    /// Run the scenario's first thread on the thread that called `rocprofiler_sim_run`
+    /// instead of a thread of its own: a program (a Python one, through ctypes) drives HIP
+    /// from its own thread, under its own frames.
+    #[serde(default)]
+    pub caller_thread: bool,
 }
 
 impl RunSpec {
@@ -51,6 +56,7 @@ impl RunSpec {
             sdk_version: DEFAULT_SDK_VERSION,
             env: Vec::new(),
             finalize_at_exit: false,
+            caller_thread: false,
         }
     }
     /// Sets an environment variable of the child.

@@ -83,3 +83,32 @@ for want in "gpu-trace stats: k_inside=60 (trace processor: skipped (no trace pr
 done
 grep -qx 6 <<<"$got" || { echo "samples inst_exec: not 6"; echo "$got"; exit 1; }
 echo "dry scripts: ok"
+
+echo "== 5. call sites: gt_python runs, and callsites_check.py's verdicts"
+harness --reps 2 --torch-steps 300 --modes baseline,gt_full,gt_python \
+    --out "$w/py" >"$w/py.log" 2>&1 || { cat "$w/py.log"; exit 1; }
+# What `gpu-trace stats --report python --format json` says: the forward
+# matmuls under Linear.forward (passes); no stack at all (fails, saying why).
+python3 - "$w" <<'PY'
+import json, sys
+w = sys.argv[1]
+row = lambda fn, file, line, kernels: {"site": {"function": fn, "file": file, "line": line}, "depth": 0,
+    "count": sum(k["count"] for k in kernels), "total_ns": sum(k["total_ns"] for k in kernels), "share": 0.5, "kernels": kernels}
+good = {"kernels": 10, "kernel_ns": 2000, "attributed": 6, "attributed_ns": 1500, "every_launch": True, "depth": 4, "top_down": [],
+        "by_line": [row("Linear.forward", "/x/torch/nn/modules/linear.py", 125,
+                        [{"name": "nvjet_tst_128x64_64x8_1x1_v_bz_TNT", "count": 5, "total_ns": 1400}]),
+                    row("LayerNorm.forward", "/x/torch/nn/modules/normalization.py", 217,
+                        [{"name": "vectorized_layer_norm_kernel", "count": 1, "total_ns": 100}])]}
+none = dict(good, attributed=0, attributed_ns=0, by_line=[])
+json.dump(good, open(f"{w}/good.json", "w"))
+json.dump(none, open(f"{w}/none.json", "w"))
+PY
+python3 "$gpu/callsites_check.py" --workloads torch "$w/py/results.json" "torch=$w/good.json" >"$w/py-pass.txt" \
+    || { cat "$w/py-pass.txt"; exit 1; }
+! python3 "$gpu/callsites_check.py" --workloads torch,gpt2 "$w/py/results.json" "torch=$w/good.json" "gpt2=$w/none.json" >"$w/py-fail.txt" \
+    || { echo "a report without stacks passed"; cat "$w/py-fail.txt"; exit 1; }
+grep -q "^VERDICT PASS" "$w/py-pass.txt" && grep -q "100.0% of it on the model's forward line" "$w/py-pass.txt" \
+    && grep -q "^VERDICT FAIL (.*gpt2: no launch carried a Python stack" "$w/py-fail.txt" \
+    && grep -q "^COST torch: .*gt_python vs gt_full +0.00%" "$w/py-pass.txt" \
+    || { cat "$w/py-pass.txt" "$w/py-fail.txt"; exit 1; }
+echo "dry call sites: ok"

@@ -69,6 +69,16 @@ pub mod clock_snapshot {
 
 pub mod interned {
     pub const EVENT_NAMES: u32 = 2;
+    /// `InternedString`s of frames' functions, files and mappings.
+    pub const FUNCTION_NAMES: u32 = 5;
+    pub const FRAMES: u32 = 6;
+    pub const CALLSTACKS: u32 = 7;
+    pub const MAPPING_PATHS: u32 = 17;
+    pub const SOURCE_PATHS: u32 = 18;
+    pub const MAPPINGS: u32 = 19;
+    /// `InternedString`: `iid`, `str`.
+    pub const STRING_IID: u32 = 1;
+    pub const STRING_STR: u32 = 2;
     pub const DEBUG_ANNOTATION_NAMES: u32 = 3;
     pub const GRAPHICS_CONTEXTS: u32 = 23;
     pub const GPU_SPECIFICATIONS: u32 = 24;
@@ -78,6 +88,28 @@ pub mod interned {
     /// `iid` and `name` of EventName, DebugAnnotationName and friends.
     pub const IID: u32 = 1;
     pub const NAME: u32 = 2;
+}
+
+/// `Frame` (profile_common.proto).
+pub mod frame {
+    pub const IID: u32 = 1;
+    pub const FUNCTION_NAME_ID: u32 = 2;
+    pub const MAPPING_ID: u32 = 3;
+    pub const REL_PC: u32 = 4;
+    pub const SOURCE_PATH_IID: u32 = 5;
+    pub const LINE_NUMBER: u32 = 6;
+}
+
+/// `Callstack` (profile_common.proto): frames outermost first.
+pub mod callstack {
+    pub const IID: u32 = 1;
+    pub const FRAME_IDS: u32 = 2;
+}
+
+/// `Mapping` (profile_common.proto).
+pub mod mapping {
+    pub const IID: u32 = 1;
+    pub const PATH_STRING_IDS: u32 = 7;
 }
 
 pub mod spec {
@@ -240,6 +272,8 @@ pub mod track_event {
     pub const DEBUG_ANNOTATIONS: u32 = 4;
     pub const GPU_CORRELATION: u32 = 3000;
     pub const GPU_API: u32 = 3001;
+    /// An interned `Callstack` (Perfetto v53+).
+    pub const CALLSTACK_IID: u32 = 56;
     pub const SUBMISSION_IDS: u32 = 1;
     pub const WAIT_IDS: u32 = 2;
     pub const TYPE_SLICE_BEGIN: u64 = 1;

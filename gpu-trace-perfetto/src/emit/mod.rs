@@ -28,6 +28,7 @@ use crate::names::{Kernels, Names};
 use crate::registry::{Counters, Devices};
 pub(crate) use activity::Points as ActivityPoints;
 use gpu_trace_model::backend::BackendInfo;
+use gpu_trace_model::callstack::Callstacks;
 use gpu_trace_reader::pb::Writer;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::VecDeque;
@@ -42,6 +43,11 @@ pub(crate) trait PacketSink {
 pub(crate) trait TrackEventSink: PacketSink {
     /// Iid of an event name on this sequence, and whether it was seen before.
     fn intern_name(&mut self, name: &[u8]) -> (u64, bool);
+    /// Iid of a call-site item (a function or file name, a frame, a
+    /// stack) keyed by `key`, and whether it was seen before on this
+    /// sequence. One iid space for all of them: each stays unique within
+    /// its own interned type.
+    fn intern_callsite(&mut self, key: &[u8]) -> (u64, bool);
     /// Whether a descriptor for `uuid` was already written on this sequence.
     fn track_seen(&mut self, uuid: u64) -> bool;
     /// The data-source instance this sequence belongs to (0..8).
@@ -297,6 +303,9 @@ pub(crate) struct Encoder {
     kernels: Arc<Kernels>,
     devices: Arc<Devices>,
     counters: Arc<Counters>,
+    callstacks: Arc<Callstacks>,
+    /// Scratch for the interned data of an API call's stack.
+    stack_interned: Writer,
     queues: HashMap<(u32, u64), u64>,
     queue_list: Vec<(u32, u64)>,
     /// Local copies of kernel descriptions, indexed by id, so that the
@@ -356,6 +365,8 @@ pub(crate) struct Tables {
     pub(crate) kernels: Arc<Kernels>,
     pub(crate) devices: Arc<Devices>,
     pub(crate) counters: Arc<Counters>,
+    /// Source call stacks of API calls.
+    pub(crate) callstacks: Arc<Callstacks>,
     /// Names of recording threads, as they were when each first recorded
     /// (for threads that have exited by the time their events are written).
     pub(crate) thread_names: crate::collector::ThreadNames,
@@ -374,6 +385,7 @@ impl Encoder {
             kernels,
             devices,
             counters,
+            callstacks,
             thread_names,
         } = tables;
         let args = ArgNames {
@@ -401,6 +413,8 @@ impl Encoder {
             kernels,
             devices,
             counters,
+            callstacks,
+            stack_interned: Writer::new(),
             queues: HashMap::default(),
             queue_list: Vec::new(),
             kernel_cache: Vec::new(),

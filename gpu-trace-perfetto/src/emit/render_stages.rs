@@ -536,6 +536,7 @@ mod tests {
                 kernels,
                 devices: Arc::new(crate::registry::Devices::default()),
                 counters: Arc::new(crate::registry::Counters::default()),
+                callstacks: Arc::default(),
                 thread_names: crate::collector::ThreadNames::default(),
             },
         );

@@ -24,6 +24,7 @@ impl PacketSink for Packets {
 pub(super) struct TePackets {
     pub(super) packets: Vec<Vec<u8>>,
     names: HashMap<Vec<u8>, u64>,
+    callsites: HashMap<Vec<u8>, u64>,
     tracks: HashSet<u64>,
 }
 
@@ -45,6 +46,17 @@ impl TrackEventSink for TePackets {
         }
     }
 
+    fn intern_callsite(&mut self, key: &[u8]) -> (u64, bool) {
+        let next = self.callsites.len() as u64 + 1;
+        match self.callsites.get(key) {
+            Some(&iid) => (iid, true),
+            None => {
+                self.callsites.insert(key.to_vec(), next);
+                (next, false)
+            }
+        }
+    }
+
     fn track_seen(&mut self, uuid: u64) -> bool {
         !self.tracks.insert(uuid)
     }
@@ -61,6 +73,7 @@ pub(super) struct Fixture {
     pub(super) kernels: Arc<Kernels>,
     pub(super) devices: Arc<Devices>,
     pub(super) counters: Arc<Counters>,
+    pub(super) callstacks: Arc<gpu_trace_model::callstack::Callstacks>,
 }
 
 pub(super) const PID: u32 = 42;
@@ -71,6 +84,7 @@ impl Fixture {
         let kernels = Arc::new(Kernels::default());
         let devices = Arc::new(Devices::default());
         let counters = Arc::new(Counters::default());
+        let callstacks = Arc::new(gpu_trace_model::callstack::Callstacks::default());
         let enc = Encoder::new(
             PID,
             gpu_trace_testkit::BACKEND,
@@ -81,6 +95,7 @@ impl Fixture {
                 kernels: kernels.clone(),
                 devices: devices.clone(),
                 counters: counters.clone(),
+                callstacks: callstacks.clone(),
                 thread_names: crate::collector::ThreadNames::default(),
             },
         );
@@ -90,6 +105,7 @@ impl Fixture {
             kernels,
             devices,
             counters,
+            callstacks,
         }
     }
 }

@@ -7,6 +7,7 @@ use super::{
 };
 use crate::collector::Batch;
 use crate::model::{ApiCall, Event, Marker, MarkerEvent, NameId};
+use gpu_trace_model::callstack::CallstackId;
 use gpu_trace_reader::pb::Writer;
 use gpu_trace_reader::wire;
 use rustc_hash::FxHashMap as HashMap;
@@ -232,7 +233,7 @@ impl Encoder {
             let stamp = self.te_stamp(pt.ts, sink.instance());
             let p = &mut self.pkt;
             p.clear();
-            te_header(p, stamp, None, false);
+            te_header(p, stamp, None, false, &[]);
             p.nested(wire::packet::TRACK_EVENT, |t| {
                 t.varint(wire::track_event::TYPE, wire::track_event::TYPE_COUNTER)
                     .varint(wire::track_event::TRACK_UUID, uuid)
@@ -286,17 +287,27 @@ impl Encoder {
         let (iid, seen) = sink.intern_name(name.as_bytes());
         let gpu_api = self.backend.gpu_api;
         let pid = self.pid;
+        let stack = a.callstack.and_then(|id| self.intern_stack(id, sink));
         let stamp = self.te_stamp(a.start, sink.instance());
         let uuid = self.explicit_track(uuid, sink.instance());
         let p = &mut self.pkt;
         p.clear();
-        te_header(p, stamp, (!seen).then_some((iid, &*name)), true);
+        te_header(
+            p,
+            stamp,
+            (!seen).then_some((iid, &*name)),
+            true,
+            self.stack_interned.as_bytes(),
+        );
         p.nested(wire::packet::TRACK_EVENT, |t| {
             t.varint(wire::track_event::TYPE, wire::track_event::TYPE_SLICE_BEGIN);
             if let Some(u) = uuid {
                 t.varint(wire::track_event::TRACK_UUID, u);
             }
             t.varint(wire::track_event::NAME_IID, iid);
+            if let Some(s) = stack {
+                t.varint(wire::track_event::CALLSTACK_IID, s);
+            }
             let submits = a.submits && a.correlation_id != 0;
             if submits || !a.waits.is_empty() {
                 t.nested(wire::track_event::GPU_CORRELATION, |c| {
@@ -322,12 +333,81 @@ impl Encoder {
         sink.packet(p.as_bytes());
     }
 
+    /// The iid of stack `id` on this sequence; what the sequence has not
+    /// seen yet (the stack, its frames, their names, the one mapping) is
+    /// left in `stack_interned` for the packet that uses it. `None`: an
+    /// unknown id.
+    fn intern_stack(&mut self, id: CallstackId, sink: &mut dyn TrackEventSink) -> Option<u64> {
+        self.stack_interned.clear();
+        let frames = self.callstacks.get_stack(id)?;
+        let (iid, seen) = sink.intern_callsite(&callsite_key(b'S', id.0));
+        if seen {
+            return Some(iid);
+        }
+        let out = &mut self.stack_interned;
+        // Frames belong to a mapping in the trace processor's model: one
+        // for all, named after the language.
+        let (mapping, seen) = sink.intern_callsite(b"M");
+        if !seen {
+            let (path, _) = sink.intern_callsite(b"Mpython");
+            out.nested(wire::interned::MAPPING_PATHS, |s| {
+                s.varint(wire::interned::STRING_IID, path)
+                    .string(wire::interned::STRING_STR, "python");
+            });
+            out.nested(wire::interned::MAPPINGS, |m| {
+                m.varint(wire::mapping::IID, mapping)
+                    .varint(wire::mapping::PATH_STRING_IDS, path);
+            });
+        }
+        let mut ids: smallvec::SmallVec<[u64; 32]> = smallvec::SmallVec::new();
+        for &f in frames.iter() {
+            let (fiid, seen) = sink.intern_callsite(&callsite_key(b'F', f.0));
+            ids.push(fiid);
+            if seen {
+                continue;
+            }
+            let Some(frame) = self.callstacks.get_frame(f) else {
+                continue;
+            };
+            let mut string = |kind: u8, field: u32, name: NameId, out: &mut Writer| {
+                let (iid, seen) = sink.intern_callsite(&callsite_key(kind, name.0));
+                if !seen {
+                    let text = self.names.get(name);
+                    out.nested(field, |s| {
+                        s.varint(wire::interned::STRING_IID, iid)
+                            .string(wire::interned::STRING_STR, &text);
+                    });
+                }
+                iid
+            };
+            let function = string(b'N', wire::interned::FUNCTION_NAMES, frame.function, out);
+            let file = string(b'P', wire::interned::SOURCE_PATHS, frame.file, out);
+            out.nested(wire::interned::FRAMES, |w| {
+                w.varint(wire::frame::IID, fiid)
+                    .varint(wire::frame::FUNCTION_NAME_ID, function)
+                    .varint(wire::frame::MAPPING_ID, mapping)
+                    // Distinct per frame: the trace processor tells frames
+                    // of one mapping apart by their pc.
+                    .varint(wire::frame::REL_PC, fiid)
+                    .varint(wire::frame::SOURCE_PATH_IID, file)
+                    .varint(wire::frame::LINE_NUMBER, frame.line as u64);
+            });
+        }
+        out.nested(wire::interned::CALLSTACKS, |c| {
+            c.varint(wire::callstack::IID, iid);
+            for &f in &ids {
+                c.varint(wire::callstack::FRAME_IDS, f);
+            }
+        });
+        Some(iid)
+    }
+
     fn write_end(&mut self, uuid: u64, ts: u64, sink: &mut dyn TrackEventSink) {
         let stamp = self.te_stamp(ts, sink.instance());
         let uuid = self.explicit_track(uuid, sink.instance());
         let p = &mut self.pkt;
         p.clear();
-        te_header(p, stamp, None, false);
+        te_header(p, stamp, None, false, &[]);
         p.nested(wire::packet::TRACK_EVENT, |t| {
             t.varint(wire::track_event::TYPE, wire::track_event::TYPE_SLICE_END);
             if let Some(u) = uuid {
@@ -386,8 +466,8 @@ impl Encoder {
         let p = &mut self.pkt;
         p.clear();
         match (&interned, &text) {
-            (Some((iid, false)), Some(s)) => te_header(p, stamp, Some((*iid, s)), true),
-            _ => te_header(p, stamp, None, interned.is_some()),
+            (Some((iid, false)), Some(s)) => te_header(p, stamp, Some((*iid, s)), true, &[]),
+            _ => te_header(p, stamp, None, interned.is_some(), &[]),
         }
         p.nested(wire::packet::TRACK_EVENT, |t| {
             t.varint(wire::track_event::TYPE, ty);
@@ -441,9 +521,22 @@ enum Stamp {
     Absolute(u64),
 }
 
+/// The key of a call-site item for [`TrackEventSink::intern_callsite`].
+fn callsite_key(kind: u8, id: u32) -> [u8; 5] {
+    let b = id.to_le_bytes();
+    [kind, b[0], b[1], b[2], b[3]]
+}
+
 /// Packet header of a track event: its timestamp, the event name to intern,
-/// and whether the packet refers to interned data (slice ends do not).
-fn te_header(p: &mut Writer, stamp: Stamp, new_name: Option<(u64, &str)>, needs_state: bool) {
+/// whether the packet refers to interned data (slice ends do not), and
+/// more interned data, encoded.
+fn te_header(
+    p: &mut Writer,
+    stamp: Stamp,
+    new_name: Option<(u64, &str)>,
+    needs_state: bool,
+    more_interned: &[u8],
+) {
     match stamp {
         Stamp::Delta(d) => {
             p.varint(wire::packet::TIMESTAMP, d);
@@ -456,12 +549,17 @@ fn te_header(p: &mut Writer, stamp: Stamp, new_name: Option<(u64, &str)>, needs_
             wire::packet::SEQ_NEEDS_INCREMENTAL_STATE,
         );
     }
-    if let Some((iid, name)) = new_name {
+    // One interned_data per packet: the trace processor reads only the
+    // last of several.
+    if new_name.is_some() || !more_interned.is_empty() {
         p.nested(wire::packet::INTERNED_DATA, |i| {
-            i.nested(wire::interned::EVENT_NAMES, |e| {
-                e.varint(wire::interned::IID, iid)
-                    .string(wire::interned::NAME, name);
-            });
+            if let Some((iid, name)) = new_name {
+                i.nested(wire::interned::EVENT_NAMES, |e| {
+                    e.varint(wire::interned::IID, iid)
+                        .string(wire::interned::NAME, name);
+                });
+            }
+            i.raw(more_interned);
         });
     }
 }
@@ -527,6 +625,98 @@ mod tests {
             enc.write_markers(batches, &mut sink);
         }
         sink
+    }
+
+    #[test]
+    fn a_call_stack_is_interned_once_with_its_frames_and_named_by_iid() {
+        use gpu_trace_model::callstack::SourceFrame;
+        let mut f = super::super::test_support::Fixture::new(ClockSpec::Boottime);
+        let name = f.names.intern("cuLaunchKernel");
+        let frame = |func: &str, line| SourceFrame {
+            function: f.names.intern(func),
+            file: f.names.intern("train.py"),
+            line,
+        };
+        let (outer, inner) = (frame("<module>", 9), frame("Model.forward", 42));
+        let ids = [f.callstacks.frame(outer), f.callstacks.frame(inner)];
+        let stack = f.callstacks.stack(&ids);
+        let call = |start| {
+            let mut c = ApiCall::new(name, 7, start, start + 100, start);
+            c.callstack = Some(stack);
+            Event::Api(c)
+        };
+        let sink = write(
+            &mut f.enc,
+            &[batch(7, vec![call(1_000), call(2_000)], b"")],
+            true,
+        );
+        let begins: Vec<&Vec<u8>> = sink
+            .packets
+            .iter()
+            .filter(|p| u(p, &[P::TRACK_EVENT, T::TYPE]) == Some(T::TYPE_SLICE_BEGIN))
+            .collect();
+        assert_eq!(begins.len(), 2);
+        let iid = |p: &[u8]| u(p, &[P::TRACK_EVENT, T::CALLSTACK_IID]);
+        assert!(iid(begins[0]).is_some());
+        assert_eq!(iid(begins[0]), iid(begins[1]));
+        let interned = |p: &[u8], field| -> Vec<Vec<u8>> {
+            all(p, P::INTERNED_DATA)
+                .iter()
+                .flat_map(|i| all(i.as_bytes().unwrap(), field))
+                .map(|v| v.as_bytes().unwrap().to_vec())
+                .collect()
+        };
+        use wire::interned as I;
+        // Everything the first packet needs comes with it; nothing again.
+        for field in [
+            I::CALLSTACKS,
+            I::FRAMES,
+            I::FUNCTION_NAMES,
+            I::SOURCE_PATHS,
+            I::MAPPINGS,
+        ] {
+            assert!(!interned(begins[0], field).is_empty(), "field {field}");
+            assert!(interned(begins[1], field).is_empty(), "field {field} again");
+        }
+        let strings = |field| -> HashMap<u64, String> {
+            interned(begins[0], field)
+                .iter()
+                .map(|m| {
+                    (
+                        u(m, &[I::STRING_IID]).unwrap(),
+                        s(m, &[I::STRING_STR]).unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        };
+        let (functions, paths) = (strings(I::FUNCTION_NAMES), strings(I::SOURCE_PATHS));
+        let frames: HashMap<u64, (String, String, u64)> = interned(begins[0], I::FRAMES)
+            .iter()
+            .map(|m| {
+                let g = |f| u(m, &[f]).unwrap();
+                (
+                    g(wire::frame::IID),
+                    (
+                        functions[&g(wire::frame::FUNCTION_NAME_ID)].clone(),
+                        paths[&g(wire::frame::SOURCE_PATH_IID)].clone(),
+                        g(wire::frame::LINE_NUMBER),
+                    ),
+                )
+            })
+            .collect();
+        let cs = &interned(begins[0], I::CALLSTACKS)[0];
+        assert_eq!(u(cs, &[wire::callstack::IID]), iid(begins[0]));
+        let order: Vec<_> = all(cs, wire::callstack::FRAME_IDS)
+            .iter()
+            .map(|v| frames[&v.as_u64().unwrap()].clone())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("<module>".into(), "train.py".into(), 9),
+                ("Model.forward".into(), "train.py".into(), 42)
+            ]
+        );
     }
 
     #[test]

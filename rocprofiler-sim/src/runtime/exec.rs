@@ -376,11 +376,13 @@ pub(crate) fn unload_code_objects(sim: &Sim) {
 /// Runs the whole program: code objects load (HIP runtime start), threads run, threads join.
 pub(crate) fn run_program(sim: &'static Sim) {
     load_code_objects(sim);
+    let on_caller = sim.spec.caller_thread;
     let handles: Vec<_> = sim
         .scenario()
         .threads
         .iter()
         .enumerate()
+        .skip(usize::from(on_caller))
         .map(|(i, t)| {
             let ops = t.ops.clone();
             std::thread::Builder::new()
@@ -393,6 +395,11 @@ pub(crate) fn run_program(sim: &'static Sim) {
                 .expect("spawn app thread")
         })
         .collect();
+    if let Some(t) = sim.scenario().threads.first().filter(|_| on_caller) {
+        lock(&sim.report).app_thread_ids.push(super::gettid());
+        let mut th = ThreadState::default();
+        run_ops(sim, &t.ops, &mut th);
+    }
     for h in handles {
         if h.join().is_err() {
             sim.violation(
