@@ -48,7 +48,7 @@ fn a_bad_kernel_filter_value_names_the_flag_and_runs_nothing() {
 
 #[test]
 fn every_bad_value_is_refused_with_the_parsers_message() {
-    let trace = "a list of gpu, api, markers (also spelt nvtx or roctx), counters, telemetry, uvm, memory, all";
+    let trace = "a list of gpu, api, markers (also spelt nvtx or roctx), counters, telemetry, uvm, memory, python, all";
     let cases: &[(&[&str], &str)] = &[
         (
             // The value is quoted once; a word of a longer list is named apart.
