@@ -465,11 +465,17 @@ impl Inner {
         }
         let gpu_wanted = self.settings.recording.gpu || self.settings.mode.system();
         let [rs, ctr, tel] = self.out.sequences();
-        let (counters, kernel_filter) = if ctr {
-            let reqs = self
-                .counter_requests
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+        let reqs = self
+            .counter_requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        // The SDK marks a data-source instance enabled before its setup
+        // callback hands over the session's config: until a request has
+        // come, an SDK counters sequence counts nothing (defaults in that
+        // gap counted dispatches the session never asked for).
+        let configured =
+            matches!(self.out, Out::Direct(_)) || reqs.iter().flatten().next().is_some();
+        let (counters, kernel_filter) = if ctr && configured {
             let mut names: Vec<String> = Vec::new();
             for r in reqs.iter().flatten() {
                 for n in &r.names {
@@ -485,6 +491,7 @@ impl Inner {
         } else {
             (None, None)
         };
+        drop(reqs);
         // Both are written with the GPU work, on its data source.
         Sources {
             gpu: gpu_wanted && rs,
