@@ -6,7 +6,7 @@
 use crate::collector::Batch;
 use crate::emit::{ClockSpec, CtrSeq, Encoder, PacketSink, RsSeq, Tables, TrackEventSink};
 use crate::tracer::Tracer;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
 /// Encodes batches the way the emitter does, into a sink that only counts
 /// bytes. Interning state persists between calls (steady state: interning
@@ -89,8 +89,8 @@ impl PacketSink for Counting {
 #[derive(Default)]
 struct CountingTe {
     sink: Counting,
-    names: FxHashMap<Vec<u8>, u64>,
-    callsites: FxHashMap<Vec<u8>, u64>,
+    names: crate::emit::Interner,
+    callsites: crate::emit::Interner,
     tracks: FxHashSet<u64>,
 }
 
@@ -102,25 +102,11 @@ impl PacketSink for CountingTe {
 
 impl TrackEventSink for CountingTe {
     fn intern_name(&mut self, name: &[u8]) -> (u64, bool) {
-        let next = self.names.len() as u64 + 1;
-        match self.names.get(name) {
-            Some(&iid) => (iid, true),
-            None => {
-                self.names.insert(name.to_vec(), next);
-                (next, false)
-            }
-        }
+        self.names.intern(name)
     }
 
     fn intern_callsite(&mut self, key: &[u8]) -> (u64, bool) {
-        let next = self.callsites.len() as u64 + 1;
-        match self.callsites.get(key) {
-            Some(&iid) => (iid, true),
-            None => {
-                self.callsites.insert(key.to_vec(), next);
-                (next, false)
-            }
-        }
+        self.callsites.intern(key)
     }
 
     fn track_seen(&mut self, uuid: u64) -> bool {

@@ -29,10 +29,10 @@
 //! never on a timer, so an idle process's writer never wakes; should it
 //! not start, the emitter writes itself.
 
-use crate::emit::{CtrSeq, PacketSink, RsSeq, TrackEventSink};
+use crate::emit::{CtrSeq, Interner, PacketSink, RsSeq, TrackEventSink};
 use gpu_trace_model::schema as wire;
 use gpu_trace_reader::pb::Writer;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -113,10 +113,10 @@ struct DsSeq<S> {
 /// sequences (event names, tracks described).
 struct TeSeq {
     seq: Seq,
-    names: FxHashMap<Vec<u8>, u64>,
+    names: Interner,
     /// Call-site items (function and file names, frames, stacks) by their
     /// key: one iid space, each unique within its own interned type.
-    callsites: FxHashMap<Vec<u8>, u64>,
+    callsites: Interner,
     tracks: FxHashSet<u64>,
 }
 
@@ -145,21 +145,11 @@ impl PacketSink for TeFramed<'_> {
 
 impl TrackEventSink for TeFramed<'_> {
     fn intern_name(&mut self, name: &[u8]) -> (u64, bool) {
-        if let Some(&iid) = self.te.names.get(name) {
-            return (iid, true);
-        }
-        let iid = self.te.names.len() as u64 + 1;
-        self.te.names.insert(name.to_vec(), iid);
-        (iid, false)
+        self.te.names.intern(name)
     }
 
     fn intern_callsite(&mut self, key: &[u8]) -> (u64, bool) {
-        if let Some(&iid) = self.te.callsites.get(key) {
-            return (iid, true);
-        }
-        let iid = self.te.callsites.len() as u64 + 1;
-        self.te.callsites.insert(key.to_vec(), iid);
-        (iid, false)
+        self.te.callsites.intern(key)
     }
 
     fn track_seen(&mut self, uuid: u64) -> bool {
@@ -296,8 +286,8 @@ impl FileWriter {
             },
             te: TeSeq {
                 seq: Seq::new(SEQ_TE),
-                names: FxHashMap::default(),
-                callsites: FxHashMap::default(),
+                names: Interner::default(),
+                callsites: Interner::default(),
                 tracks: FxHashSet::default(),
             },
             process_uuid,
@@ -569,8 +559,8 @@ mod tests {
         let mut buf = Vec::new();
         let mut te = TeSeq {
             seq: Seq::new(SEQ_TE),
-            names: FxHashMap::default(),
-            callsites: FxHashMap::default(),
+            names: Interner::default(),
+            callsites: Interner::default(),
             tracks: FxHashSet::default(),
         };
         let mut s = TeFramed {

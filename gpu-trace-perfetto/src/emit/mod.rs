@@ -54,6 +54,24 @@ pub(crate) trait TrackEventSink: PacketSink {
     fn instance(&self) -> u32;
 }
 
+/// Iids of one interned type on one sequence, from 1 in first-seen
+/// order: what the SDK does for the sequences it owns, and what sinks
+/// that own theirs (the direct writer, the tests' and benches' sinks) use.
+#[derive(Default)]
+pub(crate) struct Interner(rustc_hash::FxHashMap<Vec<u8>, u64>);
+
+impl Interner {
+    /// The iid of `key`, and whether it was interned before.
+    pub(crate) fn intern(&mut self, key: &[u8]) -> (u64, bool) {
+        if let Some(&iid) = self.0.get(key) {
+            return (iid, true);
+        }
+        let iid = self.0.len() as u64 + 1;
+        self.0.insert(key.to_vec(), iid);
+        (iid, false)
+    }
+}
+
 /// Render-stage stage iids; queues use iids from [`QUEUE_IID_BASE`].
 pub(crate) const STAGE_KERNEL: u64 = 1;
 pub(crate) const STAGE_MEMCPY: u64 = 2;

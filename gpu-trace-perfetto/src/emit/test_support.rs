@@ -5,7 +5,7 @@ use super::{ClockSpec, Encoder, PacketSink, Tables, TrackEventSink};
 use crate::names::{Kernels, Names};
 use crate::registry::{Counters, Devices};
 use gpu_trace_reader::pb::{Fields, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Collects packets as written.
@@ -23,8 +23,8 @@ impl PacketSink for Packets {
 #[derive(Default)]
 pub(super) struct TePackets {
     pub(super) packets: Vec<Vec<u8>>,
-    names: HashMap<Vec<u8>, u64>,
-    callsites: HashMap<Vec<u8>, u64>,
+    names: super::Interner,
+    callsites: super::Interner,
     tracks: HashSet<u64>,
 }
 
@@ -36,25 +36,11 @@ impl PacketSink for TePackets {
 
 impl TrackEventSink for TePackets {
     fn intern_name(&mut self, name: &[u8]) -> (u64, bool) {
-        let next = self.names.len() as u64 + 1;
-        match self.names.get(name) {
-            Some(&iid) => (iid, true),
-            None => {
-                self.names.insert(name.to_vec(), next);
-                (next, false)
-            }
-        }
+        self.names.intern(name)
     }
 
     fn intern_callsite(&mut self, key: &[u8]) -> (u64, bool) {
-        let next = self.callsites.len() as u64 + 1;
-        match self.callsites.get(key) {
-            Some(&iid) => (iid, true),
-            None => {
-                self.callsites.insert(key.to_vec(), next);
-                (next, false)
-            }
-        }
+        self.callsites.intern(key)
     }
 
     fn track_seen(&mut self, uuid: u64) -> bool {
