@@ -3,7 +3,7 @@
 # all cores (--jobs 0, the default), wall time and peak RSS of each run.
 #
 # Usage: bash benches/stats_many.sh [DIR] [FILES] [LAUNCHES] [RUNS]
-#   DIR       where the traces go (default /tmp/gpu-trace-stats-many)
+#   DIR       where the traces go (default target/stats-many)
 #   FILES     rank files (default 64)
 #   LAUNCHES  launches per file (default 320000: about 50 MB each)
 #   RUNS      runs of each mode, interleaved (default 3)
@@ -14,7 +14,7 @@
 # cache holds them after the first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir=${1:-/tmp/gpu-trace-stats-many}
+dir=${1:-target/stats-many}
 files=${2:-64}
 launches=${3:-320000}
 runs=${4:-3}

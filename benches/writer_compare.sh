@@ -20,7 +20,8 @@ launches=${1:-4000000}
 runs=${2:-5}
 threads=${3:-1}
 base=${4:-51c4d82}
-src=/tmp/gpu-trace-writer-base-$base
+# The earlier build lives under target/ (WRITER_BASE_DIR to put it elsewhere).
+src=${WRITER_BASE_DIR:-$PWD/target/writer-base-$base}
 mkdir -p "$src"
 git archive "$base" | tar -x -C "$src"
 # This commit's measuring program over the earlier writer.
