@@ -103,7 +103,19 @@ pub(crate) fn run(a: ExportArgs) -> ExitCode {
                 eprintln!("gpu-trace: {shown}: {}", rows.join(", "));
             }
             Some(Err(e)) => {
-                eprintln!("gpu-trace: {shown}: {}", printable(&e.to_string(), 1000));
+                // A file that cannot be opened is named by the error itself.
+                let named = matches!(
+                    e,
+                    gpu_trace_analysis::export::ExportError::Read(
+                        gpu_trace_reader::ReadError::Io { .. }
+                    ) | gpu_trace_analysis::export::ExportError::Write { .. }
+                );
+                let e = printable(&e.to_string(), 1000).into_owned();
+                if named {
+                    eprintln!("gpu-trace: {e}");
+                } else {
+                    eprintln!("gpu-trace: {shown}: {e}");
+                }
                 ok = false;
             }
             None => ok = false,

@@ -59,7 +59,11 @@ pub(crate) const TABLES: [(&str, &[&str]); 5] = [
 
 /// Writes `trace`'s tables into `dir` (made if missing): `DIR/<table>.csv`.
 pub(crate) fn export(trace: &Path, dir: &Path) -> Result<(), String> {
-    let t = Trace::open(trace).map_err(|e| format!("{}: {e}", trace.display()))?;
+    let t = Trace::open(trace).map_err(|e| match e {
+        // The error names the path.
+        gpu_trace_reader::ReadError::Io { .. } => e.to_string(),
+        e => format!("{}: {e}", trace.display()),
+    })?;
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for (table, columns) in TABLES {
         let path = dir.join(format!("{table}.csv"));

@@ -1546,6 +1546,12 @@ fn names_jobs_and_export_options_are_checked() {
         err.trim(),
         "gpu-trace: export --format csv: expected one trace, got 2"
     );
+    // A trace that cannot be opened is named once, in either format.
+    for format in ["csv", "parquet"] {
+        let (rc, _, err) = gpu_trace(&["export", "--format", format, "-o", o, "missing.pftrace"]);
+        assert_eq!(rc, 1, "{format}: {err}");
+        assert_eq!(err.matches("missing.pftrace").count(), 1, "{format}: {err}");
+    }
     let csv_dir = dir.join("csv");
     let (rc, _, err) = gpu_trace(&[
         "export",

@@ -59,7 +59,10 @@ pub(crate) fn text(d: &Diff, o: &Options) -> String {
     let mut out = String::new();
     side(&mut out, "A", &d.a);
     side(&mut out, "B", &d.b);
-    let _ = writeln!(out, "\nGPU idle time (of each side's recorded time on each GPU)");
+    let _ = writeln!(
+        out,
+        "\nGPU idle time (of each side's recorded time on each GPU)"
+    );
     let _ = writeln!(out, "{}", idle_line("A", &d.a));
     let _ = writeln!(out, "{}", idle_line("B", &d.b));
     for (_, title, rows) in tables(d) {
