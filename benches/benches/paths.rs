@@ -11,16 +11,14 @@
 //!   kernels, every event a kernel not yet described);
 //! - `counters/*`: one per-kernel counter sample, recorded and encoded.
 //!
-//! CUPTI is the fake of `cupti/tests/common` (the real safe layer over
-//! `extern "C"` functions with CUPTI's signatures), so this runs anywhere.
-
-#[path = "../../cupti/tests/common/mod.rs"]
-#[allow(unsafe_code, unsafe_op_in_unsafe_fn, clippy::all)]
-mod fake;
+//! CUPTI is the simulator's, called in this process (`cupti_sim::inproc`:
+//! the real safe layer over the simulator's CUPTI functions), so this runs
+//! anywhere.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use cupti::activity::{self, ActivityConfig};
 use cupti::callback::Subscriber;
+use cupti_sim::inproc as fake;
 use cupti_sys as sys;
 use gpu_trace_benches::{file_tracer, kernel, kernels, launch};
 use gpu_trace_cuda::bench::Paths;
@@ -72,11 +70,18 @@ fn finish(
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The safe layer over the simulator's CUPTI.
+fn fake_cupti() -> cupti::Cupti {
+    // SAFETY: the table resolves each name to the simulator's function of that
+    // name, with its C prototype; they are functions of this binary.
+    unsafe { cupti::Cupti::from_table(fake::api(&[]), "fake") }.expect("fake CUPTI loads")
+}
+
 fn callback(c: &mut Criterion) {
     let _serial = fake::serial();
     let (tracer, dir) = file_tracer("callback");
     let paths = Arc::new(Paths::new(&tracer));
-    let cupti = fake::cupti(&[]);
+    let cupti = fake_cupti();
     let p2 = paths.clone();
     let _sub = Subscriber::subscribe(&cupti, c"gpu-trace-bench", move |cb| p2.on_callback(cb))
         .expect("subscribe");
@@ -148,7 +153,7 @@ fn decode(c: &mut Criterion) {
     let _serial = fake::serial();
     let (tracer, dir) = file_tracer("decode");
     let paths = Arc::new(Paths::new(&tracer));
-    let cupti = fake::cupti(&[]);
+    let cupti = fake_cupti();
     let p2 = paths.clone();
     let _activity =
         activity::register(&cupti, ActivityConfig::default(), move |r| p2.on_records(r))

@@ -18,6 +18,10 @@ pub const REPORT_ENV: &str = "CUPTI_SIM_REPORT";
 
 /// Overrides where the fake library is looked for.
 pub const LIBRARY_ENV: &str = "CUPTI_SIM_LIBRARY";
+/// Names another profiler that subscribed to CUPTI before the injection loaded (as nsys or
+/// torch.profiler would): the injection's subscription then fails with
+/// `CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED`, and `cuptiSubscribe_v2` gives this name.
+pub const HELD_BY_ENV: &str = "CUPTI_SIM_HELD_BY";
 
 /// Name of the test that [`child_entry!`] defines.
 pub const CHILD_TEST: &str = "cupti_sim_child";

@@ -9,7 +9,8 @@
 //! (`InitializeInjectionNvtx2`, as libnvToolsExt does), activity records in the tool's
 //! own buffers (CUPTI 13.0 struct layouts), and CUPTI's range profiler and profiler host with
 //! values derived from the script ([`counters`]). As an **rlib** it gives tests the scenario and
-//! report types and the host helpers ([`host`]), which run each program in a child process.
+//! report types and the host helpers ([`host`]), which run each program in a child process,
+//! and the same fake called in-process ([`inproc`]) for tests of the safe layer.
 //!
 //! ```ignore
 //! cupti_sim::child_entry!();   // once per test file
@@ -25,6 +26,7 @@
 
 pub mod counters;
 pub mod host;
+pub mod inproc;
 pub mod report;
 mod runtime;
 pub mod scenario;

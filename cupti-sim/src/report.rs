@@ -14,6 +14,12 @@ pub struct Report {
     pub initialize_nvtx: Option<i32>,
     /// Subscriptions made.
     pub subscribes: u64,
+    /// Each subscription's `subscriberName`, in order (empty: `cuptiSubscribe`, without one).
+    #[serde(default)]
+    pub subscriber_names: Vec<String>,
+    /// `cuptiUnsubscribe` calls.
+    #[serde(default)]
+    pub unsubscribes: u64,
     /// Callbacks delivered, by `DOMAIN/name/SITE` (`RESOURCE/CONTEXT_CREATED`).
     pub callbacks: BTreeMap<String, u64>,
     /// Activity records written into the tool's buffers, by kind.

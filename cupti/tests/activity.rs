@@ -4,6 +4,8 @@
 
 mod common;
 
+use cupti_sim::inproc as fake;
+
 use std::{
     ffi::CStr,
     mem::size_of,
@@ -23,6 +25,7 @@ use cupti::{
 use cupti_sys as sys;
 
 const BUF: usize = 4096;
+const UM_CONFIGURE: &str = "cuptiActivityConfigureUnifiedMemoryCounter";
 
 /// Writes records one after another the way CUPTI lays them out (8-aligned).
 struct Writer<'a> {
@@ -35,7 +38,7 @@ impl Writer<'_> {
         assert!(self.off + size_of::<T>() <= self.buf.len());
         // SAFETY: in bounds (checked); unaligned write of a plain C struct.
         unsafe { std::ptr::write_unaligned(self.buf.as_mut_ptr().add(self.off).cast::<T>(), rec) };
-        self.off += common::record_size(kind.0);
+        self.off += fake::record_size(kind.0);
     }
 }
 
@@ -198,7 +201,7 @@ const EXPECTED: &[&str] = &[
 
 #[test]
 fn activity_end_to_end_with_a_fake_cupti() {
-    let _g = common::serial();
+    let _g = fake::serial();
     let cupti = common::cupti(&[]);
 
     // Decoding a hand-built buffer, without the global handler.
@@ -212,8 +215,8 @@ fn activity_end_to_end_with_a_fake_cupti() {
 
     // A corrupt record: one error, then the iteration stops.
     let poison =
-        common::record_size(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL.0);
-    bytes[poison..poison + 4].copy_from_slice(&common::POISON_KIND.to_ne_bytes());
+        fake::record_size(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL.0);
+    bytes[poison..poison + 4].copy_from_slice(&fake::POISON_KIND.to_ne_bytes());
     // SAFETY: as above.
     let got = summarize(unsafe { Records::from_buffer(&cupti, bytes, valid) });
     assert_eq!(
@@ -226,7 +229,7 @@ fn activity_end_to_end_with_a_fake_cupti() {
 
     // Timestamp callback: registered before any kind is enabled.
     activity::register_timestamp_callback(&cupti).unwrap();
-    let ts = common::TIMESTAMP_CB.lock().unwrap().expect("registered");
+    let ts = fake::timestamp_callback().expect("registered");
     let before = activity::boottime_ns();
     // SAFETY: our own extern "C" callback.
     let t = unsafe { ts() };
@@ -262,10 +265,10 @@ fn activity_end_to_end_with_a_fake_cupti() {
     act.enable(ActivityKind::ConcurrentKernel).unwrap();
     act.enable(ActivityKind::Memcpy).unwrap();
     assert_eq!(
-        *common::ENABLED_KINDS.lock().unwrap(),
+        fake::enabled_kinds(),
         [
+            sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY.0,
             sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL.0,
-            sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY.0
         ]
     );
     assert!(matches!(
@@ -273,7 +276,7 @@ fn activity_end_to_end_with_a_fake_cupti() {
         Err(Error::TimestampAfterEnable)
     ));
 
-    let (request, complete) = common::buffer_callbacks();
+    let (request, complete) = fake::buffer_callbacks();
     let ask = || {
         let (mut p, mut n, mut max) = (std::ptr::null_mut(), 0usize, 99usize);
         // SAFETY: calling our registered callback like CUPTI does.
@@ -285,7 +288,7 @@ fn activity_end_to_end_with_a_fake_cupti() {
     assert_eq!(p1 as usize % 8, 0, "8-byte aligned");
     // SAFETY: CUPTI (here: the test) owns the buffer between request and complete.
     let valid = fill(unsafe { std::slice::from_raw_parts_mut(p1, n1) });
-    common::DROPPED.store(3, Ordering::Relaxed);
+    fake::set_dropped(3);
     // SAFETY: handing back the buffer we were given, as CUPTI does.
     unsafe { complete(std::ptr::null_mut(), 0, p1, n1, valid) };
     {
@@ -366,7 +369,7 @@ fn unified(
 #[test]
 fn unified_memory_records_decode_and_counters_configure() {
     use activity::{AccessType, MigrationCause, RemoteMapCause, UnifiedMemoryCounterKind as U};
-    let _g = common::serial();
+    let _g = fake::serial();
     let cupti = common::cupti(&[]);
     type K = sys::CUpti_ActivityUnifiedMemoryCounterKind;
     let mut storage = vec![0u64; BUF / 8];
@@ -462,11 +465,10 @@ fn unified_memory_records_decode_and_counters_configure() {
 
     // Configuring: one config per kind, enabled or not, with CUPTI's error
     // mapped.
-    common::UM_CONFIGS.lock().unwrap().clear();
-    common::UM_RESULT.store(0, Ordering::Relaxed);
+    let before = fake::unified_memory_configs().len();
     activity::configure_unified_memory(&cupti, &U::ALL, true).unwrap();
     activity::configure_unified_memory(&cupti, &[U::GpuPageFault], false).unwrap();
-    let configs = common::UM_CONFIGS.lock().unwrap().clone();
+    let configs = fake::unified_memory_configs()[before..].to_vec();
     assert_eq!(configs.len(), 9);
     assert!(configs[..8].iter().all(|c| c.1 == 1));
     assert_eq!(
@@ -483,17 +485,17 @@ fn unified_memory_records_decode_and_counters_configure() {
         sys::CUptiResult::CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_NON_P2P_DEVICES,
         sys::CUptiResult::CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_WITH_MPS,
     ] {
-        common::UM_RESULT.store(code.0, Ordering::Relaxed);
+        fake::force(UM_CONFIGURE, Some(code));
         let e = activity::configure_unified_memory(&cupti, &U::ALL, true).unwrap_err();
         assert!(matches!(e, Error::NotSupported(_)), "{code:?}: {e:?}");
     }
-    common::UM_RESULT.store(
-        sys::CUptiResult::CUPTI_ERROR_NOT_INITIALIZED.0,
-        Ordering::Relaxed,
+    fake::force(
+        UM_CONFIGURE,
+        Some(sys::CUptiResult::CUPTI_ERROR_NOT_INITIALIZED),
     );
     let e = activity::configure_unified_memory(&cupti, &U::ALL, true).unwrap_err();
     assert!(matches!(e, Error::NotInitialized(_)), "{e:?}");
-    common::UM_RESULT.store(0, Ordering::Relaxed);
+    fake::force(UM_CONFIGURE, None);
     // An old CUPTI without the function: a typed error, not a crash.
     let old = common::cupti(&["cuptiActivityConfigureUnifiedMemoryCounter"]);
     assert!(matches!(

@@ -6,17 +6,17 @@ use std::{
     ffi::c_void,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
 };
 
-use common::{fire, serial};
 use cupti::{
     Error, Stream,
     callback::{Callback, Domain, ResourceEvent, Site, Subscriber},
     cbid::{self, ApiDomain, CallKind, SyncKind},
     nvtx::{NvtxEvent, NvtxMessage, Payload},
 };
+use cupti_sim::inproc::{self as fake, fire, serial};
 use cupti_sys as sys;
 
 const RUNTIME: sys::CUpti_CallbackDomain = sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API;
@@ -40,10 +40,13 @@ fn api_data(
     }
 }
 
+/// Set when a test's closure is freed.
+static CLOSURE_FREED: AtomicBool = AtomicBool::new(false);
+
 struct FreedFlag;
 impl Drop for FreedFlag {
     fn drop(&mut self) {
-        common::CLOSURE_FREED.store(true, Ordering::SeqCst);
+        CLOSURE_FREED.store(true, Ordering::SeqCst);
     }
 }
 
@@ -51,7 +54,7 @@ impl Drop for FreedFlag {
 fn drop_unsubscribes_and_leaks_the_closure() {
     let _g = serial();
     let cupti = common::cupti(&["cuptiSubscribe_v2"]);
-    common::CLOSURE_FREED.store(false, Ordering::SeqCst);
+    CLOSURE_FREED.store(false, Ordering::SeqCst);
     let calls = Arc::new(AtomicUsize::new(0));
     let flag = FreedFlag;
     let c2 = calls.clone();
@@ -62,19 +65,19 @@ fn drop_unsubscribes_and_leaks_the_closure() {
     .unwrap();
     assert!(fire(RUNTIME, 1, std::ptr::null()));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    let before = common::UNSUBSCRIBES.load(Ordering::SeqCst);
+    let before = fake::report().unsubscribes;
     drop(sub);
-    assert_eq!(common::UNSUBSCRIBES.load(Ordering::SeqCst), before + 1);
+    assert_eq!(fake::report().unsubscribes, before + 1);
     assert!(!fire(RUNTIME, 1, std::ptr::null()), "still subscribed");
     // CUPTI does not say it waits for callbacks under way on other threads:
     // the closure must outlive the unsubscribe, for good.
     assert!(
-        !common::CLOSURE_FREED.load(Ordering::SeqCst),
+        !CLOSURE_FREED.load(Ordering::SeqCst),
         "closure freed after unsubscribe"
     );
     assert_eq!(Arc::strong_count(&calls), 2, "captures dropped");
     // A late callback is safe and no longer reaches the closure.
-    assert!(common::fire_stale(RUNTIME, 1, std::ptr::null()));
+    assert!(fake::fire_stale(RUNTIME, 1, std::ptr::null()));
     assert_eq!(
         calls.load(Ordering::SeqCst),
         1,
@@ -94,7 +97,7 @@ fn close_leaks_the_closure_too() {
     .unwrap();
     sub.close().unwrap();
     assert_eq!(Arc::strong_count(&calls), 2, "captures dropped");
-    assert!(common::fire_stale(RUNTIME, 1, std::ptr::null()));
+    assert!(fake::fire_stale(RUNTIME, 1, std::ptr::null()));
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 }
 
@@ -104,7 +107,7 @@ fn subscriber_name_is_the_callers() {
     let cupti = common::cupti(&[]);
     let sub = Subscriber::subscribe(&cupti, c"my-tool", |_cb: &Callback<'_>| {}).unwrap();
     assert_eq!(
-        common::SUBSCRIBER_NAME.lock().unwrap().as_deref(),
+        fake::report().subscriber_names.last().map(String::as_str),
         Some("my-tool")
     );
     drop(sub);
@@ -123,21 +126,19 @@ fn enable_calls_from_many_threads_are_serialized() {
     let _g = serial();
     let cupti = common::cupti(&[]);
     let sub = Subscriber::subscribe(&cupti, c"test", |_cb: &Callback<'_>| {}).unwrap();
-    common::ENABLE_OVERLAP.store(false, Ordering::SeqCst);
+    fake::slow_enable(true);
     std::thread::scope(|s| {
-        for t in 0..4u32 {
+        for ids in sys::cbid_names::RUNTIME_CBID_NAMES.chunks(20).take(4) {
             let sub = &sub;
             s.spawn(move || {
-                for i in 0..20 {
-                    sub.enable(Domain::Runtime, t * 100 + i).unwrap();
+                for (id, _) in ids {
+                    sub.enable(Domain::Runtime, *id).unwrap();
                 }
             });
         }
     });
-    assert!(
-        !common::ENABLE_OVERLAP.load(Ordering::SeqCst),
-        "two cuptiEnableCallback calls overlapped"
-    );
+    assert_eq!(fake::enabled_callbacks().len(), 80);
+    assert_eq!(fake::violations(), Vec::<String>::new());
     sub.close().unwrap();
 }
 
@@ -169,7 +170,8 @@ fn panic_in_closure_is_caught_and_disables_the_subscriber() {
 fn second_subscriber_is_a_typed_error_naming_the_holder() {
     let _g = serial();
     let cupti = common::cupti(&[]);
-    let first = Subscriber::subscribe(&cupti, c"test", |_cb: &Callback<'_>| {}).unwrap();
+    // Another profiler holds CUPTI.
+    let first = Subscriber::subscribe(&cupti, c"nsys", |_cb: &Callback<'_>| {}).unwrap();
     let err = Subscriber::subscribe(&cupti, c"test", |_cb: &Callback<'_>| {}).unwrap_err();
     match &err {
         Error::MultipleSubscribers { status, holder } => {
@@ -177,7 +179,7 @@ fn second_subscriber_is_a_typed_error_naming_the_holder() {
                 status.code(),
                 sys::CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
             );
-            assert_eq!(holder.as_deref(), Some("nsys-fake"));
+            assert_eq!(holder.as_deref(), Some("nsys"));
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -190,7 +192,7 @@ fn second_subscriber_is_a_typed_error_naming_the_holder() {
             .contains("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"),
         "{err}"
     );
-    assert!(err.to_string().contains("nsys-fake"), "{err}");
+    assert!(err.to_string().contains("nsys"), "{err}");
     drop(first);
 }
 
@@ -198,21 +200,21 @@ fn second_subscriber_is_a_typed_error_naming_the_holder() {
 fn enable_single_ids_and_kinds() {
     let _g = serial();
     let cupti = common::cupti(&[]);
-    common::ENABLED_CBIDS.lock().unwrap().clear();
     let sub = Subscriber::subscribe(&cupti, c"test", |_cb: &Callback<'_>| {}).unwrap();
     let launch = cbid::by_name(ApiDomain::Driver, "cuLaunchKernel").unwrap();
     sub.enable(Domain::Driver, launch).unwrap();
     sub.enable_kind(ApiDomain::Runtime, CallKind::Sync(SyncKind::Stream))
         .unwrap();
-    let log = common::ENABLED_CBIDS.lock().unwrap().clone();
-    assert_eq!(log[0], (1, DRIVER.0, launch));
+    let on = fake::enabled_callbacks();
+    assert!(on.contains(&(DRIVER.0, launch)));
     let stream_sync = cbid::by_name(ApiDomain::Runtime, "cudaStreamSynchronize_v3020").unwrap();
-    assert!(log.contains(&(1, RUNTIME.0, stream_sync)));
+    assert!(on.contains(&(RUNTIME.0, stream_sync)));
     assert!(
-        log.iter()
-            .skip(1)
-            .all(|e| cbid::classify(ApiDomain::Runtime, e.2) == CallKind::Sync(SyncKind::Stream))
+        on.iter()
+            .filter(|e| e.0 == RUNTIME.0)
+            .all(|e| cbid::classify(ApiDomain::Runtime, e.1) == CallKind::Sync(SyncKind::Stream))
     );
+    assert_eq!(on.iter().filter(|e| e.0 == DRIVER.0).count(), 1);
     // An id the fake rejects maps to InvalidParameter with the raw code kept.
     let err = sub.enable(Domain::Runtime, 1_000_000).unwrap_err();
     assert!(matches!(err, Error::InvalidParameter(_)), "{err:?}");
@@ -503,7 +505,7 @@ fn resource_and_nvtx_views() {
 #[test]
 fn missing_symbol_is_an_error_value() {
     let _g = serial();
-    let cupti = common::cupti(&["cuptiSubscribe_v2", "cuptiSubscribe"]);
+    let cupti = common::cupti(&["cuptiSubscribe_v2", "cuptiSubscribe", "cuptiGetTimestamp"]);
     let err = Subscriber::subscribe(&cupti, c"test", |_cb: &Callback<'_>| {}).unwrap_err();
     assert!(
         matches!(
@@ -526,9 +528,9 @@ fn missing_symbol_is_an_error_value() {
 #[test]
 fn version_floor_is_enforced() {
     let _g = serial();
-    common::VERSION.store(28, Ordering::Relaxed); // CUDA 12.9 Update 1
+    fake::set_version(28); // CUDA 12.9 Update 1
     let err = common::try_cupti(&[]).unwrap_err();
-    common::VERSION.store(130001, Ordering::Relaxed);
+    fake::set_version(130001);
     match err {
         Error::VersionTooOld { found, floor } => assert_eq!((found, floor), (28, 130000)),
         other => panic!("unexpected {other:?}"),

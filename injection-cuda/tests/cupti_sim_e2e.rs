@@ -81,6 +81,11 @@ fn run(dir: &Path, s: &Scenario, env: &[(&str, &str)]) -> (Outcome, Trace, PathB
     }
     let out = cupti_sim::host::run_checked(spec, Duration::from_secs(120));
     let r = &out.report;
+    assert_eq!(
+        r.subscriber_names,
+        ["gpu-trace"],
+        "subscribed once, by name"
+    );
     assert_eq!(r.records_dropped, 0, "records without a buffer: {r:#?}");
     assert_eq!(
         r.records_delivered,
@@ -560,6 +565,37 @@ fn counters_without_permission_say_so_once_and_trace_the_rest() {
     // No per-kernel (COMPUTE) counter; the busy % derived from the
     // activity is there as always.
     assert!(t.counters.iter().all(|c| !c.groups.contains(&6)));
+    cleanup(&dir);
+}
+
+/// Another profiler holds CUPTI (nsys, torch.profiler): one line that names
+/// it, no trace, and the program runs as without the tool.
+#[test]
+fn a_profiler_holding_cupti_gets_one_line_and_the_program_runs() {
+    let dir = tmpdir("held");
+    let path = dir.join("trace.pftrace");
+    let s = scenario(vec![vec![launch("vadd", 1), Op::StreamSync { stream: 1 }]]);
+    let spec = RunSpec::new(tool(), s)
+        .env("INJECTION_OUTPUT", path.display().to_string())
+        .env(cupti_sim::host::HELD_BY_ENV, "nsys");
+    let out = cupti_sim::host::run_checked(spec, Duration::from_secs(120));
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    assert_eq!(out.report.violations, Vec::<String>::new());
+    assert_eq!(out.report.initialize_injection, Some(1));
+    let ours: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("gpu-trace:"))
+        .collect();
+    assert_eq!(ours.len(), 1, "{}", out.stderr);
+    assert!(
+        ours[0].contains("CUPTI is already in use by nsys"),
+        "{}",
+        ours[0]
+    );
+    assert_eq!(out.report.subscribes, 0);
+    assert_eq!(out.report.records_made.values().sum::<u64>(), 0);
+    assert!(!path.exists(), "no trace is written");
     cleanup(&dir);
 }
 

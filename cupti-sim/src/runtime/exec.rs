@@ -17,6 +17,13 @@ static CONTEXT_CREATED: std::sync::atomic::AtomicBool = std::sync::atomic::Atomi
 
 static CONTEXT_READY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// The driver has made its context and finished creating it: what a tool called in-process,
+/// without a scripted program, finds.
+pub(crate) fn context_exists() {
+    CONTEXT_CREATED.store(true, Ordering::Relaxed);
+    CONTEXT_READY.store(true, Ordering::Relaxed);
+}
+
 /// Whether the program's context exists (the driver is initialised).
 pub(crate) fn context_created() -> bool {
     CONTEXT_CREATED.load(Ordering::Relaxed)
@@ -933,6 +940,9 @@ fn start(s: &Scenario) -> Result<(), String> {
     s.validate()?;
     super::range_profiler::PROFILER.configure(s.profiler.clone());
     super::register_exit_report();
+    if let Ok(name) = std::env::var(crate::host::HELD_BY_ENV) {
+        super::exports::hold_for(name);
+    }
     load_injection()?;
     create_context();
     lock(&FAKE.report).program_thread_id = u64::from(gpu_trace_model::clock::thread_id());

@@ -33,7 +33,11 @@ unsafe fn out<T>(p: *mut T, v: T) -> bool {
 pub unsafe extern "C" fn cuptiGetVersion(v: *mut u32) -> R {
     // SAFETY: the caller's out-pointer, as CUPTI's contract.
     guard("cuptiGetVersion", INVALID, || unsafe {
-        if out(v, VERSION) { OK } else { INVALID }
+        if out(v, FAKE.version.load(Ordering::Relaxed)) {
+            OK
+        } else {
+            INVALID
+        }
     })
 }
 
@@ -72,31 +76,122 @@ pub unsafe extern "C" fn cuptiSubscribe(
     userdata: *mut c_void,
 ) -> R {
     guard("cuptiSubscribe", INVALID, || {
-        let Some(cb) = cb else { return INVALID };
-        let mut s = lock(&FAKE.sub);
-        if s.is_some() {
-            return R::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-        }
-        *s = Some(Subscriber {
-            cb,
-            userdata: userdata as usize,
-        });
-        lock(&FAKE.report).subscribes += 1;
-        // SAFETY: the caller's out-pointer; any non-null token will do.
-        if unsafe { out(h, 0x5b_usize as sys::CUpti_SubscriberHandle) } {
-            OK
-        } else {
-            INVALID
-        }
+        subscribe(h, cb, userdata, None)
     })
+}
+
+/// `cuptiSubscribe_v2`: as `cuptiSubscribe`, with the subscriber's name; when CUPTI is taken,
+/// the holder's name goes back through `oldSubscriberName`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuptiSubscribe_v2(
+    h: *mut sys::CUpti_SubscriberHandle,
+    cb: sys::CUpti_CallbackFunc,
+    userdata: *mut c_void,
+    p: *mut sys::CUpti_SubscriberParams,
+) -> R {
+    guard("cuptiSubscribe_v2", INVALID, || {
+        // SAFETY: CUPTI's contract: a parameter block the caller owns for the call.
+        let Some(p) = (unsafe { p.as_mut() }) else {
+            return INVALID;
+        };
+        if p.structSize == 0 || p.subscriberName.is_null() {
+            return INVALID;
+        }
+        // SAFETY: a NUL-terminated name (checked non-null), the caller's for the call.
+        let name = unsafe { CStr::from_ptr(p.subscriberName) };
+        if name.to_bytes().len() >= sys::CUPTI_SUBSCRIBER_NAME_MAX_LEN as usize {
+            return INVALID;
+        }
+        let name = name.to_string_lossy().into_owned();
+        let r = subscribe(h, cb, userdata, Some(name));
+        if r == R::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+            && !p.oldSubscriberName.is_null()
+            && p.oldSubscriberSize > 0
+        {
+            let holder = lock(&FAKE.holder).clone().unwrap_or_default();
+            let n = holder.len().min(p.oldSubscriberSize - 1);
+            // SAFETY: `oldSubscriberName` has `oldSubscriberSize` bytes (the caller's
+            // contract); `n + 1` fit.
+            unsafe {
+                std::ptr::copy_nonoverlapping(holder.as_ptr().cast(), p.oldSubscriberName, n);
+                *p.oldSubscriberName.add(n) = 0;
+            }
+        }
+        r
+    })
+}
+
+fn subscribe(
+    h: *mut sys::CUpti_SubscriberHandle,
+    cb: sys::CUpti_CallbackFunc,
+    userdata: *mut c_void,
+    name: Option<String>,
+) -> R {
+    let Some(cb) = cb else { return INVALID };
+    let mut s = lock(&FAKE.sub);
+    if s.is_some() {
+        return R::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    }
+    let sub = Subscriber {
+        cb,
+        userdata: userdata as usize,
+    };
+    *s = Some(sub);
+    *lock(&FAKE.last_sub) = Some(sub);
+    let mut report = lock(&FAKE.report);
+    report.subscribes += 1;
+    report
+        .subscriber_names
+        .push(name.clone().unwrap_or_default());
+    *lock(&FAKE.holder) = name;
+    // SAFETY: the caller's out-pointer; any non-null token will do.
+    if unsafe { out(h, 0x5b_usize as sys::CUpti_SubscriberHandle) } {
+        OK
+    } else {
+        INVALID
+    }
+}
+
+/// Another profiler, named `name`, subscribes before the injection loads
+/// ([`crate::host::HELD_BY_ENV`]); its callbacks do nothing.
+pub(crate) fn hold_for(name: String) {
+    unsafe extern "C" fn ignore(
+        _: *mut c_void,
+        _: sys::CUpti_CallbackDomain,
+        _: u32,
+        _: *const c_void,
+    ) {
+    }
+    *lock(&FAKE.sub) = Some(Subscriber {
+        cb: ignore,
+        userdata: 0,
+    });
+    *lock(&FAKE.holder) = Some(name);
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuptiUnsubscribe(_h: sys::CUpti_SubscriberHandle) -> R {
     guard("cuptiUnsubscribe", INVALID, || {
         *lock(&FAKE.sub) = None;
+        *lock(&FAKE.holder) = None;
+        lock(&FAKE.report).unsubscribes += 1;
         OK
     })
+}
+
+/// Runs an enable call, noting a violation when another is under way: CUPTI requires enable
+/// calls to be serialized.
+fn serialized(what: &str, f: impl FnOnce() -> R) -> R {
+    if FAKE.enabling.swap(true, Ordering::SeqCst) {
+        violation(format!("{what} overlapped another enable call"));
+    }
+    if FAKE.slow_enable.load(Ordering::Relaxed) {
+        // Long enough for an unserialized caller on another thread to overlap.
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    let r = f();
+    FAKE.enabling.store(false, Ordering::SeqCst);
+    r
 }
 
 fn known(domain: sys::CUpti_CallbackDomain, cbid: u32) -> bool {
@@ -117,16 +212,18 @@ pub unsafe extern "C" fn cuptiEnableCallback(
     cbid: sys::CUpti_CallbackId,
 ) -> R {
     guard("cuptiEnableCallback", INVALID, || {
-        if !known(domain, cbid) {
-            return INVALID;
-        }
-        let mut e = lock(&FAKE.enabled);
-        if enable != 0 {
-            e.ids.insert((domain.0, cbid));
-        } else {
-            e.ids.remove(&(domain.0, cbid));
-        }
-        OK
+        serialized("cuptiEnableCallback", || {
+            if !known(domain, cbid) {
+                return INVALID;
+            }
+            let mut e = lock(&FAKE.enabled);
+            if enable != 0 {
+                e.ids.insert((domain.0, cbid));
+            } else {
+                e.ids.remove(&(domain.0, cbid));
+            }
+            OK
+        })
     })
 }
 
@@ -137,13 +234,15 @@ pub unsafe extern "C" fn cuptiEnableDomain(
     domain: sys::CUpti_CallbackDomain,
 ) -> R {
     guard("cuptiEnableDomain", INVALID, || {
-        let mut e = lock(&FAKE.enabled);
-        if enable != 0 {
-            e.domains.insert(domain.0);
-        } else {
-            e.domains.remove(&domain.0);
-        }
-        OK
+        serialized("cuptiEnableDomain", || {
+            let mut e = lock(&FAKE.enabled);
+            if enable != 0 {
+                e.domains.insert(domain.0);
+            } else {
+                e.domains.remove(&domain.0);
+            }
+            OK
+        })
     })
 }
 
@@ -248,7 +347,11 @@ pub unsafe extern "C" fn cuptiActivityGetNextRecord(
             if off + 4 > valid {
                 return R::CUPTI_ERROR_MAX_LIMIT_REACHED;
             }
-            *rec = buf.add(off).cast();
+            let next = buf.add(off);
+            if std::ptr::read_unaligned(next.cast::<u32>()) == super::POISON_KIND {
+                return R::CUPTI_ERROR_INVALID_KIND;
+            }
+            *rec = next.cast();
         }
         OK
     })

@@ -27,6 +27,14 @@ static MEMORY: LazyLock<Mutex<Memory>> = LazyLock::new(|| Mutex::new(Memory::def
 
 /// The unified-memory counter kinds the tool configured on.
 static UM_CONFIGURED: LazyLock<Mutex<HashSet<u32>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
+/// Every config passed, in order: (counter kind, enable).
+pub(crate) static UM_LOG: Mutex<Vec<(u32, u32)>> = Mutex::new(Vec::new());
+
+/// Forgets the unified-memory configuration ([`super::reset`]).
+pub(crate) fn reset() {
+    lock(&UM_CONFIGURED).clear();
+    lock(&UM_LOG).clear();
+}
 
 /// Pitch the fake gives a row of `width` bytes (CUDA pads to the texture
 /// alignment; 512 here).
@@ -243,6 +251,9 @@ pub unsafe extern "C" fn cuptiActivityConfigureUnifiedMemoryCounter(
             if config.is_null() {
                 return sys::CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
             }
+            if let Some(r) = super::forced("cuptiActivityConfigureUnifiedMemoryCounter") {
+                return r;
+            }
             // CUPTI needs the driver initialised: the fake's is once the
             // program's context exists (after `InitializeInjection`).
             if !super::exec::context_created() {
@@ -251,6 +262,7 @@ pub unsafe extern "C" fn cuptiActivityConfigureUnifiedMemoryCounter(
             // SAFETY: the tool passes `count` configs.
             let configs = unsafe { std::slice::from_raw_parts(config, count as usize) };
             let mut on = lock(&UM_CONFIGURED);
+            lock(&UM_LOG).extend(configs.iter().map(|c| (c.kind.0, c.enable)));
             for c in configs {
                 if c.enable != 0 {
                     on.insert(c.kind.0);

@@ -6,9 +6,9 @@
 //! `cuptiActivityGetNextRecord`.
 #![allow(unsafe_code)] // the C ABI of CUPTI, the driver and NVTX
 
-mod exec;
-mod exports;
-mod memory;
+pub(crate) mod exec;
+pub(crate) mod exports;
+pub(crate) mod memory;
 mod nvtx;
 mod process;
 mod range_profiler;
@@ -16,7 +16,7 @@ mod signals;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{CStr, CString, c_char, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use cupti_sys as sys;
@@ -34,6 +34,19 @@ pub(crate) struct Fake {
     pub(crate) buffer: Mutex<Option<Buffer>>,
     pub(crate) gpu: Mutex<Gpu>,
     pub(crate) dropped: AtomicU64,
+    /// What `cuptiGetVersion` reports.
+    pub(crate) version: AtomicU32,
+    /// The last subscription, kept after unsubscribe: what a callback already under way on
+    /// another thread still holds.
+    pub(crate) last_sub: Mutex<Option<Subscriber>>,
+    /// The current subscriber's `subscriberName` (`None`: subscribed without one).
+    pub(crate) holder: Mutex<Option<String>>,
+    /// An enable call is running (CUPTI requires them serialized).
+    pub(crate) enabling: AtomicBool,
+    /// Enable calls take long enough for an unserialized caller to overlap them.
+    pub(crate) slow_enable: AtomicBool,
+    /// Results a function gives instead of doing its work, by function name.
+    pub(crate) forced: Mutex<HashMap<&'static str, sys::CUptiResult>>,
 }
 
 #[derive(Clone, Copy)]
@@ -79,7 +92,38 @@ pub(crate) static FAKE: LazyLock<Fake> = LazyLock::new(|| Fake {
     buffer: Mutex::new(None),
     gpu: Mutex::new(Gpu::default()),
     dropped: AtomicU64::new(0),
+    version: AtomicU32::new(exports::VERSION),
+    last_sub: Mutex::new(None),
+    holder: Mutex::new(None),
+    enabling: AtomicBool::new(false),
+    slow_enable: AtomicBool::new(false),
+    forced: Mutex::new(HashMap::new()),
 });
+
+/// Starts the fake afresh, as a new process would find it (for a tool called in-process,
+/// one test after another).
+pub(crate) fn reset() {
+    *lock(&FAKE.report) = Report::default();
+    *lock(&FAKE.sub) = None;
+    *lock(&FAKE.last_sub) = None;
+    *lock(&FAKE.holder) = None;
+    *lock(&FAKE.enabled) = Enabled::default();
+    lock(&FAKE.kinds).clear();
+    *lock(&FAKE.buffer_cbs) = None;
+    *lock(&FAKE.timestamp) = None;
+    *lock(&FAKE.buffer) = None;
+    FAKE.dropped.store(0, Ordering::Relaxed);
+    FAKE.version.store(exports::VERSION, Ordering::Relaxed);
+    FAKE.enabling.store(false, Ordering::Relaxed);
+    FAKE.slow_enable.store(false, Ordering::Relaxed);
+    lock(&FAKE.forced).clear();
+    memory::reset();
+}
+
+/// The result `what` was told to give instead of doing its work, if any.
+pub(crate) fn forced(what: &str) -> Option<sys::CUptiResult> {
+    lock(&FAKE.forced).get(what).copied()
+}
 
 /// Locks, ignoring poisoning (a panic already failed the run).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -357,10 +401,22 @@ pub(crate) fn record_size(kind: u32) -> usize {
         K::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER => {
             size_of::<sys::CUpti_ActivityUnifiedMemoryCounter3>()
         }
+        K::CUPTI_ACTIVITY_KIND_RUNTIME | K::CUPTI_ACTIVITY_KIND_DRIVER => {
+            size_of::<sys::CUpti_ActivityAPI>()
+        }
+        K::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION => size_of::<sys::CUpti_ActivitySynchronization2>(),
+        K::CUPTI_ACTIVITY_KIND_MARKER => size_of::<sys::CUpti_ActivityMarker2>(),
+        K::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION => {
+            size_of::<sys::CUpti_ActivityExternalCorrelation>()
+        }
         _ => 16,
     };
     s.div_ceil(8) * 8
 }
+
+/// A record kind CUPTI's iterator rejects as corrupt (`CUPTI_ERROR_INVALID_KIND`); no
+/// activity kind has this value.
+pub(crate) const POISON_KIND: u32 = 0x7fff_0001;
 
 /// Copies a record of `kind` into the tool's current buffer (asking for one, or handing a
 /// full one back first).
