@@ -28,9 +28,11 @@ mod ffi;
 mod memory;
 mod nvtx_capture;
 mod occupancy;
+mod profiler_capture;
 mod records;
 mod telemetry;
 mod tool;
+mod uvm;
 
 use gpu_trace_agent::program::{ProgramControl, status};
 use std::ffi::CStr;
