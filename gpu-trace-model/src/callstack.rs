@@ -8,6 +8,7 @@
 
 use crate::model::NameId;
 use rustc_hash::FxHashMap;
+use std::num::NonZeroU32;
 use std::sync::{Arc, RwLock};
 
 /// An interned frame; ids start at 1 so that they can double as Perfetto
@@ -15,9 +16,23 @@ use std::sync::{Arc, RwLock};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FrameId(pub u32);
 
-/// An interned call stack; ids start at 1.
+/// An interned call stack; ids start at 1. Never zero, so that the
+/// `Option<CallstackId>` every [`crate::model::ApiCall`] carries takes four
+/// bytes, not eight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CallstackId(pub u32);
+pub struct CallstackId(NonZeroU32);
+
+impl CallstackId {
+    /// The stack with id `id` (`None` for 0, which no stack has).
+    pub fn new(id: u32) -> Option<Self> {
+        NonZeroU32::new(id).map(Self)
+    }
+
+    /// The id, from 1.
+    pub fn get(self) -> u32 {
+        self.0.get()
+    }
+}
 
 /// One source frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,16 +49,16 @@ pub struct SourceFrame {
 #[derive(Debug, Default)]
 pub struct Callstacks {
     frames: RwLock<Table<SourceFrame>>,
-    stacks: RwLock<Table<Arc<[FrameId]>>>,
+    stacks: RwLock<Table<Arc<[FrameId]>, CallstackId>>,
 }
 
 #[derive(Debug)]
-struct Table<T> {
-    map: FxHashMap<T, u32>,
+struct Table<T, Id = u32> {
+    map: FxHashMap<T, Id>,
     list: Vec<T>,
 }
 
-impl<T> Default for Table<T> {
+impl<T, Id> Default for Table<T, Id> {
     fn default() -> Self {
         Self {
             map: FxHashMap::default(),
@@ -72,17 +87,18 @@ impl Callstacks {
     /// Allocates only then.
     pub fn stack(&self, frames: &[FrameId]) -> CallstackId {
         if let Some(&id) = read(&self.stacks).map.get(frames) {
-            return CallstackId(id);
+            return id;
         }
         let mut w = self.stacks.write().unwrap_or_else(|e| e.into_inner());
         if let Some(&id) = w.map.get(frames) {
-            return CallstackId(id);
+            return id;
         }
         let arc: Arc<[FrameId]> = Arc::from(frames);
         w.list.push(arc.clone());
-        let id = w.list.len() as u32;
+        // The list's length after a push: never zero.
+        let id = CallstackId(NonZeroU32::new(w.list.len() as u32).unwrap_or(NonZeroU32::MIN));
         w.map.insert(arc, id);
-        CallstackId(id)
+        id
     }
 
     /// The frame behind `id`.
@@ -95,10 +111,7 @@ impl Callstacks {
 
     /// The frames of stack `id`, outermost first.
     pub fn get_stack(&self, id: CallstackId) -> Option<Arc<[FrameId]>> {
-        let r = read(&self.stacks);
-        id.0.checked_sub(1)
-            .and_then(|i| r.list.get(i as usize))
-            .cloned()
+        read(&self.stacks).list.get(id.get() as usize - 1).cloned()
     }
 
     /// Number of stacks interned.
@@ -137,6 +150,8 @@ mod tests {
         assert_eq!(&*c.get_stack(s).unwrap(), &[a, b]);
         assert_eq!(c.get_frame(b), Some(f(4)));
         assert_eq!(c.get_frame(FrameId(0)), None);
-        assert_eq!(c.get_stack(CallstackId(9)), None);
+        assert_eq!(c.get_stack(CallstackId::new(9).unwrap()), None);
+        assert_eq!(CallstackId::new(0), None);
+        assert_eq!(s.get(), 1);
     }
 }

@@ -667,7 +667,13 @@ impl Recorder {
                 && !slot.current.events.is_empty()
                 && fits(&out, budget, &slot.current)
             {
-                let fresh = self.fresh_batch(*tid);
+                // The thread goes on recording into a batch as big as the
+                // one taken: grown from empty (when the pool is empty, the
+                // writer still holding the recycled ones), it would copy its
+                // events at every doubling. A writer that drains fast takes
+                // most batches before they fill, so this is the common case.
+                let mut fresh = self.fresh_batch(*tid);
+                fresh.events.reserve(slot.current.events.capacity());
                 let b = std::mem::replace(&mut slot.current, fresh);
                 budget = budget.saturating_sub(b.events.len());
                 out.push(b);

@@ -340,7 +340,7 @@ impl Encoder {
     fn intern_stack(&mut self, id: CallstackId, sink: &mut dyn TrackEventSink) -> Option<u64> {
         self.stack_interned.clear();
         let frames = self.callstacks.get_stack(id)?;
-        let (iid, seen) = sink.intern_callsite(&callsite_key(b'S', id.0));
+        let (iid, seen) = sink.intern_callsite(&callsite_key(b'S', id.get()));
         if seen {
             return Some(iid);
         }
