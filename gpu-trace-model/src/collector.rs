@@ -667,13 +667,21 @@ impl Recorder {
                 && !slot.current.events.is_empty()
                 && fits(&out, budget, &slot.current)
             {
-                // The thread goes on recording into a batch as big as the
-                // one taken: grown from empty (when the pool is empty, the
-                // writer still holding the recycled ones), it would copy its
-                // events at every doubling. A writer that drains fast takes
-                // most batches before they fill, so this is the common case.
-                let mut fresh = self.fresh_batch(*tid);
-                fresh.events.reserve(slot.current.events.capacity());
+                // A live thread goes on recording into a batch as big as
+                // the one taken (grown from empty, when the pool is empty,
+                // it would copy its events at every doubling). An exited
+                // thread gets none from the pool: its buffer is dropped
+                // below, and a pooled batch with it, so that the next new
+                // thread found the pool empty and grew its batch from
+                // nothing (seen once per thread that exits, in both the
+                // writer through the SDK and the direct one).
+                let fresh = if alive {
+                    let mut fresh = self.fresh_batch(*tid);
+                    fresh.events.reserve(slot.current.events.capacity());
+                    fresh
+                } else {
+                    Batch::default()
+                };
                 let b = std::mem::replace(&mut slot.current, fresh);
                 budget = budget.saturating_sub(b.events.len());
                 out.push(b);
@@ -728,6 +736,24 @@ mod tests {
         let mut call = ApiCall::new(NameId(1), 1, i, i + 1, i);
         call.submits = true;
         call
+    }
+
+    #[test]
+    fn draining_an_exited_thread_leaves_the_pool_to_the_living() {
+        let r = Recorder::new(Limits::default());
+        r.recycle([Batch::default(), Batch::default()]);
+        let r2 = r.clone();
+        // Takes one pooled batch for its buffer, and exits.
+        std::thread::spawn(move || r2.api(api(1))).join().unwrap();
+        let pooled = r.shared.pool.lock().unwrap().len();
+        assert_eq!(pooled, 1);
+        let got = r.drain_some(usize::MAX);
+        assert_eq!(got.iter().map(|b| b.events.len()).sum::<usize>(), 1);
+        assert_eq!(
+            r.shared.pool.lock().unwrap().len(),
+            pooled,
+            "a batch left the pool for a thread that is gone"
+        );
     }
 
     #[test]
