@@ -27,6 +27,12 @@ fn tracer_with(tag: &str, counters: bool) -> (Tracer, PathBuf) {
     let mut settings = TraceSettings::file(path);
     settings.buffer_kb = 256 * 1024;
     settings.recording.counters = counters;
+    // `BENCH_FILE_WRITER=service`: the trace goes through the SDK's
+    // in-process service, as before the direct writer, whose thread writes
+    // each flush's bytes beside the next measurement.
+    if std::env::var("BENCH_FILE_WRITER").is_ok_and(|v| v == "service") {
+        settings.file_sink = gpu_trace_model::writer::FileSink::Service;
+    }
     settings.limits = Limits {
         events: 1 << 20,
         text: 1 << 20,

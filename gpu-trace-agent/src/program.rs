@@ -17,7 +17,8 @@
 //! `stop` or a window that already ended starts the run paused (as
 //! `INJECTION_PAUSED=1`). Such calls return [`status::PENDING`].
 
-use crate::windows::{Plan, WindowsHandle};
+use crate::windows::{Plan, Windows, WindowsHandle};
+use gpu_trace_model::Recorder;
 use gpu_trace_model::capture::RecordingSwitch;
 use gpu_trace_model::log::plain;
 use std::sync::{Arc, Mutex};
@@ -140,6 +141,23 @@ impl ProgramControl {
         );
         plan.paused = true;
         true
+    }
+
+    /// Starts the recording windows of `plan` (its schedule and control
+    /// socket) and attaches the program's own window to them, as each
+    /// injection does once its tracer runs. Returns the windows (`None`:
+    /// recording is never switched) and whether recording is open now:
+    /// the plan opens at start, or the program asked for a window before
+    /// the tool started.
+    pub fn start_windows<S: RecordingSwitch + Clone + 'static>(
+        &self,
+        plan: &Plan,
+        switch: S,
+        recorder: Recorder,
+    ) -> (Option<Windows>, bool) {
+        let windows = Windows::start(plan, switch.clone(), recorder);
+        let opened = self.attach(windows.as_ref().map(Windows::handle), switch);
+        (windows, plan.open_at_start() || opened)
     }
 
     /// The tool started; `windows` switches its recording (`None`: it

@@ -430,21 +430,10 @@ fn init_detach(
 /// Starts the recording windows (time plan, control socket) and attaches
 /// the program's own window to them.
 fn open_windows(plan: &Plan, tracer: &Tracer, detach: &crate::detach::Detach) -> Option<Windows> {
-    let windows = gpu_trace_agent::windows::Windows::start(
-        plan,
-        tracer.capture_switch(),
-        tracer.recorder().clone(),
-    );
-    // The program's own window, if it asked for one before this start,
-    // opens now; its calls switch recording from here on.
-    let opened = crate::PROGRAM.attach(
-        windows
-            .as_ref()
-            .map(gpu_trace_agent::windows::Windows::handle),
-        tracer.capture_switch(),
-    );
+    let (windows, open) =
+        crate::PROGRAM.start_windows(plan, tracer.capture_switch(), tracer.recorder().clone());
     // Paused from the start: detach once the program has a context.
-    if !plan.open_at_start() && !opened {
+    if !open {
         detach.paused_at_start();
     }
     windows

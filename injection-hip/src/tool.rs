@@ -509,21 +509,12 @@ impl HipTool {
         tracer.set_listener(Box::new(telemetry.clone()));
         // Recording opens now unless the plan starts paused or with a delay; the controller
         // switches it from here on, as `gpu-trace start/stop` and the schedule ask.
-        let windows = gpu_trace_agent::windows::Windows::start(
-            &plan,
-            tracer.capture_switch(),
-            tracer.recorder().clone(),
-        );
         // The program's own window, if it asked for one before this start,
         // opens now; its calls switch recording from here on.
-        let opened = crate::PROGRAM.attach(
-            windows
-                .as_ref()
-                .map(gpu_trace_agent::windows::Windows::handle),
-            tracer.capture_switch(),
-        );
+        let (windows, open) =
+            crate::PROGRAM.start_windows(&plan, tracer.capture_switch(), tracer.recorder().clone());
         *self.windows.lock().unwrap_or_else(|e| e.into_inner()) = windows;
-        if plan.open_at_start() || opened {
+        if open {
             wait_until_recording(&tracer, &self.startup.config);
         }
         let devices: Vec<_> = agents.iter().filter_map(records::describe).collect();

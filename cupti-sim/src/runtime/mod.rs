@@ -133,7 +133,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Runs `f`, turning a panic into `fallback` so that none crosses the C boundary. CUPTI
 /// functions (`cupti*`) are also counted while they run, for [`finalize`], and a CUPTI call
 /// made while CUPTI is detached is noted: real CUPTI would attach again.
-pub(crate) fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
+pub(crate) fn guard<R>(what: &'static str, fallback: R, f: impl FnOnce() -> R) -> R {
     let cupti = what.starts_with("cupti") && !what.starts_with("cupti_sim");
     if cupti {
         detach::entered(what);
@@ -163,7 +163,7 @@ pub(crate) mod detach {
     /// CUPTI calls running on any thread.
     static IN_CUPTI: AtomicUsize = AtomicUsize::new(0);
     /// Which, by thread.
-    static RUNNING: std::sync::Mutex<Vec<(std::thread::ThreadId, String)>> =
+    static RUNNING: std::sync::Mutex<Vec<(std::thread::ThreadId, &'static str)>> =
         std::sync::Mutex::new(Vec::new());
     static DETACHED: AtomicBool = AtomicBool::new(false);
     /// The latest end of any GPU work whose record was written.
@@ -172,8 +172,8 @@ pub(crate) mod detach {
         static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     }
 
-    pub(crate) fn entered(what: &str) {
-        lock(&RUNNING).push((std::thread::current().id(), what.to_owned()));
+    pub(crate) fn entered(what: &'static str) {
+        lock(&RUNNING).push((std::thread::current().id(), what));
         IN_CUPTI.fetch_add(1, Ordering::SeqCst);
         DEPTH.with(|d| d.set(d.get() + 1));
         if DETACHED.load(Ordering::SeqCst) {
@@ -210,10 +210,10 @@ pub(crate) mod detach {
         let others = IN_CUPTI.load(Ordering::SeqCst).saturating_sub(mine);
         if others > 0 {
             let me = std::thread::current().id();
-            let names: Vec<String> = lock(&RUNNING)
+            let names: Vec<&str> = lock(&RUNNING)
                 .iter()
                 .filter(|(t, _)| *t != me)
-                .map(|(_, n)| n.clone())
+                .map(|(_, n)| *n)
                 .collect();
             violation(format!(
                 "cuptiFinalize overlapped {others} CUPTI call(s) of other threads: {names:?}"
