@@ -23,7 +23,7 @@ case $rounds in '' | *[!0-9]*) echo "$0: ROUNDS is '$rounds', expected a number"
 root=$(git rev-parse --show-toplevel)
 work=${COMPARE_DIR:-$root/target/compare}
 mkdir -p "$work"
-old_rev=$(git -C "$root" rev-parse --short "$old^{commit}") || {
+old_rev=$(git -C "$root" rev-parse --short "$old^{commit}" 2>/dev/null) || {
     echo "$0: '$old' is not a commit of this repository" >&2
     exit 2
 }

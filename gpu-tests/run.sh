@@ -26,6 +26,8 @@
 #   GPU_TESTS_KEEP_BIG      1: keep the big cases' traces (by default each is
 #                   deleted once gpu-check has read it)
 #   GPU_TESTS_BIG_TIMEOUT   seconds per program of a big case (default 1200)
+#   GPU_TESTS_DEVICE        text the trace's GPU name must contain (default
+#                   H200; H100 on an H100)
 #
 # Exit status: 0 when every case passed (informational cases excepted).
 # Never changes GPU clocks or settings.
@@ -202,7 +204,8 @@ run_case() {
             >"$work/$name.check"
         crc=1
     else
-        timeout -k 10 "$check_timeout" "${checker[@]}" --label "$name" "${validate[@]}" "${extra[@]}" \
+        timeout -k 10 "$check_timeout" "${checker[@]}" --label "$name" \
+            --device-name "${GPU_TESTS_DEVICE:-H200}" "${validate[@]}" "${extra[@]}" \
             "$kind" "$trace" "$outf" >"$work/$name.check" 2>&1
         crc=$?
         [ "$crc" -eq 124 ] || [ "$crc" -eq 137 ] &&

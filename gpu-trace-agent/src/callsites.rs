@@ -25,7 +25,7 @@ use gpu_trace_model::names::Names;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use cpython_sys::Unsupported;
 
@@ -232,16 +232,8 @@ impl CallSites {
     /// By layout, for a thread that released the GIL (see the module).
     pub fn capture_released(&self) -> Option<CallstackId> {
         let mut ids: SmallVec<[FrameId; DEPTH]> = SmallVec::new();
-        let held = match self.locations.try_lock() {
-            Ok(l) => l,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
-        let mut unheld = match self.unheld.try_lock() {
-            Ok(l) => l,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
+        let held = try_now(&self.locations)?;
+        let mut unheld = try_now(&self.unheld)?;
         let walked = self.py.walk_layout(|f| {
             let key = (f.code(), f.position());
             let id = match held.get(&key) {
@@ -277,11 +269,7 @@ impl CallSites {
         let mut ids: SmallVec<[FrameId; DEPTH]> = SmallVec::new();
         // Never waits: a capture re-entered on this thread (a finaliser
         // that launches, run while a name was read) gets no stack.
-        let mut locations = match self.locations.try_lock() {
-            Ok(l) => l,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
+        let mut locations = try_now(&self.locations)?;
         let walked = self.py.walk(|f| {
             let key = (f.code(), f.position());
             let id = match locations.get(&key) {
@@ -324,5 +312,15 @@ impl CallSites {
             file: self.names.intern(file.as_deref().unwrap_or("?")),
             line: f.line(),
         })
+    }
+}
+
+/// The lock if it is free now (poisoned or not), else `None`: a capture
+/// never waits, so one re-entered on its own thread gets no stack.
+fn try_now<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(l) => Some(l),
+        Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
     }
 }

@@ -32,16 +32,17 @@ pub fn euid() -> u32 {
 pub struct SharedTmp(PathBuf);
 
 impl SharedTmp {
-    /// Makes `/tmp/gpu-trace-shared-<pid>-<n>-<tag>`.
+    /// Makes `gpu-trace-shared-<pid>-<n>-<tag>` in the temporary folder
+    /// (`TMPDIR`, else `/tmp`).
     pub fn new(tag: &str) -> SharedTmp {
         static N: AtomicU64 = AtomicU64::new(0);
-        let p = PathBuf::from(format!(
-            "/tmp/gpu-trace-shared-{}-{}-{tag}",
+        let p = std::env::temp_dir().join(format!(
+            "gpu-trace-shared-{}-{}-{tag}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir(&p).expect("a folder in /tmp");
+        std::fs::create_dir(&p).expect("a folder in the temporary folder");
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o1777)).unwrap();
         SharedTmp(p)
     }
